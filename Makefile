@@ -1,0 +1,49 @@
+# Two commands a newcomer needs: `make run` and `make test`. Everything installs into .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint fmt migrate worker beat install demo
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Reinstall only when the dependency list changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(BIN)/gunicorn config.wsgi:application --bind 127.0.0.1:$(PORT) --workers $${WEB_CONCURRENCY:-2} --access-logfile -
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+worker: $(STAMP)
+	$(BIN)/celery -A config worker -l info
+
+beat: $(STAMP)
+	$(BIN)/celery -A config beat -l info
+
+demo: migrate
+	$(BIN)/python manage.py demo

@@ -1,0 +1,124 @@
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from programs.models import Partner, Program, Workspace
+from tracking.models import Currency, Customer, SaleEvent
+
+
+class CommissionStatus(models.TextChoices):
+    PENDING = "pending", "Pending (in hold)"
+    APPROVED = "approved", "Approved (credited)"
+    PAID = "paid", "Paid out"
+    REFUNDED = "refunded", "Partly refunded"
+    REVERSED = "reversed", "Reversed"
+
+
+class Commission(models.Model):
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="commissions")
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="commissions")
+    sale = models.OneToOneField(SaleEvent, on_delete=models.PROTECT, related_name="commission")
+    customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    amount_cents = models.BigIntegerField()
+    currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
+    status = models.CharField(max_length=16, choices=CommissionStatus.choices, default=CommissionStatus.PENDING)
+    # Credited to the partner ledger (left pending); refunds deduct from the ledger only when set.
+    credited = models.BooleanField(default=False)
+    sale_refunded_cents = models.BigIntegerField(default=0)
+    deducted_cents = models.BigIntegerField(default=0)
+    refund_reason = models.TextField(blank=True, default="")
+    applied_refund_ids = models.JSONField(default=list, blank=True)
+    last_refund_amount_cents = models.BigIntegerField(null=True, blank=True)
+    hold_until = models.DateTimeField()
+    approved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "hold_until"], name="commission_due")]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount_cents__gte=0), name="commission_amount_nonnegative"),
+            models.CheckConstraint(
+                condition=Q(deducted_cents__gte=0) & Q(deducted_cents__lte=models.F("amount_cents")),
+                name="commission_deduction_within_amount",
+            ),
+            models.CheckConstraint(condition=Q(sale_refunded_cents__gte=0), name="commission_refund_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"commission #{self.pk} ({self.status})"
+
+
+class LedgerEntry(models.Model):
+    """Append-only partner balance: the balance is the sum of amounts. Never updated or deleted."""
+
+    class Kind(models.TextChoices):
+        CREDIT = "credit", "Commission credited"
+        DEDUCTION = "deduction", "Refund clawback"
+        PAYOUT = "payout", "Paid out"
+        ADJUSTMENT = "adjustment", "Manual adjustment"
+
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="ledger")
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="+")
+    commission = models.ForeignKey(
+        Commission, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_entries"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    amount_cents = models.BigIntegerField()
+    currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
+    memo = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["partner", "currency"], name="ledger_partner_currency")]
+        constraints = [
+            # A commission is credited at most once.
+            models.UniqueConstraint(
+                fields=["commission"], condition=Q(kind="credit"), name="ledger_one_credit_per_commission"
+            ),
+        ]
+
+
+class Withdrawal(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        PAID = "paid", "Paid"
+        CANCELLED = "cancelled", "Cancelled"
+
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="withdrawals")
+    amount_cents = models.BigIntegerField()
+    requested_cents = models.BigIntegerField()
+    currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(amount_cents__gte=0), name="withdrawal_nonnegative")]
+
+
+class Notification(models.Model):
+    class Audience(models.TextChoices):
+        PARTNER = "partner", "Partner (in-app)"
+        ADVERTISER = "advertiser", "Advertiser"
+
+    class Kind(models.TextChoices):
+        COMMISSION_REFUNDED = "commission_refunded", "Commission partly refunded"
+        COMMISSION_REVERSED = "commission_reversed", "Commission reversed"
+        MANUAL_REVIEW = "manual_review", "Paid-out commission needs review"
+
+    audience = models.CharField(max_length=16, choices=Audience.choices)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    commission = models.ForeignKey(Commission, on_delete=models.CASCADE, related_name="notifications")
+    # Which refund step caused it, so a retried task never notifies twice.
+    dedupe_key = models.CharField(max_length=255)
+    message = models.TextField()
+    read_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["audience", "dedupe_key"], name="notification_once"),
+        ]

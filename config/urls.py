@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from core.views import ErrorReferenceView, healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("", include("programs.api.urls")),
+]

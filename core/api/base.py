@@ -1,0 +1,87 @@
+"""Project base views. Each API view declares its policy as class attributes:
+
+    class SaleTrackApi(ProgramKeyApi):
+        envelope = "platform"
+        default_error_codes = SALE_ERROR_CODES
+        failure_message = messages.SALE_TRACKING_FAILED
+        rate_scope = ratelimit.TRACK_MONEY
+"""
+
+from typing import Any
+
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core import messages
+from core.api import auth, ratelimit
+from core.api.envelopes import PLATFORM
+from core.errors import ApiError, UnauthorizedError
+from programs.models import ProgramKey
+
+
+class BaseApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+    envelope: str = PLATFORM
+    failure_message: str = messages.INTERNAL_ERROR
+    # Status -> error.code, for routes whose errors always carry one (sale, refund).
+    default_error_codes: dict[int, str] = {}
+    rate_scope: ratelimit.RateScope | None = None
+    sends_request_id: bool = True
+    # CLI 500s repeat the request id in the message and details.
+    request_id_in_errors: bool = False
+
+    def initial(self, request, *args: Any, **kwargs: Any) -> None:
+        # Rate limits come first: a refused request must not parse, authenticate or record anything.
+        self.rate_usage = None
+        if self.rate_scope is not None:
+            self.rate_usage = ratelimit.rate_limit_check(self.rate_scope, request._request)
+        super().initial(request, *args, **kwargs)
+
+    def shape_error(self, error: ApiError) -> ApiError:
+        if error.code is None and error.status in self.default_error_codes:
+            error.code = self.default_error_codes[error.status]
+        if self.request_id_in_errors and error.status >= 500:
+            request_id = getattr(self.request, "request_id", "")
+            error.message = f"{error.message} (request_id: {request_id})"
+            error.details = {**error.details, "request_id": request_id}
+        return error
+
+    def should_send_request_id(self, response: Response) -> bool:
+        return self.sends_request_id
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        usage = getattr(self, "rate_usage", None)
+        if usage is not None:
+            for name, value in usage.headers().items():
+                response.headers.setdefault(name, value)
+        if self.should_send_request_id(response):
+            response["X-Request-ID"] = getattr(request, "request_id", "") or request._request.request_id
+        return response
+
+
+class ProgramKeyApi(BaseApi):
+    """Routes authenticated with a program key (`Authorization: Bearer <key>`)."""
+
+    authentication_classes = [auth.ProgramKeyAuthentication]
+    program_key_mode: str = auth.REQUIRED
+    empty_token_message: str = messages.MISSING_API_TOKEN
+
+    def authentication_failed(self, message: str) -> ApiError:
+        return UnauthorizedError(message)
+
+    @property
+    def program_key(self) -> ProgramKey | None:
+        key = self.request.auth
+        return key if isinstance(key, ProgramKey) else None
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        key = getattr(request, "_auth", None)
+        if isinstance(key, ProgramKey) and key.rotation_flagged:
+            for name, value in auth.rotation_headers(key, request).items():
+                response[name] = value
+            if isinstance(response.data, dict):
+                response.data["warnings"] = [auth.rotation_warning(key, request)]
+        return response

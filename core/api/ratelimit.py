@@ -1,0 +1,90 @@
+"""The spec's Limits table, enforced with django-ratelimit before a view does any work."""
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django_ratelimit.core import get_usage
+
+from core import messages
+from core.api.auth import bearer_token
+from core.clientip import client_ip
+from core.errors import RateLimitedError
+
+PER_IP = "ip"
+PER_KEY = "key"  # the Bearer credential (program key or login token); IP when none is sent
+PER_SESSION = "session"  # the dashboard sign-in; IP when signed out
+
+
+@dataclass(frozen=True)
+class RateScope:
+    group: str
+    per_minute: int
+    counted_per: str
+
+
+TRACK_CLICK = RateScope("track-click", 60, PER_IP)
+TRACK_VISIT = RateScope("track-visit", 120, PER_IP)
+TRACK_CONFIG = RateScope("track-config", 60, PER_IP)
+TRACK_LEAD = RateScope("track-lead", 30, PER_IP)
+# Sale and refund share one bucket per key.
+TRACK_MONEY = RateScope("track-sale-refund", 120, PER_KEY)
+READINESS = RateScope("readiness", 30, PER_KEY)
+ANALYTICS_SOURCES = RateScope("analytics-sources", 30, PER_KEY)
+PROGRAM_SETTINGS = RateScope("program-settings", 30, PER_SESSION)
+CLI = RateScope("cli", 60, PER_KEY)
+
+
+def _bucket(scope: RateScope, request) -> str:
+    if scope.counted_per == PER_KEY:
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        if token:
+            # Hash so the cache never holds a usable key.
+            return "key:" + hashlib.sha256(token.encode()).hexdigest()
+    elif scope.counted_per == PER_SESSION:
+        session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        if session_key:
+            return "session:" + hashlib.sha256(session_key.encode()).hexdigest()
+    return "ip:" + client_ip(request)
+
+
+@dataclass(frozen=True)
+class RateUsage:
+    limit: int
+    remaining: int
+    reset_at: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset_at),
+        }
+
+
+def rate_limit_check(scope: RateScope, request) -> RateUsage | None:
+    """Counts this request. Returns the usage for the X-RateLimit-* headers, or raises the typed
+    429 when the bucket is full; the caller sends it before any work, so nothing is recorded."""
+    limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
+    bucket = _bucket(scope, request)
+    usage = get_usage(
+        request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=True
+    )
+    if usage is None:  # RATELIMIT_ENABLE is off
+        return None
+    reset_at = int(time.time()) + int(usage["time_left"])
+    result = RateUsage(limit=limit, remaining=max(0, limit - usage["count"]), reset_at=reset_at)
+    if usage["should_limit"]:
+        retry_after = max(1, int(usage["time_left"]))
+        error = RateLimitedError(
+            messages.RATE_LIMITED.format(seconds=retry_after),
+            code="rate_limited",
+            headers={"Retry-After": str(retry_after), **result.headers()},
+            status=429,
+            retry_after_seconds=retry_after,
+        )
+        error.envelope = "typed"  # type: ignore[attr-defined]
+        raise error
+    return result

@@ -1,0 +1,70 @@
+"""Every message the spec fixes, word for word. Code and tests import them from here."""
+
+# Authentication
+MISSING_AUTH_HEADER = "Missing or malformed Authorization header. Expected: Bearer <token>"
+MISSING_API_TOKEN = "Missing API token"
+INVALID_API_TOKEN = "Invalid API token"
+KEY_ROTATION_REQUIRED = "This API key was retired on {deadline}. Generate a new key to continue."
+KEY_ROTATION_WARNING = "This API key must be rotated before {deadline}."
+KEY_ROTATION_HINT = "Regenerate the program API key in the dashboard and update your integration."
+PROGRAM_ID_MISMATCH = "program_id does not match the API key"
+
+# Click
+AFFILIATE_URL_REQUIRED = "affiliate_url is required"
+INVALID_AFFILIATE_URL = "Invalid affiliate_url"
+NO_AFF_PARAMETER = "No aff parameter found in affiliate_url"
+UNKNOWN_PROGRAM_ID = "Unknown program_id"
+REFERRAL_LINK_NOT_FOUND = "Referral link not found"
+INVALID_LINK_CONFIGURATION = "Invalid referral link configuration"
+LINK_DISABLED = "This referral link is disabled"
+LINK_DISABLED_HINT = "The link's owner turned it off. Clicks are recorded again once it is turned back on."
+CLICK_TRACKING_FAILED = "Click tracking failed"
+CLICK_TEST_RECORDED = "Test click recorded"
+
+# Lead
+LEAD_ID_REQUIRED = "click_id or customer_key is required"
+LEAD_CLICK_ID_REQUIRED_BROWSER = "click_id is required when no API key is sent"
+LEAD_CUSTOMER_NOT_FOUND = "Customer not found. Provide a valid click_id or customer_key."
+LEAD_CUSTOMER_OTHER_PROGRAM = "Customer does not belong to this program"
+LEAD_STATUS_CONFLICT = "Customer status cannot be updated to lead. Current status: {status}"
+LEAD_TRACKING_FAILED = "Lead tracking failed"
+LEAD_TEST_RECORDED = "Test lead recorded"
+
+# Sale
+SALE_TRANSACTION_ID_REQUIRED = "transaction_id is required and must be a string"
+SALE_AMOUNT_REQUIRED = "amount_cents is required and must be a positive integer"
+SALE_OCCURRED_AT_INVALID = "occurred_at must be an ISO 8601 time within the last 30 days"
+SALE_PROVIDER_INVALID = "provider must be one of the listed values"
+SALE_PROVIDER_PAYMENT_ID_INVALID = "provider_payment_id must be a string of 1 to 255 characters"
+SALE_LIVEMODE_INVALID = "livemode must be a boolean"
+SALE_CUSTOMER_NOT_FOUND = "Customer not found. Provide customer_key or click_id."
+SALE_NO_ATTRIBUTION = "No affiliate attribution found for this customer in this program"
+SALE_NO_PARTNER_PROGRAM = "No partner-program relationship found for this customer"
+SALE_PARTNER_REQUIRED = "partnerId required to create commission"
+SALE_DUPLICATE = "Duplicate transaction_id. This sale has already been recorded."
+SALE_UNSUPPORTED_CURRENCY = "currency {currency} is not supported"
+SALE_TRACKING_FAILED = "Sale tracking failed"
+SALE_COMMISSION_FAILED = "Failed to create commission"
+SALE_RECORDED = "Sale recorded and commission created"
+SALE_TEST_RECORDED = "Test sale recorded"
+
+# Refund
+REFUND_TRANSACTION_ID_REQUIRED = "transaction_id is required"
+REFUND_REASON_INVALID = "reason must be refund or chargeback"
+REFUND_SALE_NOT_FOUND = "Sale not found for transaction_id"
+REFUND_TRACKING_FAILED = "Refund tracking failed"
+REFUND_NO_COMMISSION = "This sale has no commission to reverse"
+
+# Readiness
+READINESS_FAILED = "Failed to compute readiness. Retry shortly."
+
+# Rate limiting
+RATE_LIMITED = "Too many requests. Retry after {seconds} seconds."
+
+# Generic
+NOT_FOUND = "Not found"
+METHOD_NOT_ALLOWED = 'Method "{method}" not allowed.'
+MALFORMED_JSON = "Request body must be valid JSON"
+INTERNAL_ERROR = "Internal server error"
+PERMISSION_DENIED = "You do not have permission to perform this action."
+AUTHENTICATION_REQUIRED = "Authentication required"

@@ -1,0 +1,35 @@
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from core.api.auth import DashboardSessionAuthentication
+from core.api.base import BaseApi
+from programs.models import Action, ProgramKey
+from programs.permissions import program_for_action
+from programs.services import program_key_regenerate
+
+
+class ProgramKeyRegenerateApi(BaseApi):
+    """Owner-only. The old key stops at once; the new one is in this response and nowhere else."""
+
+    authentication_classes = [DashboardSessionAuthentication]
+    sends_request_id = False
+
+    class InputSerializer(serializers.Serializer):
+        mode = serializers.ChoiceField(
+            choices=ProgramKey.Mode.choices,
+            default=ProgramKey.Mode.LIVE,
+            error_messages={"invalid_choice": "mode must be live or test"},
+        )
+
+    def post(self, request, program_id: int):
+        program = program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_REGENERATE_KEY)
+        data = self.InputSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        mode = data.validated_data["mode"]
+        raw_key = program_key_regenerate(program=program, mode=mode)
+        key = ProgramKey.objects.get(program=program, mode=mode)
+        response = Response(
+            {"data": {"program_id": program.pk, "mode": mode, "api_key": raw_key, "api_token_masked": key.masked}}
+        )
+        response["Cache-Control"] = "no-store"
+        return response

@@ -1,0 +1,229 @@
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from .keys import key_digest, mask_key
+
+
+class Workspace(models.Model):
+    """The advertiser account: owns programs, has members."""
+
+    name = models.CharField(max_length=200)
+    is_blocked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+
+
+class Action:
+    TRACKING_LIST = "tracking:list"
+    TRACKING_TEST = "tracking:test"
+    PROGRAM_MANAGE = "program:manage"
+    PROGRAM_REGENERATE_KEY = "program:regenerate_key"
+
+
+ROLE_ACTIONS: dict[str, frozenset[str]] = {
+    Role.OWNER: frozenset(
+        {Action.TRACKING_LIST, Action.TRACKING_TEST, Action.PROGRAM_MANAGE, Action.PROGRAM_REGENERATE_KEY}
+    ),
+    Role.ADMIN: frozenset({Action.TRACKING_LIST, Action.TRACKING_TEST, Action.PROGRAM_MANAGE}),
+    Role.MEMBER: frozenset({Action.TRACKING_LIST}),
+}
+
+
+class Membership(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+    def allows(self, action: str) -> bool:
+        return self.is_active and action in ROLE_ACTIONS.get(self.role, frozenset())
+
+
+class CommissionType(models.TextChoices):
+    PERCENT = "percent", "Percent of each first sale"
+    FIXED = "fixed", "Fixed amount on first sale"
+    RECURRING_PERCENT = "recurring_percent", "Percent of every sale"
+    RECURRING_FIXED = "recurring_fixed", "Fixed amount on every sale"
+
+
+PERCENT_TYPES = frozenset({CommissionType.PERCENT, CommissionType.RECURRING_PERCENT})
+RECURRING_TYPES = frozenset({CommissionType.RECURRING_PERCENT, CommissionType.RECURRING_FIXED})
+
+
+class LeadAuth(models.TextChoices):
+    BROWSER_ALLOWED = "browser_allowed", "Browser leads settle at once"
+    SERVER_REQUIRED = "server_required", "Browser leads stay provisional until confirmed"
+
+
+class Program(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="programs")
+    name = models.CharField(max_length=200)
+    domain = models.CharField(max_length=253)
+    commission_type = models.CharField(
+        max_length=32, choices=CommissionType.choices, default=CommissionType.PERCENT
+    )
+    # Percent for the percent types (at most 100), an amount in the smallest currency unit otherwise.
+    commission_rate = models.DecimalField(
+        max_digits=14, decimal_places=4, default=Decimal("20"), validators=[MinValueValidator(Decimal("0.0001"))]
+    )
+    duration_months = models.PositiveIntegerField(default=0, help_text="Recurring commissions: 0 = lifetime")
+    cookie_duration = models.PositiveSmallIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(365)], help_text="Attribution window, days"
+    )
+    hold_days = models.PositiveIntegerField(default=30, help_text="Commission hold period, days")
+    lead_auth = models.CharField(max_length=32, choices=LeadAuth.choices, default=LeadAuth.BROWSER_ALLOWED)
+    stripe_account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(commission_rate__gt=0), name="program_rate_positive"),
+            models.CheckConstraint(
+                condition=Q(cookie_duration__gte=1, cookie_duration__lte=365), name="program_cookie_range"
+            ),
+            models.CheckConstraint(
+                condition=~Q(commission_type__in=list(PERCENT_TYPES)) | Q(commission_rate__lte=100),
+                name="program_percent_at_most_100",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def cookie_window_days(self) -> int:
+        return self.cookie_duration
+
+    @property
+    def api_token_masked(self) -> str:
+        live = next((key for key in self.keys.all() if key.mode == ProgramKey.Mode.LIVE), None)
+        return live.masked if live else ""
+
+
+class ProgramKey(models.Model):
+    """A program API key, kept only as its SHA-256 digest. One live and one test key per program;
+    regenerating rewrites the row, so the old value stops matching at once."""
+
+    class Mode(models.TextChoices):
+        LIVE = "live", "Live"
+        TEST = "test", "Test"
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="keys")
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.LIVE)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, blank=True, default="")
+    last4 = models.CharField(max_length=4)
+    created_at = models.DateTimeField(default=timezone.now)
+    rotation_marked_at = models.DateTimeField(null=True, blank=True)
+    rotation_deadline = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["program", "mode"], name="program_key_one_per_mode")]
+
+    def __str__(self) -> str:
+        return f"{self.masked} ({self.mode}, program #{self.program_id})"
+
+    @property
+    def masked(self) -> str:
+        return mask_key(self.prefix, self.last4)
+
+    @property
+    def is_test(self) -> bool:
+        return self.mode == self.Mode.TEST
+
+    @property
+    def rotation_flagged(self) -> bool:
+        return self.rotation_deadline is not None
+
+    def is_retired(self, now: datetime | None = None) -> bool:
+        return self.rotation_deadline is not None and (now or timezone.now()) >= self.rotation_deadline
+
+    def set_secret(self, raw_key: str, prefix: str) -> None:
+        self.digest = key_digest(raw_key)
+        self.prefix = prefix
+        self.last4 = raw_key[-4:]
+
+
+class AgentKey(models.Model):
+    """Operator-issued key for the agent API (`agt_`). Issued in admin only."""
+
+    name = models.CharField(max_length=200)
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="agent_keys", null=True, blank=True
+    )
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    last4 = models.CharField(max_length=4, editable=False)
+    scopes = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.masked})"
+
+    @property
+    def masked(self) -> str:
+        return mask_key("agt_", self.last4)
+
+
+class Partner(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="partners")
+    name = models.CharField(max_length=200)
+    email = models.EmailField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PartnerProgram(models.Model):
+    """A partner's membership in a program, with its running metrics (real events only)."""
+
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="program_links")
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="partner_links")
+    clicks = models.PositiveBigIntegerField(default=0)
+    leads = models.PositiveBigIntegerField(default=0)
+    sales = models.PositiveBigIntegerField(default=0)
+    revenue_cents = models.BigIntegerField(default=0)
+    commission_cents = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["partner", "program"], name="partner_program_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.partner} in {self.program}"
+
+
+class ReferralLink(models.Model):
+    short_link = models.CharField(max_length=100, unique=True)
+    # Both nullable so a half-configured link is representable; tracking refuses it with a clear error.
+    partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="links")
+    program = models.ForeignKey(Program, on_delete=models.SET_NULL, null=True, blank=True, related_name="links")
+    is_active = models.BooleanField(default=True)
+    clicks = models.PositiveBigIntegerField(default=0)
+    last_clicked = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.short_link

@@ -1,0 +1,19 @@
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from .keys import digests_match, key_digest
+from .models import Membership, Program, ProgramKey
+
+
+def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
+    """The key whose digest matches raw_key exactly (one indexed query, program joined)."""
+    digest = key_digest(raw_key)
+    key = ProgramKey.objects.select_related("program").filter(digest=digest).first()
+    if key is None or not digests_match(key.digest, digest):
+        return None
+    return key
+
+
+def membership_get(*, user: AbstractBaseUser | AnonymousUser, program: Program) -> Membership | None:
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, workspace_id=program.workspace_id, is_active=True).first()

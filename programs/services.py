@@ -1,0 +1,108 @@
+"""Writes for programs and their keys. Raw keys leave these functions once and are never stored."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from .keys import (
+    AGENT_KEY_PREFIX,
+    PROGRAM_KEY_PREFIX,
+    PROGRAM_TEST_KEY_PREFIX,
+    generate_key,
+    key_digest,
+    key_prefix_of,
+)
+from .models import AgentKey, Program, ProgramKey, Workspace
+
+_PREFIX_BY_MODE = {ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX, ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX}
+
+
+@dataclass(frozen=True)
+class CreatedProgram:
+    program: Program
+    api_key: str
+    test_api_key: str
+
+
+@transaction.atomic
+def program_create(
+    *,
+    workspace: Workspace,
+    name: str,
+    domain: str,
+    commission_type: str,
+    commission_rate: Decimal,
+    duration_months: int = 0,
+    cookie_duration: int = 30,
+    hold_days: int = 30,
+    lead_auth: str = "browser_allowed",
+) -> CreatedProgram:
+    """Creates a program with its live and test keys; the raw keys are returned once."""
+    program = Program.objects.create(
+        workspace=workspace,
+        name=name,
+        domain=domain,
+        commission_type=commission_type,
+        commission_rate=commission_rate,
+        duration_months=duration_months,
+        cookie_duration=cookie_duration,
+        hold_days=hold_days,
+        lead_auth=lead_auth,
+    )
+    live = _key_create(program=program, mode=ProgramKey.Mode.LIVE)
+    test = _key_create(program=program, mode=ProgramKey.Mode.TEST)
+    return CreatedProgram(program=program, api_key=live, test_api_key=test)
+
+
+def _key_create(*, program: Program, mode: str) -> str:
+    raw = generate_key(_PREFIX_BY_MODE[mode])
+    key = ProgramKey(program=program, mode=mode)
+    key.set_secret(raw, _PREFIX_BY_MODE[mode])
+    key.save()
+    return raw
+
+
+@transaction.atomic
+def program_key_regenerate(*, program: Program, mode: str = ProgramKey.Mode.LIVE) -> str:
+    """Replaces the key in place: the old value stops authenticating when this commits, and any
+    rotation flag is cleared. Returns the new raw key, the only time it is ever visible."""
+    raw = generate_key(_PREFIX_BY_MODE[mode])
+    key, _ = ProgramKey.objects.select_for_update().get_or_create(
+        program=program, mode=mode, defaults={"digest": key_digest(raw), "last4": raw[-4:]}
+    )
+    key.set_secret(raw, _PREFIX_BY_MODE[mode])
+    key.created_at = timezone.now()
+    key.rotation_marked_at = None
+    key.rotation_deadline = None
+    key.save()
+    return raw
+
+
+def program_key_install(*, program: Program, raw_key: str, mode: str = ProgramKey.Mode.LIVE) -> ProgramKey:
+    """Installs a key issued elsewhere, such as one from before the `aff_` prefix existed.
+    Authentication matches the exact key, so such keys keep working."""
+    key, _ = ProgramKey.objects.get_or_create(program=program, mode=mode, defaults={"last4": raw_key[-4:]})
+    key.set_secret(raw_key, key_prefix_of(raw_key))
+    key.rotation_marked_at = None
+    key.rotation_deadline = None
+    key.save()
+    return key
+
+
+def program_key_mark_rotation(*, key: ProgramKey, deadline: datetime) -> ProgramKey:
+    """Flags a key: before the deadline responses warn, from the deadline on it is refused."""
+    key.rotation_marked_at = timezone.now()
+    key.rotation_deadline = deadline
+    key.save(update_fields=["rotation_marked_at", "rotation_deadline"])
+    return key
+
+
+def agent_key_issue(*, name: str, scopes: list[str], workspace: Workspace | None = None) -> tuple[AgentKey, str]:
+    raw = generate_key(AGENT_KEY_PREFIX)
+    key = AgentKey.objects.create(
+        name=name, workspace=workspace, scopes=scopes, digest=key_digest(raw), last4=raw[-4:]
+    )
+    return key, raw

@@ -1,0 +1,157 @@
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone as dj_timezone
+
+from programs.models import Partner, Program, ReferralLink
+
+
+class CustomerStatus(models.TextChoices):
+    CLICK = "click", "Clicked"
+    LEAD = "lead", "Signed up"
+    CONVERTED = "converted", "Paid"
+
+
+class Customer(models.Model):
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="customers")
+    click_id = models.CharField(max_length=255, unique=True)
+    customer_key = models.CharField(max_length=255, null=True, blank=True)
+    customer_status = models.CharField(max_length=16, choices=CustomerStatus.choices, default=CustomerStatus.CLICK)
+    first_partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    first_link = models.ForeignKey(ReferralLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    email = models.EmailField(blank=True, default="")
+    processor_customer_id = models.CharField(max_length=255, blank=True, default="")
+    is_test = models.BooleanField(default=False)
+    first_clicked_at = models.DateTimeField(default=dj_timezone.now)
+    first_sale_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["program", "customer_key"], name="customer_program_key"),
+            models.Index(fields=["program", "email"], name="customer_program_email"),
+            models.Index(fields=["program", "processor_customer_id"], name="customer_program_processor"),
+        ]
+
+    def __str__(self) -> str:
+        return self.click_id
+
+
+class ClickEvent(models.Model):
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="click_events")
+    partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, related_name="+")
+    link = models.ForeignKey(ReferralLink, on_delete=models.SET_NULL, null=True, related_name="+")
+    customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, related_name="clicks")
+    click_id = models.CharField(max_length=255, db_index=True)
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    page_url = models.TextField(blank=True, default="")
+    page_title = models.TextField(blank=True, default="")
+    referrer_url = models.TextField(blank=True, default="")
+    user_agent = models.TextField(blank=True, default="")
+    screen_resolution = models.CharField(max_length=32, blank=True, default="")
+    viewport_size = models.CharField(max_length=32, blank=True, default="")
+    language = models.CharField(max_length=35, blank=True, default="")
+    timezone = models.CharField(max_length=64, blank=True, default="")
+    geo_country = models.CharField(max_length=2, blank=True, default="")
+    geo_region = models.CharField(max_length=128, blank=True, default="")
+    geo_city = models.CharField(max_length=128, blank=True, default="")
+    device_type = models.CharField(max_length=16, blank=True, default="")
+    device_os = models.CharField(max_length=64, blank=True, default="")
+    browser_name = models.CharField(max_length=64, blank=True, default="")
+    converted = models.BooleanField(default=False)
+    is_test = models.BooleanField(default=False)
+    click_timestamp = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time")]
+
+
+class LeadEvent(models.Model):
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="lead_events")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="leads")
+    partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, related_name="+")
+    click_id = models.CharField(max_length=255, db_index=True)
+    customer_key = models.CharField(max_length=255, blank=True, default="")
+    email = models.EmailField(blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    page_url = models.TextField(blank=True, default="")
+    # A browser lead on a server_required program waits here until the server confirms it.
+    provisional = models.BooleanField(default=False)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    server_mode = models.BooleanField(default=False)
+    converted = models.BooleanField(default=False)
+    is_test = models.BooleanField(default=False)
+    lead_timestamp = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["program", "is_test", "-lead_timestamp"], name="lead_program_time"),
+            models.Index(fields=["program", "email"], name="lead_program_email"),
+            models.Index(fields=["program", "customer_key"], name="lead_program_key"),
+        ]
+
+
+class Currency(models.TextChoices):
+    USD = "USD"
+    EUR = "EUR"
+    VND = "VND"
+
+
+class SaleType(models.TextChoices):
+    PAYMENT = "payment"
+    SUBSCRIPTION = "subscription"
+
+
+class SubscriptionInterval(models.TextChoices):
+    MONTHLY = "monthly"
+    QUARTERLY = "quarterly"
+    ANNUAL = "annual"
+
+
+class SaleEvent(models.Model):
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="sale_events")
+    customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="sales")
+    partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    click_id = models.CharField(max_length=255, blank=True, default="")
+    # The caller's transaction_id. Globally unique: the constraint, not a prior read, stops duplicates.
+    processor_event_id = models.CharField(max_length=255, unique=True, null=True, blank=True)
+    amount_cents = models.BigIntegerField()
+    tax_cents = models.BigIntegerField(null=True, blank=True)
+    currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
+    sale_type = models.CharField(max_length=16, choices=SaleType.choices, default=SaleType.PAYMENT)
+    payment_status = models.CharField(max_length=16, default="paid")
+    is_recurring = models.BooleanField(default=False)
+    provider = models.CharField(max_length=32, blank=True, default="")
+    provider_payment_id = models.CharField(max_length=255, blank=True, default="")
+    subscription_id = models.CharField(max_length=255, blank=True, default="")
+    subscription_interval = models.CharField(max_length=16, blank=True, default="")
+    product_id = models.CharField(max_length=255, blank=True, default="")
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    line_items = models.JSONField(null=True, blank=True)
+    attributed = models.BooleanField(default=True)
+    is_test = models.BooleanField(default=False)
+    sale_date = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time")]
+        constraints = [models.CheckConstraint(condition=Q(amount_cents__gt=0), name="sale_amount_positive")]
+
+    def __str__(self) -> str:
+        return f"sale #{self.pk} {self.processor_event_id or ''}"
+
+
+class TrackingLog(models.Model):
+    """What happened to each tracking call, for the integrator's checklist and for support."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, null=True, blank=True, related_name="logs")
+    event = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=32, default="ok")
+    is_test = models.BooleanField(default=False)
+    request_id = models.CharField(max_length=128, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "-created_at"], name="log_program_time")]
