@@ -31,7 +31,7 @@ class Commission(models.Model):
     last_refund_amount_cents = models.BigIntegerField(null=True, blank=True)
     hold_until = models.DateTimeField()
     approved_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -67,7 +67,7 @@ class LedgerEntry(models.Model):
     amount_cents = models.BigIntegerField()
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     memo = models.CharField(max_length=255, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["partner", "currency"], name="ledger_partner_currency")]
@@ -90,7 +90,7 @@ class Withdrawal(models.Model):
     requested_cents = models.BigIntegerField()
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -116,7 +116,7 @@ class Notification(models.Model):
     dedupe_key = models.CharField(max_length=255)
     message = models.TextField()
     read_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         constraints = [

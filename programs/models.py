@@ -15,7 +15,7 @@ class Workspace(models.Model):
 
     name = models.CharField(max_length=200)
     is_blocked = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     def __str__(self) -> str:
         return self.name
@@ -48,7 +48,7 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     is_active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique_user")]
@@ -94,7 +94,7 @@ class Program(models.Model):
     hold_days = models.PositiveIntegerField(default=30, help_text="Commission hold period, days")
     lead_auth = models.CharField(max_length=32, choices=LeadAuth.choices, default=LeadAuth.BROWSER_ALLOWED)
     stripe_account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         constraints = [
@@ -134,7 +134,7 @@ class ProgramKey(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16, blank=True, default="")
     last4 = models.CharField(max_length=4)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     rotation_marked_at = models.DateTimeField(null=True, blank=True)
     rotation_deadline = models.DateTimeField(null=True, blank=True)
 
@@ -190,7 +190,7 @@ class Partner(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="partners")
     name = models.CharField(max_length=200)
     email = models.EmailField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     def __str__(self) -> str:
         return self.name
@@ -206,7 +206,7 @@ class PartnerProgram(models.Model):
     sales = models.PositiveBigIntegerField(default=0)
     revenue_cents = models.BigIntegerField(default=0)
     commission_cents = models.BigIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["partner", "program"], name="partner_program_unique")]
@@ -223,7 +223,7 @@ class ReferralLink(models.Model):
     is_active = models.BooleanField(default=True)
     clicks = models.PositiveBigIntegerField(default=0)
     last_clicked = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     def __str__(self) -> str:
         return self.short_link

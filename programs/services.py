@@ -100,9 +100,10 @@ def program_key_mark_rotation(*, key: ProgramKey, deadline: datetime) -> Program
     return key
 
 
-def agent_key_issue(*, name: str, scopes: list[str], workspace: Workspace | None = None) -> tuple[AgentKey, str]:
+def agent_key_issue(*, key: AgentKey) -> str:
+    """Saves a new agent key and returns its raw value, the only time it is visible."""
     raw = generate_key(AGENT_KEY_PREFIX)
-    key = AgentKey.objects.create(
-        name=name, workspace=workspace, scopes=scopes, digest=key_digest(raw), last4=raw[-4:]
-    )
-    return key, raw
+    key.digest = key_digest(raw)
+    key.last4 = raw[-4:]
+    key.save()
+    return raw

@@ -23,7 +23,7 @@ class Customer(models.Model):
     is_test = models.BooleanField(default=False)
     first_clicked_at = models.DateTimeField(default=dj_timezone.now)
     first_sale_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [
@@ -60,7 +60,7 @@ class ClickEvent(models.Model):
     converted = models.BooleanField(default=False)
     is_test = models.BooleanField(default=False)
     click_timestamp = models.DateTimeField(default=dj_timezone.now)
-    created_at = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time")]
@@ -82,7 +82,7 @@ class LeadEvent(models.Model):
     converted = models.BooleanField(default=False)
     is_test = models.BooleanField(default=False)
     lead_timestamp = models.DateTimeField(default=dj_timezone.now)
-    created_at = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [
@@ -132,7 +132,7 @@ class SaleEvent(models.Model):
     attributed = models.BooleanField(default=True)
     is_test = models.BooleanField(default=False)
     sale_date = models.DateTimeField(default=dj_timezone.now)
-    created_at = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time")]
@@ -151,7 +151,7 @@ class TrackingLog(models.Model):
     is_test = models.BooleanField(default=False)
     request_id = models.CharField(max_length=128, blank=True, default="")
     details = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=dj_timezone.now)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["program", "-created_at"], name="log_program_time")]

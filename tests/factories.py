@@ -1,0 +1,107 @@
+from decimal import Decimal
+
+import factory
+from django.contrib.auth import get_user_model
+
+from programs.keys import generate_key
+from programs.models import (
+    Membership,
+    Partner,
+    PartnerProgram,
+    Program,
+    ProgramKey,
+    ReferralLink,
+    Role,
+    Workspace,
+)
+from programs.services import program_key_regenerate
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda o: f"{o.username}@example.com")
+    password = factory.PostGenerationMethodCall("set_password", "pass-word-123")
+
+    @factory.post_generation
+    def persist(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class WorkspaceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Workspace
+
+    name = factory.Sequence(lambda n: f"Workspace {n}")
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Role.OWNER
+
+
+class ProgramFactory(factory.django.DjangoModelFactory):
+    """A program with live and test keys. The raw keys are on `program.raw_api_key` / `raw_test_api_key`."""
+
+    class Meta:
+        model = Program
+        skip_postgeneration_save = True
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    name = factory.Sequence(lambda n: f"Program {n}")
+    domain = factory.Sequence(lambda n: f"shop{n}.example.com")
+    commission_type = "percent"
+    commission_rate = Decimal("20")
+    cookie_duration = 30
+    hold_days = 30
+
+    @factory.post_generation
+    def keys(obj, create, extracted, **kwargs):
+        if create:
+            obj.raw_api_key = program_key_regenerate(program=obj, mode=ProgramKey.Mode.LIVE)
+            obj.raw_test_api_key = program_key_regenerate(program=obj, mode=ProgramKey.Mode.TEST)
+
+
+class PartnerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Partner
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    name = factory.Sequence(lambda n: f"Partner {n}")
+    email = factory.LazyAttribute(lambda o: f"{o.name.lower().replace(' ', '')}@example.com")
+
+
+class PartnerProgramFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PartnerProgram
+
+    partner = factory.SubFactory(PartnerFactory)
+    program = factory.SubFactory(ProgramFactory)
+
+
+class ReferralLinkFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ReferralLink
+        skip_postgeneration_save = True
+
+    short_link = factory.Sequence(lambda n: f"code{n}")
+    program = factory.SubFactory(ProgramFactory)
+    partner = factory.SubFactory(PartnerFactory, workspace=factory.SelfAttribute("..program.workspace"))
+    is_active = True
+
+    @factory.post_generation
+    def enrolment(obj, create, extracted, **kwargs):
+        if create and obj.partner_id and obj.program_id:
+            PartnerProgram.objects.get_or_create(partner=obj.partner, program=obj.program)
+
+
+def legacy_key() -> str:
+    return generate_key("")
