@@ -118,6 +118,8 @@ RATELIMIT_USE_CACHE = "ratelimit"
 RATELIMIT_ENABLE = env.bool("RATELIMIT_ENABLE", default=True)
 # Multiplies every limit of the spec's table; benchmarks raise it so limiting stays on but never trips.
 RATELIMIT_SCALE = env_float("RATELIMIT_SCALE", 1.0)
+# Serves GET /bench/trivial, the baseline `make bench` compares against.
+BENCH_TRIVIAL_ENDPOINT = env.bool("BENCH_TRIVIAL_ENDPOINT", default=False)
 # How many reverse proxies we trust to append to X-Forwarded-For. 0: use REMOTE_ADDR only.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 SILENCED_SYSTEM_CHECKS = [

@@ -1,8 +1,9 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from core.views import ErrorReferenceView, healthz
+from core.views import ErrorReferenceView, TrivialApi, healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -12,3 +13,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("", include("programs.api.urls")),
 ]
+
+if settings.BENCH_TRIVIAL_ENDPOINT:
+    urlpatterns.append(path("bench/trivial", TrivialApi.as_view()))

@@ -4,6 +4,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 logger = logging.getLogger("svc.health")
 
@@ -23,3 +25,14 @@ def healthz(request):
 
 class ErrorReferenceView(TemplateView):
     template_name = "docs/errors.html"
+
+
+class TrivialApi(APIView):
+    """Benchmark baseline: the cheapest DRF view this server can answer. Routed only when
+    BENCH_TRIVIAL_ENDPOINT is on."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def get(self, request):
+        return Response({"ok": True})
