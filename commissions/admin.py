@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Commission, LedgerEntry, Notification, Withdrawal
+from .models import Commission, LedgerEntry, Notification, ProductCommissionRate, Withdrawal
 
 
 @admin.register(Commission)
@@ -13,7 +13,7 @@ class CommissionAdmin(admin.ModelAdmin):
     readonly_fields = [
         "program", "partner", "sale", "customer", "amount_cents", "currency", "status", "credited",
         "sale_refunded_cents", "deducted_cents", "refund_reason", "applied_refund_ids",
-        "last_refund_amount_cents", "hold_until", "approved_at", "created_at",
+        "applied_anonymous_amounts", "refund_count", "hold_until", "approved_at", "created_at",
     ]
 
     def has_add_permission(self, request) -> bool:
@@ -45,3 +45,10 @@ class NotificationAdmin(admin.ModelAdmin):
     list_display = ["id", "audience", "kind", "partner", "workspace", "commission", "created_at", "read_at"]
     list_filter = ["audience", "kind"]
     raw_id_fields = ["partner", "workspace", "commission"]
+
+
+@admin.register(ProductCommissionRate)
+class ProductCommissionRateAdmin(admin.ModelAdmin):
+    list_display = ["id", "program", "product_id", "commission_type", "commission_rate"]
+    search_fields = ["product_id"]
+    raw_id_fields = ["program"]

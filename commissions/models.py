@@ -2,7 +2,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from programs.models import Partner, Program, Workspace
+from programs.models import CommissionType, Partner, Program, Workspace
 from tracking.models import Currency, Customer, SaleEvent
 
 
@@ -27,8 +27,11 @@ class Commission(models.Model):
     sale_refunded_cents = models.BigIntegerField(default=0)
     deducted_cents = models.BigIntegerField(default=0)
     refund_reason = models.TextField(blank=True, default="")
+    # Idempotency of refunds: caller refund ids already applied, and amounts of refunds sent without an id
+    # (a second id-less refund of the same amount is a retry).
     applied_refund_ids = models.JSONField(default=list, blank=True)
-    last_refund_amount_cents = models.BigIntegerField(null=True, blank=True)
+    applied_anonymous_amounts = models.JSONField(default=list, blank=True)
+    refund_count = models.PositiveIntegerField(default=0)
     hold_until = models.DateTimeField()
     approved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -49,6 +52,24 @@ class Commission(models.Model):
         return f"commission #{self.pk} ({self.status})"
 
 
+class ProductCommissionRate(models.Model):
+    """Per-product policy: a sale whose product_id matches uses this type and rate instead of the program's."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="product_rates")
+    product_id = models.CharField(max_length=255)
+    commission_type = models.CharField(max_length=32, choices=CommissionType.choices)
+    commission_rate = models.DecimalField(max_digits=14, decimal_places=4)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["program", "product_id"], name="product_rate_unique"),
+            models.CheckConstraint(condition=Q(commission_rate__gt=0), name="product_rate_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}: {self.commission_rate} {self.commission_type}"
+
+
 class LedgerEntry(models.Model):
     """Append-only partner balance: the balance is the sum of amounts. Never updated or deleted."""
 
@@ -59,7 +80,7 @@ class LedgerEntry(models.Model):
         ADJUSTMENT = "adjustment", "Manual adjustment"
 
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="ledger")
-    program = models.ForeignKey(Program, on_delete=models.PROTECT, related_name="+")
+    program = models.ForeignKey(Program, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     commission = models.ForeignKey(
         Commission, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_entries"
     )

@@ -97,7 +97,7 @@ CACHES = {
 if env.bool("RATELIMIT_SHARED", default=False) and not REDIS_URL:
     raise ImproperlyConfigured("RATELIMIT_SHARED=true needs REDIS_URL")
 
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True

@@ -12,6 +12,7 @@ urlpatterns = [
     path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("", include("programs.api.urls")),
+    path("", include("tracking.api.urls")),
 ]
 
 if settings.BENCH_TRIVIAL_ENDPOINT:

@@ -105,3 +105,48 @@ class ReferralLinkFactory(factory.django.DjangoModelFactory):
 
 def legacy_key() -> str:
     return generate_key("")
+
+
+class CustomerFactory(factory.django.DjangoModelFactory):
+    """A clicked customer of a link's program, first partner = the link's partner."""
+
+    class Meta:
+        model = "tracking.Customer"
+
+    class Params:
+        link = factory.SubFactory(ReferralLinkFactory)
+
+    program = factory.SelfAttribute("link.program")
+    first_partner = factory.SelfAttribute("link.partner")
+    first_link = factory.SelfAttribute("link")
+    click_id = factory.Sequence(lambda n: f"cust_test_{n}")
+    customer_status = "click"
+
+
+class SaleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "tracking.SaleEvent"
+
+    customer = factory.SubFactory(CustomerFactory)
+    program = factory.SelfAttribute("customer.program")
+    partner = factory.SelfAttribute("customer.first_partner")
+    click_id = factory.SelfAttribute("customer.click_id")
+    processor_event_id = factory.Sequence(lambda n: f"txn_{n}")
+    amount_cents = 10000
+    currency = "USD"
+
+
+class CommissionFactory(factory.django.DjangoModelFactory):
+    """A pending commission on a sale (20% by default)."""
+
+    class Meta:
+        model = "commissions.Commission"
+
+    sale = factory.SubFactory(SaleFactory)
+    program = factory.SelfAttribute("sale.program")
+    partner = factory.SelfAttribute("sale.partner")
+    customer = factory.SelfAttribute("sale.customer")
+    amount_cents = factory.LazyAttribute(lambda o: o.sale.amount_cents // 5)
+    currency = factory.SelfAttribute("sale.currency")
+    status = "pending"
+    hold_until = factory.LazyFunction(lambda: __import__("django.utils.timezone", fromlist=["now"]).now())

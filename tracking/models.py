@@ -22,6 +22,8 @@ class Customer(models.Model):
     processor_customer_id = models.CharField(max_length=255, blank=True, default="")
     is_test = models.BooleanField(default=False)
     first_clicked_at = models.DateTimeField(default=dj_timezone.now)
+    # The attribution window runs from the latest click, as the tracker's cookie is re-set on each one.
+    last_clicked_at = models.DateTimeField(default=dj_timezone.now)
     first_sale_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
@@ -57,7 +59,6 @@ class ClickEvent(models.Model):
     device_type = models.CharField(max_length=16, blank=True, default="")
     device_os = models.CharField(max_length=64, blank=True, default="")
     browser_name = models.CharField(max_length=64, blank=True, default="")
-    converted = models.BooleanField(default=False)
     is_test = models.BooleanField(default=False)
     click_timestamp = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
@@ -79,7 +80,6 @@ class LeadEvent(models.Model):
     provisional = models.BooleanField(default=False)
     settled_at = models.DateTimeField(null=True, blank=True)
     server_mode = models.BooleanField(default=False)
-    converted = models.BooleanField(default=False)
     is_test = models.BooleanField(default=False)
     lead_timestamp = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
@@ -114,9 +114,10 @@ class SaleEvent(models.Model):
     customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="sales")
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     click_id = models.CharField(max_length=255, blank=True, default="")
-    # The caller's transaction_id. Globally unique: the constraint, not a prior read, stops duplicates.
-    processor_event_id = models.CharField(max_length=255, unique=True, null=True, blank=True)
-    amount_cents = models.BigIntegerField()
+    # The caller's transaction_id. Globally unique among live sales (and, separately, among test sales):
+    # the constraint, not a prior read, stops duplicates.
+    processor_event_id = models.CharField(max_length=255, null=True, blank=True)
+    amount_cents = models.BigIntegerField(default=0)
     tax_cents = models.BigIntegerField(null=True, blank=True)
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     sale_type = models.CharField(max_length=16, choices=SaleType.choices, default=SaleType.PAYMENT)
@@ -136,7 +137,18 @@ class SaleEvent(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time")]
-        constraints = [models.CheckConstraint(condition=Q(amount_cents__gt=0), name="sale_amount_positive")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["processor_event_id"], condition=Q(is_test=False), name="sale_unique_transaction_live"
+            ),
+            models.UniqueConstraint(
+                fields=["processor_event_id"], condition=Q(is_test=True), name="sale_unique_transaction_test"
+            ),
+            # Test sales may omit the amount; real ones never.
+            models.CheckConstraint(
+                condition=Q(amount_cents__gt=0) | Q(is_test=True, amount_cents__gte=0), name="sale_amount_positive"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"sale #{self.pk} {self.processor_event_id or ''}"

@@ -1,0 +1,35 @@
+-- POST /api/v1/track/sale with a transaction_id unique across threads, connections and runs:
+-- <run prefix>-<thread id>-<counter>. Script arguments: run prefix, then the click ids to cycle.
+-- The Authorization header comes from wrk's -H option.
+local threads = 0
+
+function setup(thread)
+   threads = threads + 1
+   thread:set("thread_id", threads)
+end
+
+local prefix
+local click_ids = {}
+local counter = 0
+
+function init(args)
+   prefix = args[1]
+   for i = 2, #args do
+      click_ids[#click_ids + 1] = args[i]
+   end
+   if #click_ids == 0 then
+      error("sale.lua needs at least one click id after the run prefix")
+   end
+   wrk.method = "POST"
+   wrk.headers["Content-Type"] = "application/json"
+end
+
+function request()
+   counter = counter + 1
+   local click_id = click_ids[counter % #click_ids + 1]
+   local body = string.format(
+      '{"transaction_id": "%s-%d-%d", "amount_cents": 4900, "click_id": "%s"}',
+      prefix, thread_id, counter, click_id
+   )
+   return wrk.format(nil, nil, nil, body)
+end

@@ -1,0 +1,53 @@
+"""Strict DRF fields. DRF's defaults coerce ("100" -> 100, 5 -> "5", "yes" -> True); the tracking
+API's contract is typed JSON, so a wrong type is refused with the field's spec message."""
+
+from typing import Any
+
+from rest_framework import serializers
+
+
+def spec_messages(message: str) -> dict[str, str]:
+    """One message for every way a field can be wrong: what the spec gives callers."""
+    return {key: message for key in ("required", "null", "invalid", "blank", "max_length", "min_value", "invalid_choice")}
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class IdField(serializers.Field):
+    """A string or an integer (numeric strings are accepted), kept as given for the service."""
+
+    default_error_messages = {"invalid": "must be a string or an integer"}
+
+    def to_internal_value(self, data: Any) -> str | int:
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class JsonObjectField(serializers.DictField):
+    def to_internal_value(self, data: Any) -> dict:
+        if not isinstance(data, dict):
+            self.fail("not_a_dict", input_type=type(data).__name__)
+        return data

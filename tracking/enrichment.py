@@ -1,0 +1,82 @@
+"""Server-side derivation of a click's location and device. Both lookups are cached per value: the
+same visitors and the same browsers come back, and this runs on the click hot path."""
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+
+import maxminddb
+import user_agents
+from geolite2 import geolite2_database
+
+logger = logging.getLogger("svc.tracking")
+
+
+@dataclass(frozen=True)
+class Geo:
+    country: str = ""
+    region: str = ""
+    city: str = ""
+
+
+@dataclass(frozen=True)
+class Device:
+    device_type: str = ""
+    device_os: str = ""
+    browser_name: str = ""
+
+
+EMPTY_GEO = Geo()
+
+
+@lru_cache(maxsize=1)
+def _reader() -> maxminddb.Reader:
+    # The GeoLite2 City database ships inside the maxminddb-geolite2 package: nothing is downloaded.
+    return maxminddb.open_database(geolite2_database(), maxminddb.MODE_MMAP)
+
+
+@lru_cache(maxsize=8192)
+def geo_for_ip(ip: str) -> Geo:
+    """Country (ISO code), region and city for a public IP; empty for private, unknown or invalid ones."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return EMPTY_GEO
+    if not address.is_global:
+        return EMPTY_GEO
+    try:
+        record = _reader().get(str(address))
+    except (ValueError, OSError):
+        logger.warning("geo.lookup_failed", exc_info=True)
+        return EMPTY_GEO
+    if not record:
+        return EMPTY_GEO
+    subdivisions = record.get("subdivisions") or [{}]
+    return Geo(
+        country=(record.get("country") or {}).get("iso_code", "")[:2],
+        region=(subdivisions[0].get("names") or {}).get("en", "")[:128],
+        city=((record.get("city") or {}).get("names") or {}).get("en", "")[:128],
+    )
+
+
+@lru_cache(maxsize=4096)
+def device_for_user_agent(user_agent: str) -> Device:
+    if not user_agent:
+        return Device()
+    parsed = user_agents.parse(user_agent)
+    if parsed.is_bot:
+        device_type = "bot"
+    elif parsed.is_tablet:
+        device_type = "tablet"
+    elif parsed.is_mobile:
+        device_type = "mobile"
+    elif parsed.is_pc:
+        device_type = "desktop"
+    else:
+        device_type = "other"
+    return Device(
+        device_type=device_type,
+        device_os=(parsed.os.family or "")[:64],
+        browser_name=(parsed.browser.family or "")[:64],
+    )

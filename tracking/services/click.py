@@ -1,0 +1,202 @@
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core import messages
+from core.clientip import parse_ip
+from core.errors import BadRequestError, GoneError
+from programs.models import PartnerProgram, Program, ProgramKey, ReferralLink
+
+from ..enrichment import device_for_user_agent, geo_for_ip
+from ..models import ClickEvent, Customer
+from .common import (
+    check_test_program,
+    is_test_mode,
+    new_click_id,
+    parse_program_id,
+    test_mode_body,
+    tracking_log,
+)
+
+logger = logging.getLogger("svc.tracking")
+
+MAX_URL_LENGTH = 4096
+
+
+def referral_code_from(affiliate_url: str) -> str:
+    """The `aff` value of the URL, or its `via` alias; aff wins when both are present."""
+    if not affiliate_url:
+        raise BadRequestError(messages.AFFILIATE_URL_REQUIRED)
+    try:
+        parts = urlsplit(affiliate_url.strip())
+    except ValueError:
+        raise BadRequestError(messages.INVALID_AFFILIATE_URL) from None
+    if len(affiliate_url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadRequestError(messages.INVALID_AFFILIATE_URL)
+    query = parse_qs(parts.query)
+    for name in ("aff", "via"):
+        code = next((value.strip() for value in query.get(name, []) if value.strip()), "")
+        if code:
+            return code
+    raise BadRequestError(messages.NO_AFF_PARAMETER)
+
+
+def _link_for(code: str, program_id: Any) -> ReferralLink:
+    links = ReferralLink.objects.select_related("partner", "program")
+    if program_id is None:
+        link = links.filter(short_link=code).first()
+    else:
+        scoped = parse_program_id(program_id)
+        if scoped is None:
+            raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
+        link = links.filter(short_link=code, program_id=scoped).first()
+        # Only on the miss do we spend a query telling the two errors apart.
+        if link is None and not Program.objects.filter(pk=scoped).exists():
+            raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
+    if link is None:
+        raise BadRequestError(messages.REFERRAL_LINK_NOT_FOUND)
+    if link.partner_id is None or link.program_id is None:
+        raise BadRequestError(messages.INVALID_LINK_CONFIGURATION)
+    if not link.is_active:
+        error = GoneError(messages.LINK_DISABLED, code="link_disabled", hint=messages.LINK_DISABLED_HINT)
+        error.envelope = "typed"  # type: ignore[attr-defined]
+        error.top_level = {"success": False, "message": messages.LINK_DISABLED}  # type: ignore[attr-defined]
+        raise error
+    return link
+
+
+@dataclass(frozen=True)
+class ClickContext:
+    key: ProgramKey | None
+    request_ip: str
+    request_user_agent: str
+    request_id: str = ""
+
+
+def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, Any]:
+    """Records one click on a referral link and answers the click_id to keep in a first-party cookie.
+
+    Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
+    recorded) and ForbiddenError (test mode naming another program than the key's)."""
+    additional = data.get("additional_data") or {}
+    test_mode = is_test_mode(additional, context.key)
+    if test_mode:
+        check_test_program(additional_data=additional, key=context.key)
+    code = referral_code_from(data.get("affiliate_url") or "")
+    link = _link_for(code, data.get("program_id"))
+    program: Program = link.program  # type: ignore[assignment]
+
+    # visitor_ip is trusted only from the link's own program's server (not a retired key).
+    visitor_ip = parse_ip(data.get("visitor_ip"))
+    own_key = context.key is not None and context.key.program_id == program.pk
+    ip = visitor_ip if (visitor_ip and own_key) else context.request_ip
+    user_agent = data.get("user_agent") or context.request_user_agent
+    geo = geo_for_ip(ip)
+    device = device_for_user_agent(user_agent[:1024])
+    now = timezone.now()
+    event = ClickEvent(
+        program=program,
+        partner_id=link.partner_id,
+        link=link,
+        session_id=data.get("session_id", ""),
+        page_url=data.get("page_url", ""),
+        page_title=data.get("page_title", ""),
+        referrer_url=data.get("referrer_url", ""),
+        user_agent=user_agent,
+        screen_resolution=data.get("screen_resolution", ""),
+        viewport_size=data.get("viewport_size", ""),
+        language=data.get("language", ""),
+        timezone=data.get("timezone", ""),
+        geo_country=geo.country,
+        geo_region=geo.region,
+        geo_city=geo.city,
+        device_type=device.device_type,
+        device_os=device.device_os,
+        browser_name=device.browser_name,
+        is_test=test_mode,
+        click_timestamp=now,
+        created_at=now,
+    )
+
+    if test_mode:
+        # Test clicks get their own test customer and touch no real counters or attribution.
+        with transaction.atomic():
+            customer = Customer.objects.create(
+                program=program, click_id=new_click_id(program.pk), first_partner_id=link.partner_id,
+                first_link=link, is_test=True, first_clicked_at=now, last_clicked_at=now,
+            )
+            event.customer, event.click_id = customer, customer.click_id
+            event.save()
+        tracking_log(program_id=program.pk, event="click", outcome="test", is_test=True,
+                     request_id=context.request_id, click_id=customer.click_id)
+        return test_mode_body(message=messages.CLICK_TEST_RECORDED, event_id=event.pk, program_id=program.pk,
+                              click_id=customer.click_id)
+
+    with transaction.atomic():
+        customer = _customer_for_click(
+            existing_click_id=data.get("existing_click_id") or "",
+            program=program,
+            link=link,
+            scoped=data.get("program_id") is not None,
+            now=now,
+        )
+        event.customer, event.click_id = customer, customer.click_id
+        event.save()
+    _count_click(link=link, now=now)
+    return {
+        "success": True,
+        "click_id": customer.click_id,
+        "partner_code": link.short_link,
+        "cookie_window_days": program.cookie_window_days,
+    }
+
+
+def _customer_for_click(
+    *, existing_click_id: str, program: Program, link: ReferralLink, scoped: bool, now
+) -> Customer:
+    """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
+    scoped to a program and that customer belongs to another one. Otherwise a new customer, under
+    existing_click_id when nobody has it yet."""
+    if existing_click_id:
+        existing = Customer.objects.filter(click_id=existing_click_id, is_test=False).first()
+        if existing is not None and not (scoped and existing.program_id != program.pk):
+            Customer.objects.filter(pk=existing.pk).update(last_clicked_at=now)
+            existing.last_clicked_at = now
+            return existing
+        if existing is None and not Customer.objects.filter(click_id=existing_click_id).exists():
+            try:
+                with transaction.atomic():
+                    return _customer_create(click_id=existing_click_id, program=program, link=link, now=now)
+            except IntegrityError:
+                # A concurrent click created it first: reuse theirs.
+                return Customer.objects.get(click_id=existing_click_id)
+    return _customer_create(click_id=new_click_id(program.pk), program=program, link=link, now=now)
+
+
+def _customer_create(*, click_id: str, program: Program, link: ReferralLink, now) -> Customer:
+    return Customer.objects.create(
+        program=program,
+        click_id=click_id,
+        first_partner_id=link.partner_id,
+        first_link=link,
+        first_clicked_at=now,
+        last_clicked_at=now,
+        created_at=now,
+    )
+
+
+def _count_click(*, link: ReferralLink, now) -> None:
+    """Counters are single UPDATE ... SET n = n + 1 statements (no read-modify-write race). They run
+    after the click committed; a failure here is logged and never fails the click."""
+    try:
+        ReferralLink.objects.filter(pk=link.pk).update(clicks=F("clicks") + 1, last_clicked=now)
+        PartnerProgram.objects.filter(partner_id=link.partner_id, program_id=link.program_id).update(
+            clicks=F("clicks") + 1
+        )
+    except Exception:
+        logger.exception("click.metrics_failed", extra={"link_id": link.pk})

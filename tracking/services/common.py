@@ -1,0 +1,54 @@
+import logging
+import secrets
+import time
+from typing import Any
+
+from core import messages
+from core.errors import ForbiddenError
+from programs.models import ProgramKey
+
+from ..models import TrackingLog
+
+logger = logging.getLogger("svc.tracking")
+
+
+def new_click_id(program_id: int) -> str:
+    # cust_<program>_<epoch ms> as the spec shows, plus randomness: many clicks share a millisecond.
+    return f"cust_{program_id}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
+
+
+def is_test_mode(additional_data: dict[str, Any] | None, key: ProgramKey | None) -> bool:
+    return bool((additional_data or {}).get("test_mode") is True or (key is not None and key.is_test))
+
+
+def parse_program_id(value: object) -> int | None:
+    """program_id as the spec takes it: an integer or a numeric string. None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def check_test_program(*, additional_data: dict[str, Any] | None, key: ProgramKey | None) -> None:
+    """Test-mode calls with a key may not name another program in additional_data.program_id."""
+    if key is None or not additional_data or "program_id" not in additional_data:
+        return
+    if parse_program_id(additional_data["program_id"]) != key.program_id:
+        raise ForbiddenError(messages.PROGRAM_ID_MISMATCH)
+
+
+def test_mode_body(*, message: str, event_id: int, program_id: int, **extra: Any) -> dict[str, Any]:
+    return {"success": True, "message": message, "data": {"eventId": event_id, "programId": program_id, "test_mode": True, **extra}}
+
+
+def tracking_log(*, program_id: int | None, event: str, outcome: str, is_test: bool, request_id: str = "", **details: Any) -> None:
+    """A support trail for test events and refusals. Never fails the request it describes."""
+    try:
+        TrackingLog.objects.create(
+            program_id=program_id, event=event, outcome=outcome, is_test=is_test, request_id=request_id, details=details
+        )
+    except Exception:
+        logger.exception("tracking.log_failed", extra={"event": event, "outcome": outcome})

@@ -1,0 +1,147 @@
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core import messages
+from core.errors import BadRequestError
+from programs.models import LeadAuth, PartnerProgram, ProgramKey
+
+from ..models import Customer, CustomerStatus, LeadEvent
+from .common import check_test_program, is_test_mode, parse_program_id, test_mode_body, tracking_log
+
+logger = logging.getLogger("svc.tracking")
+
+
+def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | None, additional: dict) -> Customer:
+    customers = Customer.objects.select_related("program")
+    if click_id:
+        customer = customers.filter(click_id=click_id).first()
+    else:
+        # Server mode with only customer_key: it is saved on the customer only once a lead settled,
+        # so a first lead sent this way finds nobody.
+        customer = customers.filter(program_id=key.program_id, customer_key=customer_key).order_by("pk").first()  # type: ignore[union-attr]
+    if customer is None:
+        raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
+    if key is not None:
+        if customer.program_id != key.program_id:
+            raise BadRequestError(messages.LEAD_CUSTOMER_OTHER_PROGRAM)
+    elif "program_id" in additional and parse_program_id(additional["program_id"]) != customer.program_id:
+        raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
+    return customer
+
+
+def lead_record(*, data: dict[str, Any], key: ProgramKey | None, request_id: str = "") -> dict[str, Any]:
+    """Moves a clicked customer on to `lead`. Server mode (key) settles at once; browser mode settles at
+    once too, except on a server_required program, where it waits as a provisional lead.
+
+    Raises BadRequestError for missing ids, an unknown or foreign customer, or a customer past `click`;
+    ForbiddenError for a test call naming another program than the key's."""
+    click_id = data.get("click_id") or ""
+    customer_key = data.get("customer_key") or ""
+    email = data.get("email") or ""
+    additional = data.get("additional_data") or {}
+    test_mode = is_test_mode(additional, key)
+    if test_mode:
+        check_test_program(additional_data=additional, key=key)
+    if not click_id and not customer_key:
+        raise BadRequestError(messages.LEAD_ID_REQUIRED)
+    if key is None and not click_id:
+        raise BadRequestError(messages.LEAD_CLICK_ID_REQUIRED_BROWSER)
+
+    customer = _customer_for_lead(click_id=click_id, customer_key=customer_key, key=key, additional=additional)
+    if customer.is_test and not test_mode:
+        raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
+    now = timezone.now()
+    event_fields = {
+        "program_id": customer.program_id,
+        "customer": customer,
+        "partner_id": customer.first_partner_id,
+        "click_id": customer.click_id,
+        "customer_key": customer_key,
+        "email": email,
+        "session_id": data.get("session_id", ""),
+        "page_url": data.get("page_url", ""),
+        "server_mode": key is not None,
+        "lead_timestamp": now,
+        "created_at": now,
+    }
+
+    if test_mode and not customer.is_test:
+        # A test lead against a real customer is recorded and changes nothing real.
+        event = LeadEvent.objects.create(**event_fields, is_test=True)
+        tracking_log(program_id=customer.program_id, event="lead", outcome="test", is_test=True, request_id=request_id)
+        return test_mode_body(message=messages.LEAD_TEST_RECORDED, event_id=event.pk, program_id=customer.program_id)
+
+    if customer.customer_status != CustomerStatus.CLICK:
+        raise BadRequestError(messages.LEAD_STATUS_CONFLICT.format(status=customer.customer_status))
+
+    if key is None and customer.program.lead_auth == LeadAuth.SERVER_REQUIRED:
+        event = _provisional_lead_store(customer=customer, event_fields=event_fields, is_test=test_mode)
+        return {"success": True, "lead_id": event.pk, "click_id": customer.click_id, "provisional": True}
+
+    event = lead_settle(customer=customer, event_fields=event_fields, is_test=test_mode)
+    if test_mode:
+        tracking_log(program_id=customer.program_id, event="lead", outcome="test", is_test=True, request_id=request_id)
+        return test_mode_body(message=messages.LEAD_TEST_RECORDED, event_id=event.pk, program_id=customer.program_id)
+    return {"success": True, "lead_id": event.pk, "click_id": customer.click_id}
+
+
+def _provisional_lead_store(*, customer: Customer, event_fields: dict[str, Any], is_test: bool) -> LeadEvent:
+    """One provisional lead per customer: a repeated browser signup refreshes it."""
+    with transaction.atomic():
+        existing = (
+            LeadEvent.objects.select_for_update().filter(customer=customer, provisional=True).order_by("pk").first()
+        )
+        if existing is None:
+            return LeadEvent.objects.create(**event_fields, provisional=True, is_test=is_test)
+        existing.customer_key = event_fields["customer_key"] or existing.customer_key
+        existing.email = event_fields["email"] or existing.email
+        existing.lead_timestamp = event_fields["lead_timestamp"]
+        existing.save(update_fields=["customer_key", "email", "lead_timestamp"])
+        return existing
+
+
+def lead_settle(*, customer: Customer, event_fields: dict[str, Any], is_test: bool = False) -> LeadEvent:
+    """click -> lead, saving customer_key (and email) on the customer, settling any provisional lead.
+    The status move is a conditional UPDATE, so of two racing leads exactly one settles; the other
+    gets the status error. The processor's payment events settle provisional leads through here too."""
+    customer_key = event_fields.get("customer_key") or ""
+    email = event_fields.get("email") or ""
+    now = event_fields["lead_timestamp"]
+    with transaction.atomic():
+        changes: dict[str, Any] = {"customer_status": CustomerStatus.LEAD}
+        provisional = LeadEvent.objects.filter(customer=customer, provisional=True).order_by("pk").first()
+        customer_key = customer_key or (provisional.customer_key if provisional else "")
+        email = email or (provisional.email if provisional else "")
+        if customer_key:
+            changes["customer_key"] = customer_key
+        if email:
+            changes["email"] = email
+        moved = Customer.objects.filter(pk=customer.pk, customer_status=CustomerStatus.CLICK).update(**changes)
+        if not moved:
+            current = Customer.objects.filter(pk=customer.pk).values_list("customer_status", flat=True).first()
+            raise BadRequestError(messages.LEAD_STATUS_CONFLICT.format(status=current))
+        if provisional is not None:
+            LeadEvent.objects.filter(customer=customer, provisional=True).update(
+                provisional=False, settled_at=now, server_mode=event_fields.get("server_mode", False),
+                customer_key=customer_key, email=email,
+            )
+            provisional.refresh_from_db()
+            event = provisional
+        else:
+            event = LeadEvent.objects.create(
+                **{**event_fields, "customer_key": customer_key, "email": email}, is_test=is_test, settled_at=now
+            )
+    customer.customer_status = CustomerStatus.LEAD
+    customer.customer_key = customer_key or customer.customer_key
+    if not is_test and customer.first_partner_id:
+        try:
+            PartnerProgram.objects.filter(partner_id=customer.first_partner_id, program_id=customer.program_id).update(
+                leads=F("leads") + 1
+            )
+        except Exception:
+            logger.exception("lead.metrics_failed", extra={"customer_id": customer.pk})
+    return event

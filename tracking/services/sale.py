@@ -1,0 +1,206 @@
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from commissions.services import commission_create_for_sale
+from core import messages
+from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
+from programs.models import PartnerProgram, Program, ProgramKey
+
+from ..models import Currency, Customer, CustomerStatus, SaleEvent
+from .common import is_test_mode, test_mode_body, tracking_log
+
+logger = logging.getLogger("svc.tracking")
+
+SUPPORTED_CURRENCIES = frozenset(Currency.values)
+SECONDS_PER_DAY = 86400
+
+
+def sale_is_test(*, data: dict[str, Any], key: ProgramKey) -> bool:
+    return is_test_mode(data.get("additional_data"), key) or data.get("livemode") is False
+
+
+def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is_test: bool) -> Customer | None:
+    """customer_key first (the earliest customer with it keeps the attribution), then click_id.
+    One query, which also tells whether the first partner is enrolled in the program."""
+    customers = Customer.objects.filter(is_test=is_test).annotate(
+        enrolled=Exists(
+            PartnerProgram.objects.filter(partner_id=OuterRef("first_partner_id"), program_id=OuterRef("program_id"))
+        )
+    )
+    customer = None
+    if customer_key:
+        customer = customers.filter(program=program, customer_key=customer_key).order_by("pk").first()
+    if customer is None and click_id:
+        customer = customers.filter(click_id=click_id).first()
+    return customer
+
+
+def _sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
+    """Inserts the sale in its own transaction: it stays recorded even if the commission fails next,
+    and the unique constraint on processor_event_id is what stops a duplicate, even a concurrent one."""
+    try:
+        with transaction.atomic():
+            return SaleEvent.objects.create(**fields)
+    except IntegrityError:
+        first = (
+            SaleEvent.objects.filter(processor_event_id=fields["processor_event_id"], is_test=fields["is_test"])
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if first is None:
+            raise
+        raise ConflictError(messages.SALE_DUPLICATE, code="duplicate_transaction", details={"sale_id": first}) from None
+
+
+def _sale_fields(*, data: dict[str, Any], program: Program, now: datetime, is_test: bool) -> dict[str, Any]:
+    return {
+        "program": program,
+        "processor_event_id": data.get("transaction_id") or None,
+        "amount_cents": data.get("amount_cents") or 0,
+        "tax_cents": data.get("tax_cents"),
+        "currency": data.get("currency") or Currency.USD,
+        "sale_type": data.get("sale_type") or "payment",
+        "is_recurring": bool(data.get("is_recurring")),
+        "provider": data.get("provider") or "",
+        "provider_payment_id": data.get("provider_payment_id") or "",
+        "subscription_id": data.get("subscription_id") or "",
+        "subscription_interval": data.get("subscription_interval") or "",
+        "product_id": data.get("product_id") or "",
+        "occurred_at": data.get("occurred_at"),
+        "line_items": data.get("line_items"),
+        "is_test": is_test,
+        "sale_date": now,
+        "created_at": now,
+    }
+
+
+def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") -> dict[str, Any]:
+    """Records a sale for the key's program and, when attributable, its commission.
+
+    Raises UnprocessableEntityError (currency), BadRequestError (no_attribution; partnerId required after
+    the sale is stored), ConflictError (duplicate transaction_id) and InternalServerError (the commission
+    failed after the sale was stored: the transaction_id stays consumed)."""
+    program = key.program
+    currency = data.get("currency") or Currency.USD
+    if currency not in SUPPORTED_CURRENCIES:
+        raise UnprocessableEntityError(
+            messages.SALE_UNSUPPORTED_CURRENCY.format(currency=currency), code="unsupported_currency"
+        )
+    now = timezone.now()
+    customer_key = data.get("customer_key") or ""
+    click_id = data.get("click_id") or ""
+
+    if sale_is_test(data=data, key=key):
+        return _test_sale_record(data=data, program=program, now=now, request_id=request_id)
+
+    customer = _customer_for_sale(program=program, customer_key=customer_key, click_id=click_id, is_test=False)
+    if customer is None:
+        raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id)
+    if customer.program_id != program.pk:
+        raise _no_attribution(program, messages.SALE_NO_ATTRIBUTION, request_id)
+    if customer.first_partner_id is not None and not customer.enrolled:  # type: ignore[attr-defined]
+        raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id)
+
+    # The window applies to the sale that converts the customer; renewals follow the customer.
+    if customer.first_sale_at is None:
+        age_days = (now - customer.last_clicked_at).total_seconds() / SECONDS_PER_DAY
+        if age_days > program.cookie_window_days:
+            tracking_log(program_id=program.pk, event="sale", outcome="attribution_window_expired", is_test=False,
+                         request_id=request_id, transaction_id=data.get("transaction_id"))
+            return {
+                "success": True,
+                "attributed": False,
+                "reason": "attribution_window_expired",
+                "click_age_days": round(age_days, 2),
+                "window_days": program.cookie_window_days,
+                "sale_id": None,
+                "commission_id": None,
+            }
+
+    fields = _sale_fields(data=data, program=program, now=now, is_test=False)
+    sale = _sale_insert(
+        fields={
+            **fields,
+            "customer": customer,
+            "partner_id": customer.first_partner_id,
+            "click_id": customer.click_id,
+            "attributed": customer.first_partner_id is not None,
+        }
+    )
+    if customer.first_partner_id is None:
+        tracking_log(program_id=program.pk, event="sale", outcome="no_partner", is_test=False,
+                     request_id=request_id, sale_id=sale.pk)
+        raise BadRequestError(messages.SALE_PARTNER_REQUIRED, code="no_attribution")
+
+    try:
+        commission = _commission_for_sale(sale=sale, customer=customer, program=program, now=now)
+    except Exception:
+        logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
+        raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
+
+    _count_sale(sale=sale, customer=customer, commission_cents=commission.amount_cents if commission else 0)
+    return {
+        "success": True,
+        "sale_id": sale.pk,
+        "commission_id": commission.pk if commission else None,
+        "message": messages.SALE_RECORDED if commission else messages.SALE_RECORDED_NO_COMMISSION,
+    }
+
+
+def _commission_for_sale(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime):
+    with transaction.atomic():
+        # Lock the customer: two first sales racing must not both be paid as the first sale.
+        locked = Customer.objects.select_for_update().only("pk", "first_sale_at").get(pk=customer.pk)
+        customer.first_sale_at = locked.first_sale_at
+        commission = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
+        if locked.first_sale_at is None:
+            Customer.objects.filter(pk=customer.pk).update(first_sale_at=now, customer_status=CustomerStatus.CONVERTED)
+        return commission
+
+
+def _count_sale(*, sale: SaleEvent, customer: Customer, commission_cents: int) -> None:
+    """Partner-program metrics; a failure is logged and never fails the sale (spec rule 5)."""
+    try:
+        PartnerProgram.objects.filter(partner_id=customer.first_partner_id, program_id=sale.program_id).update(
+            sales=F("sales") + 1,
+            revenue_cents=F("revenue_cents") + sale.amount_cents,
+            commission_cents=F("commission_cents") + commission_cents,
+        )
+    except Exception:
+        logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})
+
+
+def _no_attribution(program: Program, message: str, request_id: str) -> BadRequestError:
+    tracking_log(program_id=program.pk, event="sale", outcome="no_attribution", is_test=False,
+                 request_id=request_id, message=message)
+    return BadRequestError(message, code="no_attribution")
+
+
+def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> dict[str, Any]:
+    """Test sales are stored flagged, attached to a test customer when one matches, and create no
+    commission, no fee and no metrics. Their transaction ids are unique among test sales only."""
+    customer = _customer_for_sale(
+        program=program, customer_key=data.get("customer_key") or "", click_id=data.get("click_id") or "", is_test=True
+    )
+    if customer is not None and customer.program_id != program.pk:
+        customer = None
+    fields = _sale_fields(data=data, program=program, now=now, is_test=True)
+    sale = _sale_insert(
+        fields={
+            **fields,
+            "customer": customer,
+            "partner_id": customer.first_partner_id if customer else None,
+            "click_id": customer.click_id if customer else (data.get("click_id") or ""),
+            "attributed": customer is not None,
+        }
+    )
+    if customer is not None and customer.first_sale_at is None:
+        Customer.objects.filter(pk=customer.pk).update(first_sale_at=now, customer_status=CustomerStatus.CONVERTED)
+    tracking_log(program_id=program.pk, event="sale", outcome="test", is_test=True, request_id=request_id,
+                 sale_id=sale.pk, attributed=customer is not None)
+    return test_mode_body(message=messages.SALE_TEST_RECORDED, event_id=sale.pk, program_id=program.pk)
