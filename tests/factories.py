@@ -2,6 +2,7 @@ from decimal import Decimal
 
 import factory
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from programs.keys import generate_key
 from programs.models import (
@@ -149,4 +150,4 @@ class CommissionFactory(factory.django.DjangoModelFactory):
     amount_cents = factory.LazyAttribute(lambda o: o.sale.amount_cents // 5)
     currency = factory.SelfAttribute("sale.currency")
     status = "pending"
-    hold_until = factory.LazyFunction(lambda: __import__("django.utils.timezone", fromlist=["now"]).now())
+    hold_until = factory.LazyFunction(timezone.now)
