@@ -37,13 +37,15 @@ def on_postgres() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """PostgreSQL-only tests run wherever DATABASE_URL names PostgreSQL. In CI they must never be
-    skipped: a missing database fails the run instead."""
-    if on_postgres():
-        return
-    if os.environ.get("CI") == "true":
-        raise pytest.UsageError("CI=true but DATABASE_URL does not point to PostgreSQL")
-    skip = pytest.mark.skip(reason="needs DATABASE_URL=postgres://… (run .ci/run)")
+    """PostgreSQL and worker tests run wherever DATABASE_URL names PostgreSQL and REDIS_URL is set.
+    In CI they must never be skipped: a missing real part fails the run instead."""
+    has_redis = bool(os.environ.get("REDIS_URL"))
+    if os.environ.get("CI") == "true" and not (on_postgres() and has_redis):
+        raise pytest.UsageError("CI=true needs DATABASE_URL=postgres://… and REDIS_URL")
+    skip_pg = pytest.mark.skip(reason="needs DATABASE_URL=postgres://… (run .ci/run)")
+    skip_redis = pytest.mark.skip(reason="needs REDIS_URL and PostgreSQL for a real Celery worker (run .ci/run)")
     for item in items:
-        if "postgres" in item.keywords:
-            item.add_marker(skip)
+        if "postgres" in item.keywords and not on_postgres():
+            item.add_marker(skip_pg)
+        if "worker" in item.keywords and not (has_redis and on_postgres()):
+            item.add_marker(skip_redis)

@@ -17,6 +17,8 @@ from core.api.fields import (
     spec_messages,
 )
 
+# Amounts are stored as 64-bit integers; anything larger is a caller error, not a server failure.
+MAX_AMOUNT = 2**63 - 1
 PROVIDERS = ("stripe", "polar", "dodo", "paddle", "lemonsqueezy", "creem", "sepay", "payos", "apipay", "x402", "other")
 OCCURRED_AT_MAX_AGE = timedelta(days=30)
 OCCURRED_AT_MAX_AHEAD = timedelta(minutes=5)
@@ -63,7 +65,7 @@ class ClickInputSerializer(serializers.Serializer):
     timezone = optional_text("timezone", 64)
     existing_click_id = optional_text("existing_click_id", 255)
     program_id = IdField(required=False, allow_null=True, error_messages=spec_messages(messages.UNKNOWN_PROGRAM_ID))
-    visitor_ip = serializers.JSONField(required=False)  # never refuses: used only when it is a valid IP
+    visitor_ip = serializers.JSONField(required=False, allow_null=True)  # never refuses: used only when a valid IP
     additional_data = additional_data_field()
 
     def validate_screen_resolution(self, value: str) -> str:
@@ -99,7 +101,10 @@ class LeadInputSerializer(serializers.Serializer):
 
 class SaleInputSerializer(serializers.Serializer):
     transaction_id = StrictCharField(max_length=255, error_messages=spec_messages(messages.SALE_TRANSACTION_ID_REQUIRED))
-    amount_cents = StrictIntegerField(min_value=1, error_messages=spec_messages(messages.SALE_AMOUNT_REQUIRED))
+    amount_cents = StrictIntegerField(
+        min_value=1, max_value=MAX_AMOUNT,
+        error_messages={**spec_messages(messages.SALE_AMOUNT_REQUIRED), "max_value": messages.SALE_AMOUNT_REQUIRED},
+    )
     occurred_at = StrictCharField(required=False, allow_null=True, error_messages=spec_messages(messages.SALE_OCCURRED_AT_INVALID))
     provider = serializers.ChoiceField(
         choices=PROVIDERS, required=False, allow_null=True,
@@ -113,7 +118,10 @@ class SaleInputSerializer(serializers.Serializer):
     currency = StrictCharField(required=False, allow_null=True, max_length=16, error_messages=spec_messages("currency must be a string"))
     customer_key = optional_text("customer_key", 255)
     click_id = optional_text("click_id", 255)
-    tax_cents = StrictIntegerField(required=False, allow_null=True, min_value=0, error_messages=spec_messages("tax_cents must be a non-negative integer"))
+    tax_cents = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_AMOUNT,
+        error_messages={**spec_messages("tax_cents must be a non-negative integer"), "max_value": "tax_cents is too large"},
+    )
     sale_type = serializers.ChoiceField(choices=("payment", "subscription"), required=False, allow_null=True,
                                         error_messages=spec_messages("sale_type must be payment or subscription"))
     line_items = serializers.JSONField(required=False, allow_null=True)
@@ -168,8 +176,11 @@ class RefundInputSerializer(serializers.Serializer):
         error_messages=spec_messages(messages.REFUND_REASON_INVALID),
     )
     refund_amount_cents = StrictIntegerField(
-        required=False, allow_null=True, min_value=0,
-        error_messages=spec_messages("refund_amount_cents must be a positive integer (0 or omitted refunds the rest)"),
+        required=False, allow_null=True, min_value=0, max_value=MAX_AMOUNT,
+        error_messages={
+            **spec_messages("refund_amount_cents must be a positive integer (0 or omitted refunds the rest)"),
+            "max_value": "refund_amount_cents must be a positive integer (0 or omitted refunds the rest)",
+        },
     )
     refund_id = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255,
                                 error_messages=spec_messages("refund_id must be a string of at most 255 characters"))

@@ -1,0 +1,69 @@
+"""A real Celery worker process on Redis against the test database, for behaviour that crosses
+processes. Tests using it are marked `worker` (and `postgres`: SQLite's test database is in memory)."""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from config import celery_app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db):
+    redis_url = os.environ.get("REDIS_URL", "")
+    if not redis_url:
+        pytest.skip("needs REDIS_URL")
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        "REDIS_URL": redis_url,
+        "CELERY_QUEUE": queue,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "LOG_LEVEL": "INFO",
+    }
+    log = tempfile.NamedTemporaryFile("w+", prefix="celery-worker-", suffix=".log", delete=False)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "-Q", queue,
+         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+    )
+    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
+    try:
+        node = f"{queue}@{socket.gethostname()}"
+        if not wait_for(lambda: worker.poll() is None and celery_app.control.ping(destination=[node], timeout=0.5), timeout=60):
+            log.seek(0)
+            raise RuntimeError(f"Celery worker did not start:\n{log.read()[-4000:]}")
+        celery_app.conf.task_always_eager = False
+        celery_app.conf.task_default_queue = queue
+        yield worker
+    finally:
+        celery_app.conf.task_always_eager, celery_app.conf.task_default_queue = previous
+        worker.terminate()
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+        os.unlink(log.name)
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    return predicate()
