@@ -34,7 +34,7 @@ INSTALLED_APPS = [
     "corsheaders",
     "drf_spectacular",
     "django_ratelimit",
-    "core",
+    "core.apps.CoreConfig",
     "programs",
     "tracking",
     "commissions",

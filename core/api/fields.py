@@ -3,6 +3,8 @@ API's contract is typed JSON, so a wrong type is refused with the field's spec m
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -32,6 +34,7 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string", "pattern": "^[0-9]+$"}]})
 class IdField(serializers.Field):
     """A string or an integer (numeric strings are accepted), kept as given for the service."""
 

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -21,6 +22,13 @@ class ProgramKeyRegenerateApi(BaseApi):
             error_messages={"invalid_choice": "mode must be live or test"},
         )
 
+    @extend_schema(
+        summary="Regenerate a program key (owners only); the new key is returned once",
+        request=InputSerializer,
+        responses={200: inline_serializer("RegeneratedKey", fields={"data": inline_serializer("RegeneratedKeyData", fields={
+            "program_id": serializers.IntegerField(), "mode": serializers.CharField(),
+            "api_key": serializers.CharField(), "api_token_masked": serializers.CharField()})})},
+    )
     def post(self, request, program_id: int):
         program = program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_REGENERATE_KEY)
         data = self.InputSerializer(data=request.data or {})

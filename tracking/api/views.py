@@ -1,11 +1,13 @@
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.response import Response
 
 from core import messages
 from core.api import auth, ratelimit
 from core.api.base import ProgramKeyApi
+from core.api.schema import PLATFORM_ERROR, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
 from tracking.services.click import ClickContext, click_record
 from tracking.services.lead import lead_record
@@ -25,6 +27,39 @@ MONEY_ERROR_CODES = {
 }
 
 
+COMMON_ERRORS = {
+    400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request (message says which field)"),
+    429: OpenApiResponse(TYPED_ERROR, description="rate_limited; nothing recorded; see Retry-After"),
+    500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
+}
+MONEY_ERRORS = {
+    **COMMON_ERRORS,
+    401: OpenApiResponse(PLATFORM_ERROR, description="unauthorized, or api_key_rotation_required (typed envelope)"),
+}
+
+CLICK_OK = inline_serializer("ClickResult", fields={
+    "success": serializers.BooleanField(), "click_id": serializers.CharField(help_text="Keep in a first-party cookie; pass to lead and sale"),
+    "partner_code": serializers.CharField(), "cookie_window_days": serializers.IntegerField(),
+})
+LEAD_OK = inline_serializer("LeadResult", fields={
+    "success": serializers.BooleanField(), "lead_id": serializers.IntegerField(), "click_id": serializers.CharField(),
+    "provisional": serializers.BooleanField(required=False, help_text="Browser lead on a server_required program"),
+})
+SALE_OK = inline_serializer("SaleResult", fields={
+    "success": serializers.BooleanField(), "sale_id": serializers.IntegerField(allow_null=True),
+    "commission_id": serializers.IntegerField(allow_null=True), "message": serializers.CharField(required=False),
+    "attributed": serializers.BooleanField(required=False, help_text="false when the attribution window expired"),
+    "reason": serializers.CharField(required=False), "click_age_days": serializers.FloatField(required=False),
+    "window_days": serializers.IntegerField(required=False),
+})
+REFUND_OK = inline_serializer("RefundResult", fields={
+    "success": serializers.BooleanField(), "status": serializers.ChoiceField(["reversed", "refunded", "skipped", "no_commission"]),
+    "deductionAmount": serializers.IntegerField(required=False), "commission_id": serializers.IntegerField(required=False),
+    "reason": serializers.CharField(required=False), "message": serializers.CharField(required=False),
+    "test": serializers.BooleanField(required=False, help_text="Test key: nothing refunded"),
+})
+
+
 def _body(request) -> dict[str, Any]:
     return request.data if isinstance(request.data, dict) else {}
 
@@ -39,7 +74,13 @@ class ClickTrackApi(ProgramKeyApi):
     rate_scope = ratelimit.TRACK_CLICK
     failure_message = messages.CLICK_TRACKING_FAILED
 
-    @extend_schema(request=ClickInputSerializer, responses={200: OpenApiResponse(description="click_id, partner_code, cookie_window_days")})
+    @extend_schema(
+        summary="Record a click on a referral link",
+        request=ClickInputSerializer,
+        responses={200: OpenApiResponse(CLICK_OK, description="Recorded (test mode answers the TestModeResult shape)"),
+                   403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
+                   410: OpenApiResponse(TYPED_ERROR, description="link_disabled; no click recorded"), **COMMON_ERRORS},
+    )
     def post(self, request):
         data = _validated(ClickInputSerializer(data=request.data))
         context = ClickContext(
@@ -56,7 +97,12 @@ class LeadTrackApi(ProgramKeyApi):
     rate_scope = ratelimit.TRACK_LEAD
     failure_message = messages.LEAD_TRACKING_FAILED
 
-    @extend_schema(request=LeadInputSerializer, responses={200: OpenApiResponse(description="success, lead_id, click_id, provisional?")})
+    @extend_schema(
+        summary="Record a lead (browser mode without a key, server mode with one)",
+        request=LeadInputSerializer,
+        responses={200: OpenApiResponse(LEAD_OK), 401: OpenApiResponse(PLATFORM_ERROR, description="Only for a key matching no program"),
+                   403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"), **COMMON_ERRORS},
+    )
     def post(self, request):
         data = _validated(LeadInputSerializer(data=request.data))
         return Response(lead_record(data=data, key=self.program_key, request_id=request._request.request_id))
@@ -67,7 +113,13 @@ class SaleTrackApi(ProgramKeyApi):
     failure_message = messages.SALE_TRACKING_FAILED
     default_error_codes = MONEY_ERROR_CODES
 
-    @extend_schema(request=SaleInputSerializer, responses={200: OpenApiResponse(description="sale_id, commission_id, message")})
+    @extend_schema(
+        summary="Record a sale and its commission",
+        request=SaleInputSerializer,
+        responses={200: OpenApiResponse(SALE_OK, description="Attributed, window expired, or (test mode) TestModeResult"),
+                   409: OpenApiResponse(PLATFORM_ERROR, description="duplicate_transaction; details.sale_id is the first sale; do not retry"),
+                   422: OpenApiResponse(PLATFORM_ERROR, description="unsupported_currency; nothing created"), **MONEY_ERRORS},
+    )
     def post(self, request):
         raw = _body(request)
         additional = raw.get("additional_data") if isinstance(raw.get("additional_data"), dict) else {}
@@ -82,7 +134,12 @@ class RefundTrackApi(ProgramKeyApi):
     default_error_codes = MONEY_ERROR_CODES
     empty_token_message = messages.INVALID_API_TOKEN
 
-    @extend_schema(request=RefundInputSerializer, responses={200: OpenApiResponse(description="status, deductionAmount, commission_id")})
+    @extend_schema(
+        summary="Refund a sale (partly or whole) and claw back its commission",
+        request=RefundInputSerializer,
+        responses={200: OpenApiResponse(REFUND_OK), 404: OpenApiResponse(PLATFORM_ERROR, description="Sale not found for transaction_id"),
+                   **MONEY_ERRORS},
+    )
     def post(self, request):
         raw = _body(request)
         additional = raw.get("additional_data") if isinstance(raw.get("additional_data"), dict) else {}
