@@ -7,13 +7,37 @@ from .models import Commission, LedgerEntry, Notification, ProductCommissionRate
 class CommissionAdmin(admin.ModelAdmin):
     """Read-mostly: status and money move only through services, so the ledger stays consistent."""
 
-    list_display = ["id", "program", "partner", "amount_cents", "currency", "status", "credited", "deducted_cents", "hold_until"]
+    list_display = [
+        "id",
+        "program",
+        "partner",
+        "amount_cents",
+        "currency",
+        "status",
+        "credited",
+        "deducted_cents",
+        "hold_until",
+    ]
     list_filter = ["status", "currency", "credited"]
     raw_id_fields = ["program", "partner", "sale", "customer"]
     readonly_fields = [
-        "program", "partner", "sale", "customer", "amount_cents", "currency", "status", "credited",
-        "sale_refunded_cents", "deducted_cents", "refund_reason", "applied_refund_ids",
-        "applied_anonymous_amounts", "refund_count", "hold_until", "approved_at", "created_at",
+        "program",
+        "partner",
+        "sale",
+        "customer",
+        "amount_cents",
+        "currency",
+        "status",
+        "credited",
+        "sale_refunded_cents",
+        "deducted_cents",
+        "refund_reason",
+        "applied_refund_ids",
+        "applied_anonymous_amounts",
+        "refund_count",
+        "hold_until",
+        "approved_at",
+        "created_at",
     ]
 
     def has_add_permission(self, request) -> bool:
@@ -22,7 +46,16 @@ class CommissionAdmin(admin.ModelAdmin):
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(admin.ModelAdmin):
-    list_display = ["id", "partner", "program", "kind", "amount_cents", "currency", "commission", "created_at"]
+    list_display = [
+        "id",
+        "partner",
+        "program",
+        "kind",
+        "amount_cents",
+        "currency",
+        "commission",
+        "created_at",
+    ]
     list_filter = ["kind", "currency"]
     raw_id_fields = ["partner", "program", "commission"]
 

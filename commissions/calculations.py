@@ -50,7 +50,12 @@ class RefundStep:
 
 
 def refund_step(
-    *, sale_amount: int, commission_amount: int, refunded_before: int, deducted_before: int, requested: int | None
+    *,
+    sale_amount: int,
+    commission_amount: int,
+    refunded_before: int,
+    deducted_before: int,
+    requested: int | None,
 ) -> RefundStep:
     """requested None or 0 refunds the rest; any amount is capped at what is left of the sale."""
     remaining = max(0, sale_amount - refunded_before)

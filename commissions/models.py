@@ -99,6 +99,9 @@ class LedgerEntry(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount_cents} {self.currency} (partner #{self.partner_id})"
+
 
 class Withdrawal(models.Model):
     class Status(models.TextChoices):
@@ -116,6 +119,9 @@ class Withdrawal(models.Model):
 
     class Meta:
         constraints = [models.CheckConstraint(condition=Q(amount_cents__gte=0), name="withdrawal_nonnegative")]
+
+    def __str__(self) -> str:
+        return f"withdrawal #{self.pk} {self.amount_cents} {self.currency} ({self.status})"
 
 
 class Notification(models.Model):
@@ -143,3 +149,6 @@ class Notification(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["audience", "dedupe_key"], name="notification_once"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.audience} (commission #{self.commission_id})"

@@ -166,7 +166,11 @@ def withdrawal_mark_paid(*, withdrawal: Withdrawal) -> None:
     with transaction.atomic():
         commissions = list(
             Commission.objects.select_for_update()
-            .filter(partner_id=withdrawal.partner_id, currency=withdrawal.currency, status=CommissionStatus.APPROVED)
+            .filter(
+                partner_id=withdrawal.partner_id,
+                currency=withdrawal.currency,
+                status=CommissionStatus.APPROVED,
+            )
             .order_by("approved_at", "pk")
         )
         Partner.objects.select_for_update().get(pk=withdrawal.partner_id)

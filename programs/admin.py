@@ -64,7 +64,16 @@ def _show_key_once(request, program: Program, mode: str, raw_key: str) -> None:
 
 @admin.register(Program)
 class ProgramAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "workspace", "commission_type", "commission_rate", "hold_days", "lead_auth", "key"]
+    list_display = [
+        "id",
+        "name",
+        "workspace",
+        "commission_type",
+        "commission_rate",
+        "hold_days",
+        "lead_auth",
+        "key",
+    ]
     list_filter = ["commission_type", "lead_auth"]
     search_fields = ["name", "domain"]
     inlines = [ProgramKeyInline]
@@ -153,7 +162,11 @@ class AgentKeyAdmin(admin.ModelAdmin):
     readonly_fields = ["masked", "created_at"]
 
     def get_fields(self, request, obj=None):
-        return ["name", "workspace", "scopes"] if obj is None else ["name", "workspace", "scopes", "masked", "created_at", "revoked_at"]
+        return (
+            ["name", "workspace", "scopes"]
+            if obj is None
+            else ["name", "workspace", "scopes", "masked", "created_at", "revoked_at"]
+        )
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -171,7 +184,16 @@ class PartnerAdmin(admin.ModelAdmin):
 
 @admin.register(PartnerProgram)
 class PartnerProgramAdmin(admin.ModelAdmin):
-    list_display = ["id", "partner", "program", "clicks", "leads", "sales", "revenue_cents", "commission_cents"]
+    list_display = [
+        "id",
+        "partner",
+        "program",
+        "clicks",
+        "leads",
+        "sales",
+        "revenue_cents",
+        "commission_cents",
+    ]
     readonly_fields = ["clicks", "leads", "sales", "revenue_cents", "commission_cents"]
 
 

@@ -51,8 +51,12 @@ def demo_create() -> dict[str, Any]:
     legacy_key = generate_key("")
     program_key_install(program=legacy.program, raw_key=legacy_key)
 
-    partner = Partner.objects.create(workspace=workspace, name=f"Demo partner {tag}", email=f"partner-{tag}@example.com")
-    second = Partner.objects.create(workspace=workspace, name=f"Second partner {tag}", email=f"second-{tag}@example.com")
+    partner = Partner.objects.create(
+        workspace=workspace, name=f"Demo partner {tag}", email=f"partner-{tag}@example.com"
+    )
+    second = Partner.objects.create(
+        workspace=workspace, name=f"Second partner {tag}", email=f"second-{tag}@example.com"
+    )
     links = {
         "main": _link(f"main-{tag}", partner, main.program),
         "main_second_partner": _link(f"main2-{tag}", second, main.program),

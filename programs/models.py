@@ -80,16 +80,19 @@ class Program(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="programs")
     name = models.CharField(max_length=200)
     domain = models.CharField(max_length=253)
-    commission_type = models.CharField(
-        max_length=32, choices=CommissionType.choices, default=CommissionType.PERCENT
-    )
+    commission_type = models.CharField(max_length=32, choices=CommissionType.choices, default=CommissionType.PERCENT)
     # Percent for the percent types (at most 100), an amount in the smallest currency unit otherwise.
     commission_rate = models.DecimalField(
-        max_digits=14, decimal_places=4, default=Decimal("20"), validators=[MinValueValidator(Decimal("0.0001"))]
+        max_digits=14,
+        decimal_places=4,
+        default=Decimal("20"),
+        validators=[MinValueValidator(Decimal("0.0001"))],
     )
     duration_months = models.PositiveIntegerField(default=0, help_text="Recurring commissions: 0 = lifetime")
     cookie_duration = models.PositiveSmallIntegerField(
-        default=30, validators=[MinValueValidator(1), MaxValueValidator(365)], help_text="Attribution window, days"
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(365)],
+        help_text="Attribution window, days",
     )
     hold_days = models.PositiveIntegerField(default=30, help_text="Commission hold period, days")
     lead_auth = models.CharField(max_length=32, choices=LeadAuth.choices, default=LeadAuth.BROWSER_ALLOWED)
@@ -169,9 +172,7 @@ class AgentKey(models.Model):
     """Operator-issued key for the agent API (`agt_`). Issued in admin only."""
 
     name = models.CharField(max_length=200)
-    workspace = models.ForeignKey(
-        Workspace, on_delete=models.CASCADE, related_name="agent_keys", null=True, blank=True
-    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agent_keys", null=True, blank=True)
     digest = models.CharField(max_length=64, unique=True, editable=False)
     last4 = models.CharField(max_length=4, editable=False)
     scopes = models.JSONField(default=list, blank=True)

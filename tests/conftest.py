@@ -5,6 +5,7 @@ from django.core.cache import caches
 from rest_framework.test import APIClient
 
 from config import celery_app
+from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests marked `worker`)
 
 
 @pytest.fixture(autouse=True)
@@ -12,7 +13,13 @@ def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.PUBLIC_BASE_URL = "https://track.example.test"
     # Rate limits count per instance in local memory; every test starts with empty buckets.
-    settings.CACHES = {**settings.CACHES, "ratelimit": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests-ratelimit"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "ratelimit": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "tests-ratelimit",
+        },
+    }
     caches["ratelimit"].clear()
     yield
     caches["ratelimit"].clear()

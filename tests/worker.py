@@ -35,14 +35,38 @@ def celery_worker_process(transactional_db):
     }
     log = tempfile.NamedTemporaryFile("w+", prefix="celery-worker-", suffix=".log", delete=False)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "-Q", queue,
-         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "solo",
+            "-Q",
+            queue,
+            "-n",
+            f"{queue}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
     try:
         node = f"{queue}@{socket.gethostname()}"
-        if not wait_for(lambda: worker.poll() is None and celery_app.control.ping(destination=[node], timeout=0.5), timeout=60):
+        if not wait_for(
+            lambda: worker.poll() is None and celery_app.control.ping(destination=[node], timeout=0.5),
+            timeout=60,
+        ):
             log.seek(0)
             raise RuntimeError(f"Celery worker did not start:\n{log.read()[-4000:]}")
         celery_app.conf.task_always_eager = False

@@ -14,7 +14,8 @@ class CustomerStatus(models.TextChoices):
 class Customer(models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="customers")
     click_id = models.CharField(max_length=255, unique=True)
-    customer_key = models.CharField(max_length=255, null=True, blank=True)
+    # NULL until a lead settles: "not saved yet" differs from any caller's id.
+    customer_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     customer_status = models.CharField(max_length=16, choices=CustomerStatus.choices, default=CustomerStatus.CLICK)
     first_partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     first_link = models.ForeignKey(ReferralLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -66,6 +67,9 @@ class ClickEvent(models.Model):
     class Meta:
         indexes = [models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time")]
 
+    def __str__(self) -> str:
+        return f"click #{self.pk} {self.click_id}"
+
 
 class LeadEvent(models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="lead_events")
@@ -90,6 +94,9 @@ class LeadEvent(models.Model):
             models.Index(fields=["program", "email"], name="lead_program_email"),
             models.Index(fields=["program", "customer_key"], name="lead_program_key"),
         ]
+
+    def __str__(self) -> str:
+        return f"lead #{self.pk} {self.click_id}"
 
 
 class Currency(models.TextChoices):
@@ -116,7 +123,7 @@ class SaleEvent(models.Model):
     click_id = models.CharField(max_length=255, blank=True, default="")
     # The caller's transaction_id. Globally unique among live sales (and, separately, among test sales):
     # the constraint, not a prior read, stops duplicates.
-    processor_event_id = models.CharField(max_length=255, null=True, blank=True)
+    processor_event_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 (test sales may omit it)
     amount_cents = models.BigIntegerField(default=0)
     tax_cents = models.BigIntegerField(null=True, blank=True)
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
@@ -146,7 +153,8 @@ class SaleEvent(models.Model):
             ),
             # Test sales may omit the amount; real ones never.
             models.CheckConstraint(
-                condition=Q(amount_cents__gt=0) | Q(is_test=True, amount_cents__gte=0), name="sale_amount_positive"
+                condition=Q(amount_cents__gt=0) | Q(is_test=True, amount_cents__gte=0),
+                name="sale_amount_positive",
             ),
         ]
 
@@ -167,3 +175,6 @@ class TrackingLog(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["program", "-created_at"], name="log_program_time")]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.outcome} #{self.pk}"

@@ -1,10 +1,10 @@
 """Project base views. Each API view declares its policy as class attributes:
 
-    class SaleTrackApi(ProgramKeyApi):
-        envelope = "platform"
-        default_error_codes = SALE_ERROR_CODES
-        failure_message = messages.SALE_TRACKING_FAILED
-        rate_scope = ratelimit.TRACK_MONEY
+class SaleTrackApi(ProgramKeyApi):
+    envelope = "platform"
+    default_error_codes = SALE_ERROR_CODES
+    failure_message = messages.SALE_TRACKING_FAILED
+    rate_scope = ratelimit.TRACK_MONEY
 """
 
 from typing import Any

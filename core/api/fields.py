@@ -3,14 +3,15 @@ API's contract is typed JSON, so a wrong type is refused with the field's spec m
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
 def spec_messages(message: str) -> dict[str, str]:
     """One message for every way a field can be wrong: what the spec gives callers."""
-    return {key: message for key in ("required", "null", "invalid", "blank", "max_length", "min_value", "invalid_choice")}
+    return {
+        key: message for key in ("required", "null", "invalid", "blank", "max_length", "min_value", "invalid_choice")
+    }
 
 
 class StrictCharField(serializers.CharField):

@@ -69,9 +69,7 @@ def rate_limit_check(scope: RateScope, request) -> RateUsage | None:
     429 when the bucket is full; the caller sends it before any work, so nothing is recorded."""
     limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
     bucket = _bucket(scope, request)
-    usage = get_usage(
-        request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=True
-    )
+    usage = get_usage(request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=True)
     if usage is None:  # RATELIMIT_ENABLE is off
         return None
     reset_at = int(time.time()) + int(usage["time_left"])

@@ -13,7 +13,10 @@ class ProgramKeyScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "Program API key (`aff_…`; legacy keys without the prefix still work). Test keys (`aff_test_…`) make every call test mode.",
+            "description": (
+                "Program API key (`aff_…`; legacy keys without the prefix still work). "
+                "Test keys (`aff_test_…`) make every call test mode."
+            ),
         }
 
 
@@ -22,7 +25,12 @@ class DashboardSessionScheme(OpenApiAuthenticationExtension):
     name = "dashboardSession"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": "sessionid", "description": "Signed-in dashboard session"}
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "Signed-in dashboard session",
+        }
 
 
 PLATFORM_ERROR = inline_serializer(
@@ -48,7 +56,9 @@ TYPED_ERROR = inline_serializer(
         "error": inline_serializer(
             "TypedErrorBody",
             fields={
-                "code": serializers.CharField(help_text="rate_limited, api_key_rotation_required, link_disabled, invalid_key, internal_error"),
+                "code": serializers.CharField(
+                    help_text="rate_limited, api_key_rotation_required, link_disabled, invalid_key, internal_error"
+                ),
                 "message": serializers.CharField(),
                 "hint": serializers.CharField(required=False),
                 "docs_url": serializers.CharField(required=False),
@@ -65,7 +75,11 @@ TEST_MODE = inline_serializer(
         "message": serializers.CharField(),
         "data": inline_serializer(
             "TestModeData",
-            fields={"eventId": serializers.IntegerField(), "programId": serializers.IntegerField(), "test_mode": serializers.BooleanField()},
+            fields={
+                "eventId": serializers.IntegerField(),
+                "programId": serializers.IntegerField(),
+                "test_mode": serializers.BooleanField(),
+            },
         ),
     },
 )

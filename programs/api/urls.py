@@ -3,5 +3,9 @@ from django.urls import path
 from .views import ProgramKeyRegenerateApi
 
 urlpatterns = [
-    path("api/programs/<int:program_id>/regenerate-key", ProgramKeyRegenerateApi.as_view(), name="program-key-regenerate"),
+    path(
+        "api/programs/<int:program_id>/regenerate-key",
+        ProgramKeyRegenerateApi.as_view(),
+        name="program-key-regenerate",
+    ),
 ]

@@ -25,9 +25,22 @@ class ProgramKeyRegenerateApi(BaseApi):
     @extend_schema(
         summary="Regenerate a program key (owners only); the new key is returned once",
         request=InputSerializer,
-        responses={200: inline_serializer("RegeneratedKey", fields={"data": inline_serializer("RegeneratedKeyData", fields={
-            "program_id": serializers.IntegerField(), "mode": serializers.CharField(),
-            "api_key": serializers.CharField(), "api_token_masked": serializers.CharField()})})},
+        responses={
+            200: inline_serializer(
+                "RegeneratedKey",
+                fields={
+                    "data": inline_serializer(
+                        "RegeneratedKeyData",
+                        fields={
+                            "program_id": serializers.IntegerField(),
+                            "mode": serializers.CharField(),
+                            "api_key": serializers.CharField(),
+                            "api_token_masked": serializers.CharField(),
+                        },
+                    )
+                },
+            )
+        },
     )
     def post(self, request, program_id: int):
         program = program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_REGENERATE_KEY)
@@ -37,7 +50,14 @@ class ProgramKeyRegenerateApi(BaseApi):
         raw_key = program_key_regenerate(program=program, mode=mode)
         key = ProgramKey.objects.get(program=program, mode=mode)
         response = Response(
-            {"data": {"program_id": program.pk, "mode": mode, "api_key": raw_key, "api_token_masked": key.masked}}
+            {
+                "data": {
+                    "program_id": program.pk,
+                    "mode": mode,
+                    "api_key": raw_key,
+                    "api_token_masked": key.masked,
+                }
+            }
         )
         response["Cache-Control"] = "no-store"
         return response

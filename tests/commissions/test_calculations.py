@@ -1,18 +1,24 @@
 """Commission and refund arithmetic, without the database."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
 from commissions.calculations import commission_amount, commission_applies, refund_step, round_half_up
 
-NOW = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(Decimal("0.5"), 1), (Decimal("1.49"), 1), (Decimal("1.5"), 2), (Decimal("2.5"), 3), (Decimal("0.4999"), 0)],
+    [
+        (Decimal("0.5"), 1),
+        (Decimal("1.49"), 1),
+        (Decimal("1.5"), 2),
+        (Decimal("2.5"), 3),
+        (Decimal("0.4999"), 0),
+    ],
 )
 def test_it_rounds_half_up(value, expected):
     assert round_half_up(value) == expected
@@ -45,34 +51,74 @@ class TestWhichSalesPay:
 
     @pytest.mark.parametrize("kind", ["percent", "fixed"])
     def test_one_off_types_pay_only_the_first_sale(self, kind):
-        assert not commission_applies(commission_type=kind, first_sale_at=NOW - timedelta(days=1), now=NOW, duration_months=0)
+        assert not commission_applies(
+            commission_type=kind, first_sale_at=NOW - timedelta(days=1), now=NOW, duration_months=0
+        )
 
     @pytest.mark.parametrize("kind", ["recurring_percent", "recurring_fixed"])
     def test_recurring_types_pay_within_the_duration(self, kind):
-        first = datetime(2026, 1, 31, tzinfo=timezone.utc)
+        first = datetime(2026, 1, 31, tzinfo=UTC)
         # 3 months after Jan 31 is Apr 30 (calendar months, clamped to the month's end).
-        assert commission_applies(commission_type=kind, first_sale_at=first, now=datetime(2026, 4, 29, tzinfo=timezone.utc), duration_months=3)
-        assert not commission_applies(commission_type=kind, first_sale_at=first, now=datetime(2026, 4, 30, tzinfo=timezone.utc), duration_months=3)
+        assert commission_applies(
+            commission_type=kind,
+            first_sale_at=first,
+            now=datetime(2026, 4, 29, tzinfo=UTC),
+            duration_months=3,
+        )
+        assert not commission_applies(
+            commission_type=kind,
+            first_sale_at=first,
+            now=datetime(2026, 4, 30, tzinfo=UTC),
+            duration_months=3,
+        )
 
     def test_duration_zero_is_lifetime(self):
         assert commission_applies(
-            commission_type="recurring_percent", first_sale_at=NOW - timedelta(days=3650), now=NOW, duration_months=0
+            commission_type="recurring_percent",
+            first_sale_at=NOW - timedelta(days=3650),
+            now=NOW,
+            duration_months=0,
         )
 
 
 class TestRefundSteps:
     def test_a_partial_refund_claws_back_its_share(self):
-        step = refund_step(sale_amount=10000, commission_amount=2000, refunded_before=0, deducted_before=0, requested=2500)
-        assert (step.refund_amount, step.refunded_total, step.deduction, step.deducted_total, step.full) == (2500, 2500, 500, 500, False)
+        step = refund_step(
+            sale_amount=10000, commission_amount=2000, refunded_before=0, deducted_before=0, requested=2500
+        )
+        assert (step.refund_amount, step.refunded_total, step.deduction, step.deducted_total, step.full) == (
+            2500,
+            2500,
+            500,
+            500,
+            False,
+        )
 
     def test_omitted_or_zero_refunds_the_rest(self):
         for requested in (None, 0):
-            step = refund_step(sale_amount=10000, commission_amount=2000, refunded_before=2500, deducted_before=500, requested=requested)
+            step = refund_step(
+                sale_amount=10000,
+                commission_amount=2000,
+                refunded_before=2500,
+                deducted_before=500,
+                requested=requested,
+            )
             assert (step.refund_amount, step.deduction, step.full) == (7500, 1500, True)
 
     def test_a_refund_is_capped_at_what_is_left_of_the_sale(self):
-        step = refund_step(sale_amount=10000, commission_amount=2000, refunded_before=9000, deducted_before=1800, requested=5000)
-        assert (step.refund_amount, step.refunded_total, step.deduction, step.full) == (1000, 10000, 200, True)
+        step = refund_step(
+            sale_amount=10000,
+            commission_amount=2000,
+            refunded_before=9000,
+            deducted_before=1800,
+            requested=5000,
+        )
+        assert (step.refund_amount, step.refunded_total, step.deduction, step.full) == (
+            1000,
+            10000,
+            200,
+            True,
+        )
 
     def test_many_partial_refunds_never_claw_back_more_than_the_commission(self):
         # 7 refunds of 1,500 on a 10,000 sale with a 3,333 commission: the 7th passes the sale amount.
@@ -80,7 +126,13 @@ class TestRefundSteps:
         refunded = deducted = 0
         deductions = []
         for _ in range(7):
-            step = refund_step(sale_amount=sale, commission_amount=commission, refunded_before=refunded, deducted_before=deducted, requested=1500)
+            step = refund_step(
+                sale_amount=sale,
+                commission_amount=commission,
+                refunded_before=refunded,
+                deducted_before=deducted,
+                requested=1500,
+            )
             refunded, deducted = step.refunded_total, step.deducted_total
             deductions.append(step.deduction)
         assert refunded == sale
@@ -93,13 +145,25 @@ class TestRefundSteps:
         refunded = deducted = 0
         deductions = []
         for requested in (1, 1, 1):
-            step = refund_step(sale_amount=3, commission_amount=100, refunded_before=refunded, deducted_before=deducted, requested=requested)
+            step = refund_step(
+                sale_amount=3,
+                commission_amount=100,
+                refunded_before=refunded,
+                deducted_before=deducted,
+                requested=requested,
+            )
             refunded, deducted = step.refunded_total, step.deducted_total
             deductions.append(step.deduction)
         assert deductions == [33, 34, 33] and sum(deductions) == 100
 
     def test_vnd_amounts(self):
-        step = refund_step(sale_amount=1_990_000, commission_amount=398_000, refunded_before=0, deducted_before=0, requested=995_000)
+        step = refund_step(
+            sale_amount=1_990_000,
+            commission_amount=398_000,
+            refunded_before=0,
+            deducted_before=0,
+            requested=995_000,
+        )
         assert step.deduction == 199_000
 
     def test_a_zero_commission_deducts_nothing(self):

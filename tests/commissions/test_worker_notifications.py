@@ -7,7 +7,7 @@ from commissions.models import Notification
 from commissions.services import commission_approve
 from programs.services import program_key_regenerate
 from tests.factories import CommissionFactory, SaleFactory
-from tests.worker import celery_worker_process, wait_for  # noqa: F401 (fixture)
+from tests.worker import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -20,7 +20,11 @@ def test_a_real_worker_stores_the_refund_notifications(celery_worker_process):
     key = program_key_regenerate(program=commission.program)
     response = APIClient().post(
         "/api/v1/track/refund",
-        {"transaction_id": commission.sale.processor_event_id, "refund_amount_cents": 5000, "refund_reason": "broken"},
+        {
+            "transaction_id": commission.sale.processor_event_id,
+            "refund_amount_cents": 5000,
+            "refund_reason": "broken",
+        },
         format="json",
         HTTP_AUTHORIZATION=f"Bearer {key}",
     )

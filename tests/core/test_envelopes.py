@@ -12,7 +12,13 @@ def test_platform_envelope_shape():
     error = ConflictError("Duplicate", code="duplicate_transaction", details={"sale_id": 7})
     assert platform_error(error) == {
         "data": None,
-        "error": {"status": 409, "name": "ConflictError", "message": "Duplicate", "details": {"sale_id": 7}, "code": "duplicate_transaction"},
+        "error": {
+            "status": 409,
+            "name": "ConflictError",
+            "message": "Duplicate",
+            "details": {"sale_id": 7},
+            "code": "duplicate_transaction",
+        },
     }
 
 
@@ -32,7 +38,13 @@ def test_an_unknown_error_is_a_500_with_the_views_message_and_no_internals(api_c
     assert response.status_code == 500
     assert response.json() == {
         "data": None,
-        "error": {"status": 500, "name": "InternalServerError", "message": "Sale tracking failed", "details": {}, "code": "internal_error"},
+        "error": {
+            "status": 500,
+            "name": "InternalServerError",
+            "message": "Sale tracking failed",
+            "details": {},
+            "code": "internal_error",
+        },
     }
     assert "hunter2" not in response.content.decode()
     assert any(record.message == "api.unhandled_error" for record in caplog.records)
@@ -62,7 +74,9 @@ def test_typed_view_500_uses_its_failure_message(api_client, settings):
     program = ProgramFactory()
     response = api_client.get("/t/typed?boom=1", HTTP_AUTHORIZATION=f"Bearer {program.raw_api_key}")
     assert response.status_code == 500
-    assert response.json() == {"error": {"code": "internal_error", "message": "Failed to compute readiness. Retry shortly."}}
+    assert response.json() == {
+        "error": {"code": "internal_error", "message": "Failed to compute readiness. Retry shortly."}
+    }
     assert response.has_header("X-Request-ID")
 
 

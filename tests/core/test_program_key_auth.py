@@ -134,7 +134,9 @@ class TestRotation:
         assert response.status_code == 200
         assert response["Deprecation"] == f"@{int(key.rotation_marked_at.timestamp())}"
         assert response["Sunset"].endswith(" GMT")
-        assert response["Link"] == '<https://track.example.test/docs/errors#api_key_rotation_required>; rel="deprecation"'
+        assert (
+            response["Link"] == '<https://track.example.test/docs/errors#api_key_rotation_required>; rel="deprecation"'
+        )
         body = response.json()
         assert body["success"] is True
         [warning] = body["warnings"]

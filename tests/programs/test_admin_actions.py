@@ -24,7 +24,9 @@ def shown_keys(response, prefix: str) -> list[str]:
 
 
 def test_issuing_an_agent_key_shows_it_once_and_stores_only_its_hash(operator_client):
-    response = operator_client.post("/admin/programs/agentkey/add/", {"name": "ops bot", "scopes": "tracking:read, programs:read"})
+    response = operator_client.post(
+        "/admin/programs/agentkey/add/", {"name": "ops bot", "scopes": "tracking:read, programs:read"}
+    )
     assert response.status_code == 302
     [raw] = shown_keys(response, "agt_")
     key = AgentKey.objects.get()
@@ -69,10 +71,17 @@ def test_adding_a_program_in_admin_creates_its_keys_and_shows_them_once(operator
     response = operator_client.post(
         "/admin/programs/program/add/",
         {
-            "workspace": workspace.pk, "name": "Admin made", "domain": "admin.example.com",
-            "commission_type": "percent", "commission_rate": "15", "duration_months": 0,
-            "cookie_duration": 30, "hold_days": 30, "lead_auth": "browser_allowed",
-            "keys-TOTAL_FORMS": 0, "keys-INITIAL_FORMS": 0,
+            "workspace": workspace.pk,
+            "name": "Admin made",
+            "domain": "admin.example.com",
+            "commission_type": "percent",
+            "commission_rate": "15",
+            "duration_months": 0,
+            "cookie_duration": 30,
+            "hold_days": 30,
+            "lead_auth": "browser_allowed",
+            "keys-TOTAL_FORMS": 0,
+            "keys-INITIAL_FORMS": 0,
         },
     )
     assert response.status_code == 302
@@ -82,12 +91,23 @@ def test_adding_a_program_in_admin_creates_its_keys_and_shows_them_once(operator
 @pytest.mark.parametrize(
     "path",
     [
-        "/admin/programs/workspace/", "/admin/programs/membership/", "/admin/programs/program/",
-        "/admin/programs/programkey/", "/admin/programs/agentkey/", "/admin/programs/partner/",
-        "/admin/programs/partnerprogram/", "/admin/programs/referrallink/", "/admin/tracking/customer/",
-        "/admin/tracking/clickevent/", "/admin/tracking/leadevent/", "/admin/tracking/saleevent/",
-        "/admin/tracking/trackinglog/", "/admin/commissions/commission/", "/admin/commissions/ledgerentry/",
-        "/admin/commissions/withdrawal/", "/admin/commissions/notification/",
+        "/admin/programs/workspace/",
+        "/admin/programs/membership/",
+        "/admin/programs/program/",
+        "/admin/programs/programkey/",
+        "/admin/programs/agentkey/",
+        "/admin/programs/partner/",
+        "/admin/programs/partnerprogram/",
+        "/admin/programs/referrallink/",
+        "/admin/tracking/customer/",
+        "/admin/tracking/clickevent/",
+        "/admin/tracking/leadevent/",
+        "/admin/tracking/saleevent/",
+        "/admin/tracking/trackinglog/",
+        "/admin/commissions/commission/",
+        "/admin/commissions/ledgerentry/",
+        "/admin/commissions/withdrawal/",
+        "/admin/commissions/notification/",
     ],
 )
 def test_every_model_has_an_admin_page(operator_client, path):

@@ -22,15 +22,46 @@ def test_the_json_contract_has_exactly_the_promised_keys():
     assert set(demo) == {"workspace_id", "programs", "links", "users"}
     assert set(demo["programs"]) == {"main", "instant", "strict", "legacy"}
     main = demo["programs"]["main"]
-    assert set(main) == {"id", "api_key", "test_api_key", "cookie_window_days", "commission_type", "commission_rate", "hold_days"}
-    assert (main["cookie_window_days"], main["commission_type"], main["commission_rate"], main["hold_days"]) == (30, "percent", 20, 30)
+    assert set(main) == {
+        "id",
+        "api_key",
+        "test_api_key",
+        "cookie_window_days",
+        "commission_type",
+        "commission_rate",
+        "hold_days",
+    }
+    assert (
+        main["cookie_window_days"],
+        main["commission_type"],
+        main["commission_rate"],
+        main["hold_days"],
+    ) == (30, "percent", 20, 30)
     instant = demo["programs"]["instant"]
-    assert set(instant) == {"id", "api_key", "test_api_key", "commission_type", "commission_rate", "hold_days"}
-    assert (instant["commission_type"], instant["commission_rate"], instant["hold_days"]) == ("percent", 10, 0)
+    assert set(instant) == {
+        "id",
+        "api_key",
+        "test_api_key",
+        "commission_type",
+        "commission_rate",
+        "hold_days",
+    }
+    assert (instant["commission_type"], instant["commission_rate"], instant["hold_days"]) == (
+        "percent",
+        10,
+        0,
+    )
     strict = demo["programs"]["strict"]
     assert set(strict) == {"id", "api_key", "test_api_key", "lead_auth"} and strict["lead_auth"] == "server_required"
     assert set(demo["programs"]["legacy"]) == {"id", "api_key"}
-    assert set(demo["links"]) == {"main", "main_second_partner", "main_inactive", "instant", "strict", "legacy"}
+    assert set(demo["links"]) == {
+        "main",
+        "main_second_partner",
+        "main_inactive",
+        "instant",
+        "strict",
+        "legacy",
+    }
     assert set(demo["users"]) == {"owner", "member", "outsider"}
     for user in demo["users"].values():
         assert set(user) == {"username", "password"}

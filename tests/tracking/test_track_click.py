@@ -27,8 +27,7 @@ IPHONE_UA = (
     "(KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
 )
 WINDOWS_CHROME_UA = (
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
-    "(KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
 )
 IPAD_UA = (
     "Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 "
@@ -173,9 +172,7 @@ class TestSuccess:
         assert ClickEvent.objects.get().link == alpha
 
     def test_it_lets_aff_win_even_when_only_the_via_code_exists(self, api_client, link):
-        response = post_click(
-            api_client, {"affiliate_url": "https://shop.example.com/?aff=nobody&via=summer"}
-        )
+        response = post_click(api_client, {"affiliate_url": "https://shop.example.com/?aff=nobody&via=summer"})
         assert response.status_code == 400
         assert response.json() == bad_request(messages.REFERRAL_LINK_NOT_FOUND)
         assert_nothing_recorded(link)
@@ -239,9 +236,7 @@ class TestErrors:
             ({"affiliate_url": aff_url("nobody")}, messages.REFERRAL_LINK_NOT_FOUND),
         ],
     )
-    def test_it_answers_400_in_the_platform_envelope_and_records_nothing(
-        self, api_client, link, body, message
-    ):
+    def test_it_answers_400_in_the_platform_envelope_and_records_nothing(self, api_client, link, body, message):
         response = post_click(api_client, body)
         assert response.status_code == 400
         assert response.json() == bad_request(message)
@@ -272,9 +267,7 @@ class TestProgramId:
         assert Customer.objects.get().program == program
 
     @pytest.mark.parametrize("program_id", [999999, "999999", 0, "abc", "-1"])
-    def test_it_answers_unknown_program_id_for_an_id_that_is_not_a_program(
-        self, api_client, link, program_id
-    ):
+    def test_it_answers_unknown_program_id_for_an_id_that_is_not_a_program(self, api_client, link, program_id):
         response = post_click(api_client, {"affiliate_url": aff_url("summer"), "program_id": program_id})
         assert response.status_code == 400
         assert response.json() == bad_request(messages.UNKNOWN_PROGRAM_ID)
@@ -310,9 +303,7 @@ class TestInactiveLink:
 
     def test_it_refuses_test_mode_too_and_records_nothing(self, api_client, program):
         link = ReferralLinkFactory(program=program, short_link="paused", is_active=False)
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("paused"), "additional_data": {"test_mode": True}}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("paused"), "additional_data": {"test_mode": True}})
         assert response.status_code == 410
         assert_nothing_recorded(link)
 
@@ -336,9 +327,7 @@ class TestExistingClickId:
         second = ReferralLinkFactory(program=program, short_link="winter")
         assert second.partner != link.partner
 
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("winter"), "existing_click_id": customer.click_id}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("winter"), "existing_click_id": customer.click_id})
 
         assert response.status_code == 200
         assert response.json() == {
@@ -370,9 +359,7 @@ class TestExistingClickId:
 
     def test_it_leaves_a_reused_customers_later_status_alone(self, api_client, link):
         customer = CustomerFactory(link=link, customer_status="lead", customer_key="user-1")
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": customer.click_id}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": customer.click_id})
         assert response.json()["click_id"] == customer.click_id
         customer.refresh_from_db()
         assert customer.customer_status == "lead"
@@ -417,16 +404,12 @@ class TestExistingClickId:
     def test_it_reuses_a_customer_of_another_program_without_program_id(self, api_client, link):
         # The spec restricts reuse to the program only "with program_id".
         foreign = CustomerFactory(link=ReferralLinkFactory(short_link="abroad"))
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": foreign.click_id}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": foreign.click_id})
         assert response.json()["click_id"] == foreign.click_id
         assert Customer.objects.count() == 1
 
     def test_it_creates_the_customer_under_an_unknown_id(self, api_client, program, link):
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": "cookie-abc-123"}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer"), "existing_click_id": "cookie-abc-123"})
         assert response.status_code == 200
         assert response.json()["click_id"] == "cookie-abc-123"
         customer = Customer.objects.get()
@@ -447,9 +430,7 @@ class TestVisitorIp:
 
     @pytest.mark.parametrize(("visitor_ip", "geo"), [(GB_IP, GB_GEO), (US_IP, US_GEO)])
     def test_it_is_used_with_the_links_own_program_key(self, api_client, link, program, visitor_ip, geo):
-        response = self.click_with(
-            api_client, visitor_ip, REMOTE_ADDR="127.0.0.1", **bearer(program.raw_api_key)
-        )
+        response = self.click_with(api_client, visitor_ip, REMOTE_ADDR="127.0.0.1", **bearer(program.raw_api_key))
         assert response.status_code == 200
         assert geo_of(ClickEvent.objects.get()) == geo
 
@@ -530,26 +511,18 @@ class TestTestMode:
         assert customer.program == program
         assert customer.first_partner_id == event.partner_id
 
-    def test_it_records_a_test_click_for_the_body_flag_and_touches_no_counter(
-        self, api_client, link, program
-    ):
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer"), "additional_data": {"test_mode": True}}
-        )
+    def test_it_records_a_test_click_for_the_body_flag_and_touches_no_counter(self, api_client, link, program):
+        response = post_click(api_client, {"affiliate_url": aff_url("summer"), "additional_data": {"test_mode": True}})
         self.assert_test_body(response, program)
         self.assert_no_real_effects(link)
 
     def test_it_records_a_test_click_for_the_programs_test_key(self, api_client, link, program):
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer")}, **bearer(program.raw_test_api_key)
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer")}, **bearer(program.raw_test_api_key))
         self.assert_test_body(response, program)
         self.assert_no_real_effects(link)
 
     def test_it_records_a_real_click_for_test_mode_false(self, api_client, link):
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer"), "additional_data": {"test_mode": False}}
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer"), "additional_data": {"test_mode": False}})
         assert set(response.json()) == {"success", "click_id", "partner_code", "cookie_window_days"}
         assert ClickEvent.objects.get().is_test is False
 
@@ -559,9 +532,7 @@ class TestTestMode:
         assert (log.program, log.event, log.is_test) == (program, "click", True)
 
     @pytest.mark.parametrize("key_mode", ["live", "test"])
-    def test_it_answers_403_for_a_key_with_another_programs_program_id(
-        self, api_client, link, program, key_mode
-    ):
+    def test_it_answers_403_for_a_key_with_another_programs_program_id(self, api_client, link, program, key_mode):
         other = ProgramFactory()
         raw = program.raw_api_key if key_mode == "live" else program.raw_test_api_key
         response = post_click(
@@ -660,9 +631,7 @@ class TestRateLimitAndHeaders:
         assert int(response["X-RateLimit-Reset"]) >= int(timezone.now().timestamp())
 
     def test_it_echoes_the_callers_request_id(self, api_client, link):
-        response = post_click(
-            api_client, {"affiliate_url": aff_url("summer")}, HTTP_X_REQUEST_ID="trace-0001-abcd"
-        )
+        response = post_click(api_client, {"affiliate_url": aff_url("summer")}, HTTP_X_REQUEST_ID="trace-0001-abcd")
         assert response["X-Request-ID"] == "trace-0001-abcd"
 
     def test_it_sends_them_on_errors_too(self, api_client, program, link):

@@ -74,12 +74,8 @@ def strict_customer(strict_program):
 
 
 class TestBrowserMode:
-    @pytest.mark.parametrize(
-        "headers", [{}, {"HTTP_AUTHORIZATION": "Bearer"}, {"HTTP_AUTHORIZATION": "Bearer   "}]
-    )
-    def test_it_falls_back_to_browser_mode_without_header_or_with_empty_token(
-        self, api_client, customer, headers
-    ):
+    @pytest.mark.parametrize("headers", [{}, {"HTTP_AUTHORIZATION": "Bearer"}, {"HTTP_AUTHORIZATION": "Bearer   "}])
+    def test_it_falls_back_to_browser_mode_without_header_or_with_empty_token(self, api_client, customer, headers):
         response = post_lead(api_client, {"click_id": customer.click_id}, **headers)
         assert response.status_code == 200
         event = LeadEvent.objects.get()
@@ -114,16 +110,12 @@ class TestBrowserMode:
     @pytest.mark.parametrize("as_sent", ["int", "numeric string"])
     def test_it_accepts_the_program_id_of_the_customers_program(self, api_client, customer, program, as_sent):
         program_id = program.pk if as_sent == "int" else str(program.pk)
-        response = post_lead(
-            api_client, {"click_id": customer.click_id, "additional_data": {"program_id": program_id}}
-        )
+        response = post_lead(api_client, {"click_id": customer.click_id, "additional_data": {"program_id": program_id}})
         assert response.status_code == 200
 
     def test_it_finds_no_customer_with_another_programs_program_id(self, api_client, customer):
         other = ProgramFactory()
-        response = post_lead(
-            api_client, {"click_id": customer.click_id, "additional_data": {"program_id": other.pk}}
-        )
+        response = post_lead(api_client, {"click_id": customer.click_id, "additional_data": {"program_id": other.pk}})
         assert response.status_code == 400
         assert response.json() == bad_request(messages.LEAD_CUSTOMER_NOT_FOUND)
         assert_customer_untouched(customer)
@@ -168,9 +160,7 @@ class TestServerMode:
         assert_customer_untouched(customer)
         assert not LeadEvent.objects.exists()
 
-    def test_it_finds_no_customer_for_a_first_lead_with_only_customer_key(
-        self, api_client, customer, program
-    ):
+    def test_it_finds_no_customer_for_a_first_lead_with_only_customer_key(self, api_client, customer, program):
         response = post_lead(api_client, {"customer_key": "user-42"}, **bearer(program.raw_api_key))
         assert response.status_code == 400
         assert response.json() == bad_request(messages.LEAD_CUSTOMER_NOT_FOUND)
@@ -200,9 +190,7 @@ class TestServerMode:
 
 
 class TestKeyRotation:
-    def test_it_refuses_a_key_past_its_rotation_deadline_in_the_typed_envelope(
-        self, api_client, customer, program
-    ):
+    def test_it_refuses_a_key_past_its_rotation_deadline_in_the_typed_envelope(self, api_client, customer, program):
         key = ProgramKey.objects.get(program=program, mode="live")
         program_key_mark_rotation(key=key, deadline=timezone.now() - timedelta(minutes=1))
         response = post_lead(api_client, {"click_id": customer.click_id}, **bearer(program.raw_api_key))
@@ -256,15 +244,10 @@ class TestIdRules:
     @pytest.mark.parametrize("mode", ["browser", "server"])
     def test_it_reports_the_current_status_on_a_second_lead(self, api_client, customer, program, mode):
         headers = bearer(program.raw_api_key) if mode == "server" else {}
-        assert (
-            post_lead(api_client, {"click_id": customer.click_id, "customer_key": "u"}, **headers).status_code
-            == 200
-        )
+        assert post_lead(api_client, {"click_id": customer.click_id, "customer_key": "u"}, **headers).status_code == 200
         response = post_lead(api_client, {"click_id": customer.click_id, "customer_key": "u"}, **headers)
         assert response.status_code == 400
-        assert response.json() == bad_request(
-            "Customer status cannot be updated to lead. Current status: lead"
-        )
+        assert response.json() == bad_request("Customer status cannot be updated to lead. Current status: lead")
         assert LeadEvent.objects.count() == 1
         assert partner_program_leads(customer) == 1
 
@@ -285,9 +268,7 @@ class TestProvisionalLeads:
     def test_it_keeps_a_browser_lead_on_a_server_required_program_provisional(
         self, api_client, strict_customer, headers
     ):
-        response = post_lead(
-            api_client, {"click_id": strict_customer.click_id, "customer_key": "user-42"}, **headers
-        )
+        response = post_lead(api_client, {"click_id": strict_customer.click_id, "customer_key": "user-42"}, **headers)
         assert response.status_code == 200
         event = LeadEvent.objects.get()
         assert response.json() == {
@@ -307,9 +288,7 @@ class TestProvisionalLeads:
         assert set(provisional) - set(settled) == {"provisional"}
         assert set(settled) <= set(provisional)
 
-    def test_it_settles_the_provisional_lead_on_a_server_lead(
-        self, api_client, strict_customer, strict_program
-    ):
+    def test_it_settles_the_provisional_lead_on_a_server_lead(self, api_client, strict_customer, strict_program):
         post_lead(api_client, {"click_id": strict_customer.click_id, "customer_key": "user-42"})
         provisional = LeadEvent.objects.get()
 
@@ -334,9 +313,7 @@ class TestProvisionalLeads:
         assert strict_customer.customer_key == "user-42"
         assert partner_program_leads(strict_customer) == 1
 
-    def test_it_cannot_settle_it_with_only_the_customer_key(
-        self, api_client, strict_customer, strict_program
-    ):
+    def test_it_cannot_settle_it_with_only_the_customer_key(self, api_client, strict_customer, strict_program):
         # customer_key is saved only when a lead settles, so it does not find the provisional customer yet.
         post_lead(api_client, {"click_id": strict_customer.click_id, "customer_key": "user-42"})
         response = post_lead(api_client, {"customer_key": "user-42"}, **bearer(strict_program.raw_api_key))
@@ -376,9 +353,7 @@ class TestTestMode:
         assert event.is_test is True
         return event
 
-    def test_it_records_a_test_lead_for_the_body_flag_and_changes_nothing_real(
-        self, api_client, customer, program
-    ):
+    def test_it_records_a_test_lead_for_the_body_flag_and_changes_nothing_real(self, api_client, customer, program):
         response = post_lead(
             api_client,
             {
@@ -401,16 +376,12 @@ class TestTestMode:
 
     def test_it_counts_no_lead_for_a_test_customer(self, api_client, link, program):
         test_customer = CustomerFactory(link=link, is_test=True)
-        response = post_lead(
-            api_client, {"click_id": test_customer.click_id, "additional_data": {"test_mode": True}}
-        )
+        response = post_lead(api_client, {"click_id": test_customer.click_id, "additional_data": {"test_mode": True}})
         self.assert_test_body(response, program)
         assert partner_program_leads(test_customer) == 0
 
     @pytest.mark.parametrize("key_mode", ["live", "test"])
-    def test_it_answers_403_for_a_key_with_another_programs_program_id(
-        self, api_client, customer, program, key_mode
-    ):
+    def test_it_answers_403_for_a_key_with_another_programs_program_id(self, api_client, customer, program, key_mode):
         other = ProgramFactory()
         raw = program.raw_api_key if key_mode == "live" else program.raw_test_api_key
         response = post_lead(

@@ -6,7 +6,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from commissions.models import Commission, LedgerEntry, Notification, Withdrawal
+from commissions.models import Commission, LedgerEntry, Notification
 from commissions.services import (
     commission_approve,
     partner_balance,
@@ -49,12 +49,18 @@ def key_for(commission: Commission) -> str:
 
 
 def post(client, commission, **body):
-    return client.post(URL, {"transaction_id": commission.sale.processor_event_id, **body}, format="json",
-                       HTTP_AUTHORIZATION=f"Bearer {key_for(commission)}")
+    return client.post(
+        URL,
+        {"transaction_id": commission.sale.processor_event_id, **body},
+        format="json",
+        HTTP_AUTHORIZATION=f"Bearer {key_for(commission)}",
+    )
 
 
 def deductions(commission) -> list[int]:
-    return list(LedgerEntry.objects.filter(commission=commission, kind="deduction").values_list("amount_cents", flat=True))
+    return list(
+        LedgerEntry.objects.filter(commission=commission, kind="deduction").values_list("amount_cents", flat=True)
+    )
 
 
 class TestPendingCommission:
@@ -62,7 +68,12 @@ class TestPendingCommission:
         commission = pending_commission()
         response = post(client, commission, refund_amount_cents=2500)
         assert response.status_code == 200
-        assert response.json() == {"success": True, "status": "refunded", "deductionAmount": 500, "commission_id": commission.pk}
+        assert response.json() == {
+            "success": True,
+            "status": "refunded",
+            "deductionAmount": 500,
+            "commission_id": commission.pk,
+        }
         commission.refresh_from_db()
         assert commission.status == "refunded" and not commission.credited
         assert deductions(commission) == []  # informational only: nothing was credited
@@ -77,7 +88,12 @@ class TestPendingCommission:
     def test_a_full_refund_reverses_it(self, client):
         commission = pending_commission()
         response = post(client, commission)
-        assert response.json() == {"success": True, "status": "reversed", "deductionAmount": 2000, "commission_id": commission.pk}
+        assert response.json() == {
+            "success": True,
+            "status": "reversed",
+            "deductionAmount": 2000,
+            "commission_id": commission.pk,
+        }
         assert deductions(commission) == []
 
 
@@ -105,7 +121,12 @@ class TestApprovedCommission:
         commission = credited_commission()
         post(client, commission)
         response = post(client, commission, refund_amount_cents=100)
-        assert response.json() == {"success": True, "status": "skipped", "reason": "already reversed", "commission_id": commission.pk}
+        assert response.json() == {
+            "success": True,
+            "status": "skipped",
+            "reason": "already reversed",
+            "commission_id": commission.pk,
+        }
         assert len(deductions(commission)) == 1
 
     def test_the_balance_may_go_negative(self, client):
@@ -126,7 +147,9 @@ class TestApprovedCommission:
 
     def test_a_paid_out_commission_warns_the_advertiser(self, client, django_capture_on_commit_callbacks):
         commission = credited_commission()
-        withdrawal_mark_paid(withdrawal=withdrawal_request(partner=commission.partner, amount_cents=2000, currency="USD"))
+        withdrawal_mark_paid(
+            withdrawal=withdrawal_request(partner=commission.partner, amount_cents=2000, currency="USD")
+        )
         commission.refresh_from_db()
         assert commission.status == "paid"
         with django_capture_on_commit_callbacks(execute=True):
@@ -141,7 +164,12 @@ class TestIdempotency:
         commission = credited_commission()
         post(client, commission, refund_amount_cents=1000, refund_id="re_1")
         response = post(client, commission, refund_amount_cents=1000, refund_id="re_1")
-        assert response.json() == {"success": True, "status": "skipped", "reason": "refund already applied", "commission_id": commission.pk}
+        assert response.json() == {
+            "success": True,
+            "status": "skipped",
+            "reason": "refund already applied",
+            "commission_id": commission.pk,
+        }
         assert deductions(commission) == [-200]
 
     def test_different_refund_ids_with_the_same_amount_both_apply(self, client):
@@ -189,12 +217,26 @@ class TestOtherAnswers:
         from programs.services import program_key_regenerate
 
         key = program_key_regenerate(program=program)
-        response = client.post(URL, {"transaction_id": sale.processor_event_id}, format="json", HTTP_AUTHORIZATION=f"Bearer {key}")
-        assert response.json() == {"success": True, "status": "no_commission", "message": messages.REFUND_NO_COMMISSION}
+        response = client.post(
+            URL,
+            {"transaction_id": sale.processor_event_id},
+            format="json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+        assert response.json() == {
+            "success": True,
+            "status": "no_commission",
+            "message": messages.REFUND_NO_COMMISSION,
+        }
 
     def test_a_test_key_is_answered_before_the_body_is_checked(self, client):
         program = ProgramFactory()
-        response = client.post(URL, {"reason": "nonsense"}, format="json", HTTP_AUTHORIZATION=f"Bearer {program.raw_test_api_key}")
+        response = client.post(
+            URL,
+            {"reason": "nonsense"},
+            format="json",
+            HTTP_AUTHORIZATION=f"Bearer {program.raw_test_api_key}",
+        )
         assert response.status_code == 200
         assert response.json() == {"success": True, "test": True}
 
@@ -205,7 +247,13 @@ class TestOtherAnswers:
         assert response.status_code == 404
         assert response.json() == {
             "data": None,
-            "error": {"status": 404, "name": "NotFoundError", "message": messages.REFUND_SALE_NOT_FOUND, "details": {}, "code": "not_found"},
+            "error": {
+                "status": 404,
+                "name": "NotFoundError",
+                "message": messages.REFUND_SALE_NOT_FOUND,
+                "details": {},
+                "code": "not_found",
+            },
         }
         assert deductions(commission) == []
 
@@ -224,7 +272,13 @@ class TestErrors:
         program = ProgramFactory()
         response = refund(client, program, **body)
         assert response.status_code == 400
-        assert response.json()["error"] == {"status": 400, "name": "BadRequestError", "message": message, "details": {}, "code": "invalid_request"}
+        assert response.json()["error"] == {
+            "status": 400,
+            "name": "BadRequestError",
+            "message": message,
+            "details": {},
+            "code": "invalid_request",
+        }
 
     @pytest.mark.parametrize("amount", [-1, "100", 1.5, True])
     def test_a_bad_amount_changes_nothing(self, client, amount):
@@ -235,7 +289,11 @@ class TestErrors:
 
     @pytest.mark.parametrize(
         ("header", "message"),
-        [(None, messages.MISSING_AUTH_HEADER), ("Bearer ", messages.INVALID_API_TOKEN), ("Bearer aff_nope", messages.INVALID_API_TOKEN)],
+        [
+            (None, messages.MISSING_AUTH_HEADER),
+            ("Bearer ", messages.INVALID_API_TOKEN),
+            ("Bearer aff_nope", messages.INVALID_API_TOKEN),
+        ],
     )
     def test_401s(self, client, header, message):
         extra = {"HTTP_AUTHORIZATION": header} if header else {}
@@ -277,7 +335,11 @@ def test_the_partner_is_notified_once_per_refund(client, django_capture_on_commi
     with django_capture_on_commit_callbacks(execute=True):
         post(client, commission, refund_amount_cents=2500, refund_reason="late delivery")
     [notice] = Notification.objects.filter(commission=commission)
-    assert (notice.audience, notice.kind, notice.partner_id) == ("partner", "commission_refunded", commission.partner_id)
+    assert (notice.audience, notice.kind, notice.partner_id) == (
+        "partner",
+        "commission_refunded",
+        commission.partner_id,
+    )
     assert "late delivery" in notice.message
     from commissions.services import refund_notifications_create
 
@@ -311,7 +373,11 @@ def test_concurrent_partial_refunds_deduct_exactly_the_refunded_share():
             barrier.wait()
             response = client.post(
                 URL,
-                {"transaction_id": commission.sale.processor_event_id, "refund_amount_cents": 700, "refund_id": f"re_{n}"},
+                {
+                    "transaction_id": commission.sale.processor_event_id,
+                    "refund_amount_cents": 700,
+                    "refund_id": f"re_{n}",
+                },
                 format="json",
                 HTTP_AUTHORIZATION=f"Bearer {key}",
             )

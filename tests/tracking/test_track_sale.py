@@ -53,9 +53,7 @@ def metrics(link) -> tuple[int, int, int]:
 
 @pytest.fixture
 def program():
-    return ProgramFactory(
-        commission_type="percent", commission_rate=Decimal("20"), hold_days=30, cookie_duration=30
-    )
+    return ProgramFactory(commission_type="percent", commission_rate=Decimal("20"), hold_days=30, cookie_duration=30)
 
 
 @pytest.fixture
@@ -191,18 +189,13 @@ class TestAttributedSale:
         response = post_sale(api_client, program, **sale_body(occurred_at=(frozen - ago).isoformat()))
         assert response.status_code == 200
 
-    def test_occurred_at_with_a_z_suffix_or_another_offset_is_accepted(
-        self, api_client, program, customer, frozen
-    ):
+    def test_occurred_at_with_a_z_suffix_or_another_offset_is_accepted(self, api_client, program, customer, frozen):
         occurred = (frozen - timedelta(days=1)).astimezone(UTC)
         in_utc = occurred.strftime("%Y-%m-%dT%H:%M:%SZ")
         in_hanoi = occurred.astimezone(timezone.get_fixed_timezone(7 * 60)).isoformat()
         assert post_sale(api_client, program, **sale_body(occurred_at=in_utc)).status_code == 200
         assert (
-            post_sale(
-                api_client, program, **sale_body(transaction_id="txn_2", occurred_at=in_hanoi)
-            ).status_code
-            == 200
+            post_sale(api_client, program, **sale_body(transaction_id="txn_2", occurred_at=in_hanoi)).status_code == 200
         )
         assert list(SaleEvent.objects.values_list("occurred_at", flat=True)) == [occurred, occurred]
 
@@ -350,9 +343,7 @@ class TestValidation:
         assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED)
 
     def test_malformed_json_is_an_invalid_request(self, api_client, program):
-        response = api_client.post(
-            URL, "{nope", content_type="application/json", **bearer(program.raw_api_key)
-        )
+        response = api_client.post(URL, "{nope", content_type="application/json", **bearer(program.raw_api_key))
         assert response.status_code == 400
         assert response.json() == bad_request(messages.MALFORMED_JSON)
 
@@ -364,9 +355,7 @@ class TestCurrency:
         assert response.json() == platform_error(
             422, "UnprocessableEntityError", "currency GBP is not supported", "unsupported_currency"
         )
-        assert response.json()["error"]["message"] == messages.SALE_UNSUPPORTED_CURRENCY.format(
-            currency="GBP"
-        )
+        assert response.json()["error"]["message"] == messages.SALE_UNSUPPORTED_CURRENCY.format(currency="GBP")
         assert nothing_recorded()
         assert metrics(customer.first_link) == (0, 0, 0)
 
@@ -420,18 +409,14 @@ class TestAuthentication:
 
 class TestAttribution:
     def test_it_finds_the_customer_by_customer_key(self, api_client, program, link, customer):
-        response = post_sale(
-            api_client, program, transaction_id="t1", amount_cents=5000, customer_key="user_1"
-        )
+        response = post_sale(api_client, program, transaction_id="t1", amount_cents=5000, customer_key="user_1")
         assert response.status_code == 200
         sale = SaleEvent.objects.get()
         assert (sale.customer_id, sale.partner_id) == (customer.pk, link.partner_id)
         assert Commission.objects.get().partner_id == link.partner_id
 
     def test_it_finds_the_customer_by_click_id(self, api_client, program, customer):
-        response = post_sale(
-            api_client, program, transaction_id="t1", amount_cents=5000, click_id=customer.click_id
-        )
+        response = post_sale(api_client, program, transaction_id="t1", amount_cents=5000, click_id=customer.click_id)
         assert response.status_code == 200
         assert SaleEvent.objects.get().customer_id == customer.pk
 
@@ -443,9 +428,7 @@ class TestAttribution:
         assert sale.click_id == customer.click_id
 
     def test_an_unknown_customer_key_falls_back_to_click_id(self, api_client, program, customer):
-        response = post_sale(
-            api_client, program, **sale_body(customer_key="not_saved_yet", click_id=customer.click_id)
-        )
+        response = post_sale(api_client, program, **sale_body(customer_key="not_saved_yet", click_id=customer.click_id))
         assert response.status_code == 200
         assert SaleEvent.objects.get().customer_id == customer.pk
 
@@ -488,16 +471,12 @@ class TestNoAttribution:
 
     def test_a_click_id_of_another_programs_customer_is_refused(self, api_client, program):
         elsewhere = CustomerFactory(link=ReferralLinkFactory())
-        response = post_sale(
-            api_client, program, transaction_id="t1", amount_cents=5000, click_id=elsewhere.click_id
-        )
+        response = post_sale(api_client, program, transaction_id="t1", amount_cents=5000, click_id=elsewhere.click_id)
         assert response.status_code == 400
         assert response.json() == bad_request(messages.SALE_NO_ATTRIBUTION, code="no_attribution")
         assert nothing_recorded()
 
-    def test_a_first_partner_not_enrolled_in_the_program_is_refused(
-        self, api_client, program, link, customer
-    ):
+    def test_a_first_partner_not_enrolled_in_the_program_is_refused(self, api_client, program, link, customer):
         PartnerProgram.objects.filter(partner=link.partner, program=program).delete()
         response = post_sale(api_client, program, **sale_body())
         assert response.status_code == 400
@@ -514,9 +493,7 @@ class TestNoAttribution:
             False,
         )
 
-    def test_a_customer_without_partner_stores_the_sale_and_answers_partner_required(
-        self, api_client, program, link
-    ):
+    def test_a_customer_without_partner_stores_the_sale_and_answers_partner_required(self, api_client, program, link):
         CustomerFactory(link=link, first_partner=None, customer_key="orphan")
         response = post_sale(api_client, program, **sale_body(customer_key="orphan"))
         assert response.status_code == 400
@@ -562,9 +539,7 @@ class TestAttributionWindow:
         response = post_sale(api_client, program, **sale_body())
         assert response.json() == self.expired_body(program, 7.5)
 
-    def test_a_sale_on_the_last_day_of_the_window_is_attributed(
-        self, api_client, program, customer, time_machine
-    ):
+    def test_a_sale_on_the_last_day_of_the_window_is_attributed(self, api_client, program, customer, time_machine):
         time_machine.move_to(customer.last_clicked_at + timedelta(days=30), tick=False)
         response = post_sale(api_client, program, **sale_body())
         assert response.json()["commission_id"] == Commission.objects.get().pk
@@ -577,18 +552,14 @@ class TestAttributionWindow:
         assert post_sale(api_client, program, **sale_body()).json()["success"] is True
         assert Commission.objects.count() == 1
 
-    def test_an_expired_sale_can_be_resent_and_is_not_a_duplicate(
-        self, api_client, program, customer, time_machine
-    ):
+    def test_an_expired_sale_can_be_resent_and_is_not_a_duplicate(self, api_client, program, customer, time_machine):
         time_machine.move_to(customer.last_clicked_at + timedelta(days=40), tick=False)
         post_sale(api_client, program, **sale_body())
         again = post_sale(api_client, program, **sale_body())
         assert again.status_code == 200
         assert again.json()["reason"] == "attribution_window_expired"
 
-    def test_occurred_at_inside_the_window_does_not_save_a_late_sale(
-        self, api_client, program, customer, time_machine
-    ):
+    def test_occurred_at_inside_the_window_does_not_save_a_late_sale(self, api_client, program, customer, time_machine):
         clicked = customer.last_clicked_at
         time_machine.move_to(clicked + timedelta(days=35), tick=False)
         occurred = clicked + timedelta(days=10)  # 25 days ago: a valid occurred_at, inside the window
@@ -641,9 +612,7 @@ class TestCommissionAmounts:
             ("100", 777, 777),
         ],
     )
-    def test_percent_is_the_rate_of_the_amount_rounded_half_up(
-        self, api_client, link, rate, amount, expected
-    ):
+    def test_percent_is_the_rate_of_the_amount_rounded_half_up(self, api_client, link, rate, amount, expected):
         program = program_with(link, commission_type="percent", commission_rate=Decimal(rate))
         CustomerFactory(link=link, customer_key="user_1")
         post_sale(api_client, program, **sale_body(amount_cents=amount))
@@ -676,9 +645,7 @@ class TestCommissionAmounts:
         program = program_with(link, commission_type="recurring_percent", commission_rate=Decimal("30"))
         CustomerFactory(link=link, customer_key="user_1")
         for n, amount in enumerate([1000, 2000, 3333]):
-            response = post_sale(
-                api_client, program, **sale_body(transaction_id=f"inv_{n}", amount_cents=amount)
-            )
+            response = post_sale(api_client, program, **sale_body(transaction_id=f"inv_{n}", amount_cents=amount))
             assert response.json()["message"] == messages.SALE_RECORDED
         assert sorted(Commission.objects.values_list("amount_cents", flat=True)) == [300, 600, 1000]
         assert metrics(link) == (3, 6333, 1900)
@@ -692,9 +659,7 @@ class TestCommissionAmounts:
 
     @pytest.mark.parametrize("commission_type", ["recurring_percent", "recurring_fixed"])
     def test_recurring_stops_after_duration_months(self, api_client, link, time_machine, commission_type):
-        program = program_with(
-            link, commission_type=commission_type, commission_rate=Decimal("10"), duration_months=3
-        )
+        program = program_with(link, commission_type=commission_type, commission_rate=Decimal("10"), duration_months=3)
         time_machine.move_to(datetime(2025, 1, 15, 9, tzinfo=UTC), tick=False)
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, program, **sale_body(transaction_id="jan")).json()["commission_id"]
@@ -715,9 +680,7 @@ class TestCommissionAmounts:
         CustomerFactory(link=link, customer_key="user_1")
         post_sale(api_client, program, **sale_body(transaction_id="first"))
         time_machine.move_to(timezone.now() + timedelta(days=3 * 365), tick=False)
-        assert post_sale(api_client, program, **sale_body(transaction_id="years_later")).json()[
-            "commission_id"
-        ]
+        assert post_sale(api_client, program, **sale_body(transaction_id="years_later")).json()["commission_id"]
 
     def test_a_product_rate_overrides_the_programs_policy(self, api_client, program, customer):
         ProductCommissionRate.objects.create(
@@ -751,9 +714,7 @@ class TestCommissionAmounts:
             commission_rate=Decimal("50"),
         )
         post_sale(api_client, program, **sale_body(transaction_id="t1", product_id="base"))
-        addon = post_sale(
-            api_client, program, **sale_body(transaction_id="t2", product_id="addon", amount_cents=800)
-        )
+        addon = post_sale(api_client, program, **sale_body(transaction_id="t2", product_id="addon", amount_cents=800))
         base_again = post_sale(api_client, program, **sale_body(transaction_id="t3", product_id="base"))
         assert Commission.objects.get(pk=addon.json()["commission_id"]).amount_cents == 400
         assert base_again.json()["commission_id"] is None
@@ -806,9 +767,7 @@ class TestHoldAndLedger:
 
 
 class TestMetrics:
-    def test_the_partner_program_counts_the_sale_revenue_and_commission(
-        self, api_client, program, link, customer
-    ):
+    def test_the_partner_program_counts_the_sale_revenue_and_commission(self, api_client, program, link, customer):
         PartnerProgram.objects.filter(partner=link.partner, program=program).update(
             sales=4, revenue_cents=40000, commission_cents=8000
         )
@@ -930,9 +889,7 @@ class TestTestMode:
         assert (first.status_code, second.status_code) == (200, 200)
         assert SaleEvent.objects.filter(is_test=True, processor_event_id=None, amount_cents=0).count() == 2
 
-    def test_a_test_sale_does_not_block_a_live_sale_with_the_same_transaction_id(
-        self, api_client, program, customer
-    ):
+    def test_a_test_sale_does_not_block_a_live_sale_with_the_same_transaction_id(self, api_client, program, customer):
         test = post_sale(api_client, program, **sale_body(livemode=False))
         live = post_sale(api_client, program, **sale_body())
         assert test.status_code == 200
@@ -975,9 +932,7 @@ class TestTestMode:
 
 
 class TestRateLimit:
-    def test_the_121st_call_in_a_minute_is_refused_before_anything_is_recorded(
-        self, api_client, program, customer
-    ):
+    def test_the_121st_call_in_a_minute_is_refused_before_anything_is_recorded(self, api_client, program, customer):
         for _ in range(120):
             assert post_sale(api_client, program).status_code == 400  # cheap calls count too
         response = post_sale(api_client, program, **sale_body())
@@ -1003,9 +958,7 @@ class TestRateLimit:
         for _ in range(60):
             api_client.post(REFUND_URL, {}, format="json", **bearer(program.raw_api_key))
         assert post_sale(api_client, program, **sale_body()).status_code == 429
-        refund = api_client.post(
-            REFUND_URL, {"transaction_id": "txn_1"}, format="json", **bearer(program.raw_api_key)
-        )
+        refund = api_client.post(REFUND_URL, {"transaction_id": "txn_1"}, format="json", **bearer(program.raw_api_key))
         assert refund.status_code == 429
         other = ProgramFactory()
         assert post_sale(api_client, other, key=other.raw_api_key).status_code == 400  # its own bucket

@@ -74,9 +74,7 @@ def test_it_answers_409_with_the_first_sale_id_and_records_nothing_more(api_clie
 def test_a_resend_with_another_amount_or_customer_is_still_a_duplicate(api_client, program, link, customer):
     sale_id = post_sale(api_client, program.raw_api_key, **sale_body()).json()["sale_id"]
     other = CustomerFactory(link=link, customer_key="user_2")
-    again = post_sale(
-        api_client, program.raw_api_key, **sale_body(amount_cents=99, customer_key=other.customer_key)
-    )
+    again = post_sale(api_client, program.raw_api_key, **sale_body(amount_cents=99, customer_key=other.customer_key))
     assert again.json() == duplicate(sale_id)
     assert SaleEvent.objects.get().amount_cents == 10000
     assert Commission.objects.count() == 1

@@ -19,25 +19,49 @@ from core.api.fields import (
 
 # Amounts are stored as 64-bit integers; anything larger is a caller error, not a server failure.
 MAX_AMOUNT = 2**63 - 1
-PROVIDERS = ("stripe", "polar", "dodo", "paddle", "lemonsqueezy", "creem", "sepay", "payos", "apipay", "x402", "other")
+PROVIDERS = (
+    "stripe",
+    "polar",
+    "dodo",
+    "paddle",
+    "lemonsqueezy",
+    "creem",
+    "sepay",
+    "payos",
+    "apipay",
+    "x402",
+    "other",
+)
 OCCURRED_AT_MAX_AGE = timedelta(days=30)
 OCCURRED_AT_MAX_AHEAD = timedelta(minutes=5)
 
 
 def optional_text(name: str, max_length: int | None = None) -> StrictCharField:
     return StrictCharField(
-        required=False, allow_blank=True, max_length=max_length,
-        error_messages=spec_messages(f"{name} must be a string" + (f" of at most {max_length} characters" if max_length else "")),
+        required=False,
+        allow_blank=True,
+        max_length=max_length,
+        error_messages=spec_messages(
+            f"{name} must be a string" + (f" of at most {max_length} characters" if max_length else "")
+        ),
     )
 
 
 class AdditionalDataSerializer(serializers.Serializer):
-    test_mode = StrictBooleanField(required=False, error_messages=spec_messages("additional_data.test_mode must be a boolean"))
+    test_mode = StrictBooleanField(
+        required=False, error_messages=spec_messages("additional_data.test_mode must be a boolean")
+    )
     program_id = IdField(required=False, error_messages=spec_messages("additional_data.program_id must be an integer"))
 
 
 def additional_data_field() -> JsonObjectField:
-    return JsonObjectField(required=False, error_messages={"not_a_dict": "additional_data must be an object", "null": "additional_data must be an object"})
+    return JsonObjectField(
+        required=False,
+        error_messages={
+            "not_a_dict": "additional_data must be an object",
+            "null": "additional_data must be an object",
+        },
+    )
 
 
 def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
@@ -49,18 +73,30 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
 class ClickInputSerializer(serializers.Serializer):
     affiliate_url = StrictCharField(
         max_length=4096,
-        error_messages={**spec_messages(messages.INVALID_AFFILIATE_URL), "required": messages.AFFILIATE_URL_REQUIRED,
-                        "null": messages.AFFILIATE_URL_REQUIRED, "blank": messages.AFFILIATE_URL_REQUIRED},
+        error_messages={
+            **spec_messages(messages.INVALID_AFFILIATE_URL),
+            "required": messages.AFFILIATE_URL_REQUIRED,
+            "null": messages.AFFILIATE_URL_REQUIRED,
+            "blank": messages.AFFILIATE_URL_REQUIRED,
+        },
     )
     page_url = optional_text("page_url", 4096)
     page_title = optional_text("page_title", 1024)
     referrer_url = optional_text("referrer_url", 4096)
     session_id = optional_text("session_id", 255)
     user_agent = optional_text("user_agent", 2048)
-    screen_resolution = StrictCharField(required=False, allow_blank=True, max_length=32,
-                                        error_messages=spec_messages("screen_resolution must look like 1920x1080"))
-    viewport_size = StrictCharField(required=False, allow_blank=True, max_length=32,
-                                    error_messages=spec_messages("viewport_size must look like 1280x720"))
+    screen_resolution = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=32,
+        error_messages=spec_messages("screen_resolution must look like 1920x1080"),
+    )
+    viewport_size = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=32,
+        error_messages=spec_messages("viewport_size must look like 1280x720"),
+    )
     language = optional_text("language", 35)
     timezone = optional_text("timezone", 64)
     existing_click_id = optional_text("existing_click_id", 255)
@@ -90,7 +126,9 @@ def _dimensions(value: str, message: str) -> str:
 class LeadInputSerializer(serializers.Serializer):
     click_id = optional_text("click_id", 255)
     customer_key = optional_text("customer_key", 255)
-    email = serializers.EmailField(required=False, allow_blank=True, error_messages=spec_messages("email must be a valid email address"))
+    email = serializers.EmailField(
+        required=False, allow_blank=True, error_messages=spec_messages("email must be a valid email address")
+    )
     session_id = optional_text("session_id", 255)
     page_url = optional_text("page_url", 4096)
     additional_data = additional_data_field()
@@ -100,35 +138,73 @@ class LeadInputSerializer(serializers.Serializer):
 
 
 class SaleInputSerializer(serializers.Serializer):
-    transaction_id = StrictCharField(max_length=255, error_messages=spec_messages(messages.SALE_TRANSACTION_ID_REQUIRED))
-    amount_cents = StrictIntegerField(
-        min_value=1, max_value=MAX_AMOUNT,
-        error_messages={**spec_messages(messages.SALE_AMOUNT_REQUIRED), "max_value": messages.SALE_AMOUNT_REQUIRED},
+    transaction_id = StrictCharField(
+        max_length=255, error_messages=spec_messages(messages.SALE_TRANSACTION_ID_REQUIRED)
     )
-    occurred_at = StrictCharField(required=False, allow_null=True, error_messages=spec_messages(messages.SALE_OCCURRED_AT_INVALID))
+    amount_cents = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_AMOUNT,
+        error_messages={
+            **spec_messages(messages.SALE_AMOUNT_REQUIRED),
+            "max_value": messages.SALE_AMOUNT_REQUIRED,
+        },
+    )
+    occurred_at = StrictCharField(
+        required=False, allow_null=True, error_messages=spec_messages(messages.SALE_OCCURRED_AT_INVALID)
+    )
     provider = serializers.ChoiceField(
-        choices=PROVIDERS, required=False, allow_null=True,
+        choices=PROVIDERS,
+        required=False,
+        allow_null=True,
         error_messages=spec_messages(f"{messages.SALE_PROVIDER_INVALID}: {', '.join(PROVIDERS)}"),
     )
     provider_payment_id = StrictCharField(
-        required=False, allow_null=True, min_length=1, max_length=255,
-        error_messages={**spec_messages(messages.SALE_PROVIDER_PAYMENT_ID_INVALID), "min_length": messages.SALE_PROVIDER_PAYMENT_ID_INVALID},
+        required=False,
+        allow_null=True,
+        min_length=1,
+        max_length=255,
+        error_messages={
+            **spec_messages(messages.SALE_PROVIDER_PAYMENT_ID_INVALID),
+            "min_length": messages.SALE_PROVIDER_PAYMENT_ID_INVALID,
+        },
     )
-    livemode = StrictBooleanField(required=False, allow_null=True, error_messages=spec_messages(messages.SALE_LIVEMODE_INVALID))
-    currency = StrictCharField(required=False, allow_null=True, max_length=16, error_messages=spec_messages("currency must be a string"))
+    livemode = StrictBooleanField(
+        required=False, allow_null=True, error_messages=spec_messages(messages.SALE_LIVEMODE_INVALID)
+    )
+    currency = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=16,
+        error_messages=spec_messages("currency must be a string"),
+    )
     customer_key = optional_text("customer_key", 255)
     click_id = optional_text("click_id", 255)
     tax_cents = StrictIntegerField(
-        required=False, allow_null=True, min_value=0, max_value=MAX_AMOUNT,
-        error_messages={**spec_messages("tax_cents must be a non-negative integer"), "max_value": "tax_cents is too large"},
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_AMOUNT,
+        error_messages={
+            **spec_messages("tax_cents must be a non-negative integer"),
+            "max_value": "tax_cents is too large",
+        },
     )
-    sale_type = serializers.ChoiceField(choices=("payment", "subscription"), required=False, allow_null=True,
-                                        error_messages=spec_messages("sale_type must be payment or subscription"))
+    sale_type = serializers.ChoiceField(
+        choices=("payment", "subscription"),
+        required=False,
+        allow_null=True,
+        error_messages=spec_messages("sale_type must be payment or subscription"),
+    )
     line_items = serializers.JSONField(required=False, allow_null=True)
-    is_recurring = StrictBooleanField(required=False, allow_null=True, error_messages=spec_messages("is_recurring must be a boolean"))
+    is_recurring = StrictBooleanField(
+        required=False, allow_null=True, error_messages=spec_messages("is_recurring must be a boolean")
+    )
     subscription_id = optional_text("subscription_id", 255)
     subscription_interval = serializers.ChoiceField(
-        choices=("monthly", "quarterly", "annual"), required=False, allow_null=True, allow_blank=True,
+        choices=("monthly", "quarterly", "annual"),
+        required=False,
+        allow_null=True,
+        allow_blank=True,
         error_messages=spec_messages("subscription_interval must be monthly, quarterly or annual"),
     )
     product_id = optional_text("product_id", 255)
@@ -170,19 +246,37 @@ class SaleInputSerializer(serializers.Serializer):
 
 
 class RefundInputSerializer(serializers.Serializer):
-    transaction_id = StrictCharField(max_length=255, error_messages=spec_messages(messages.REFUND_TRANSACTION_ID_REQUIRED))
+    transaction_id = StrictCharField(
+        max_length=255, error_messages=spec_messages(messages.REFUND_TRANSACTION_ID_REQUIRED)
+    )
     reason = serializers.ChoiceField(
-        choices=("refund", "chargeback"), required=False, allow_null=True, allow_blank=True,
+        choices=("refund", "chargeback"),
+        required=False,
+        allow_null=True,
+        allow_blank=True,
         error_messages=spec_messages(messages.REFUND_REASON_INVALID),
     )
     refund_amount_cents = StrictIntegerField(
-        required=False, allow_null=True, min_value=0, max_value=MAX_AMOUNT,
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_AMOUNT,
         error_messages={
             **spec_messages("refund_amount_cents must be a positive integer (0 or omitted refunds the rest)"),
             "max_value": "refund_amount_cents must be a positive integer (0 or omitted refunds the rest)",
         },
     )
-    refund_id = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255,
-                                error_messages=spec_messages("refund_id must be a string of at most 255 characters"))
-    refund_reason = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=2000,
-                                    error_messages=spec_messages("refund_reason must be a string"))
+    refund_id = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=255,
+        error_messages=spec_messages("refund_id must be a string of at most 255 characters"),
+    )
+    refund_reason = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=2000,
+        error_messages=spec_messages("refund_reason must be a string"),
+    )

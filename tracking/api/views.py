@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from core import messages
 from core.api import auth, ratelimit
 from core.api.base import ProgramKeyApi
-from core.api.schema import PLATFORM_ERROR, TEST_MODE, TYPED_ERROR
+from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
 from tracking.services.click import ClickContext, click_record
 from tracking.services.lead import lead_record
@@ -37,27 +37,49 @@ MONEY_ERRORS = {
     401: OpenApiResponse(PLATFORM_ERROR, description="unauthorized, or api_key_rotation_required (typed envelope)"),
 }
 
-CLICK_OK = inline_serializer("ClickResult", fields={
-    "success": serializers.BooleanField(), "click_id": serializers.CharField(help_text="Keep in a first-party cookie; pass to lead and sale"),
-    "partner_code": serializers.CharField(), "cookie_window_days": serializers.IntegerField(),
-})
-LEAD_OK = inline_serializer("LeadResult", fields={
-    "success": serializers.BooleanField(), "lead_id": serializers.IntegerField(), "click_id": serializers.CharField(),
-    "provisional": serializers.BooleanField(required=False, help_text="Browser lead on a server_required program"),
-})
-SALE_OK = inline_serializer("SaleResult", fields={
-    "success": serializers.BooleanField(), "sale_id": serializers.IntegerField(allow_null=True),
-    "commission_id": serializers.IntegerField(allow_null=True), "message": serializers.CharField(required=False),
-    "attributed": serializers.BooleanField(required=False, help_text="false when the attribution window expired"),
-    "reason": serializers.CharField(required=False), "click_age_days": serializers.FloatField(required=False),
-    "window_days": serializers.IntegerField(required=False),
-})
-REFUND_OK = inline_serializer("RefundResult", fields={
-    "success": serializers.BooleanField(), "status": serializers.ChoiceField(["reversed", "refunded", "skipped", "no_commission"]),
-    "deductionAmount": serializers.IntegerField(required=False), "commission_id": serializers.IntegerField(required=False),
-    "reason": serializers.CharField(required=False), "message": serializers.CharField(required=False),
-    "test": serializers.BooleanField(required=False, help_text="Test key: nothing refunded"),
-})
+CLICK_OK = inline_serializer(
+    "ClickResult",
+    fields={
+        "success": serializers.BooleanField(),
+        "click_id": serializers.CharField(help_text="Keep in a first-party cookie; pass to lead and sale"),
+        "partner_code": serializers.CharField(),
+        "cookie_window_days": serializers.IntegerField(),
+    },
+)
+LEAD_OK = inline_serializer(
+    "LeadResult",
+    fields={
+        "success": serializers.BooleanField(),
+        "lead_id": serializers.IntegerField(),
+        "click_id": serializers.CharField(),
+        "provisional": serializers.BooleanField(required=False, help_text="Browser lead on a server_required program"),
+    },
+)
+SALE_OK = inline_serializer(
+    "SaleResult",
+    fields={
+        "success": serializers.BooleanField(),
+        "sale_id": serializers.IntegerField(allow_null=True),
+        "commission_id": serializers.IntegerField(allow_null=True),
+        "message": serializers.CharField(required=False),
+        "attributed": serializers.BooleanField(required=False, help_text="false when the attribution window expired"),
+        "reason": serializers.CharField(required=False),
+        "click_age_days": serializers.FloatField(required=False),
+        "window_days": serializers.IntegerField(required=False),
+    },
+)
+REFUND_OK = inline_serializer(
+    "RefundResult",
+    fields={
+        "success": serializers.BooleanField(),
+        "status": serializers.ChoiceField(["reversed", "refunded", "skipped", "no_commission"]),
+        "deductionAmount": serializers.IntegerField(required=False),
+        "commission_id": serializers.IntegerField(required=False),
+        "reason": serializers.CharField(required=False),
+        "message": serializers.CharField(required=False),
+        "test": serializers.BooleanField(required=False, help_text="Test key: nothing refunded"),
+    },
+)
 
 
 def _body(request) -> dict[str, Any]:
@@ -77,9 +99,12 @@ class ClickTrackApi(ProgramKeyApi):
     @extend_schema(
         summary="Record a click on a referral link",
         request=ClickInputSerializer,
-        responses={200: OpenApiResponse(CLICK_OK, description="Recorded (test mode answers the TestModeResult shape)"),
-                   403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
-                   410: OpenApiResponse(TYPED_ERROR, description="link_disabled; no click recorded"), **COMMON_ERRORS},
+        responses={
+            200: OpenApiResponse(CLICK_OK, description="Recorded (test mode answers the TestModeResult shape)"),
+            403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
+            410: OpenApiResponse(TYPED_ERROR, description="link_disabled; no click recorded"),
+            **COMMON_ERRORS,
+        },
     )
     def post(self, request):
         data = _validated(ClickInputSerializer(data=request.data))
@@ -100,8 +125,12 @@ class LeadTrackApi(ProgramKeyApi):
     @extend_schema(
         summary="Record a lead (browser mode without a key, server mode with one)",
         request=LeadInputSerializer,
-        responses={200: OpenApiResponse(LEAD_OK), 401: OpenApiResponse(PLATFORM_ERROR, description="Only for a key matching no program"),
-                   403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"), **COMMON_ERRORS},
+        responses={
+            200: OpenApiResponse(LEAD_OK),
+            401: OpenApiResponse(PLATFORM_ERROR, description="Only for a key matching no program"),
+            403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
+            **COMMON_ERRORS,
+        },
     )
     def post(self, request):
         data = _validated(LeadInputSerializer(data=request.data))
@@ -116,9 +145,15 @@ class SaleTrackApi(ProgramKeyApi):
     @extend_schema(
         summary="Record a sale and its commission",
         request=SaleInputSerializer,
-        responses={200: OpenApiResponse(SALE_OK, description="Attributed, window expired, or (test mode) TestModeResult"),
-                   409: OpenApiResponse(PLATFORM_ERROR, description="duplicate_transaction; details.sale_id is the first sale; do not retry"),
-                   422: OpenApiResponse(PLATFORM_ERROR, description="unsupported_currency; nothing created"), **MONEY_ERRORS},
+        responses={
+            200: OpenApiResponse(SALE_OK, description="Attributed, window expired, or (test mode) TestModeResult"),
+            409: OpenApiResponse(
+                PLATFORM_ERROR,
+                description="duplicate_transaction; details.sale_id is the first sale; do not retry",
+            ),
+            422: OpenApiResponse(PLATFORM_ERROR, description="unsupported_currency; nothing created"),
+            **MONEY_ERRORS,
+        },
     )
     def post(self, request):
         raw = _body(request)
@@ -137,8 +172,11 @@ class RefundTrackApi(ProgramKeyApi):
     @extend_schema(
         summary="Refund a sale (partly or whole) and claw back its commission",
         request=RefundInputSerializer,
-        responses={200: OpenApiResponse(REFUND_OK), 404: OpenApiResponse(PLATFORM_ERROR, description="Sale not found for transaction_id"),
-                   **MONEY_ERRORS},
+        responses={
+            200: OpenApiResponse(REFUND_OK),
+            404: OpenApiResponse(PLATFORM_ERROR, description="Sale not found for transaction_id"),
+            **MONEY_ERRORS,
+        },
     )
     def post(self, request):
         raw = _body(request)

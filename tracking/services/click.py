@@ -127,15 +127,30 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
         # Test clicks get their own test customer and touch no real counters or attribution.
         with transaction.atomic():
             customer = Customer.objects.create(
-                program=program, click_id=new_click_id(program.pk), first_partner_id=link.partner_id,
-                first_link=link, is_test=True, first_clicked_at=now, last_clicked_at=now,
+                program=program,
+                click_id=new_click_id(program.pk),
+                first_partner_id=link.partner_id,
+                first_link=link,
+                is_test=True,
+                first_clicked_at=now,
+                last_clicked_at=now,
             )
             event.customer, event.click_id = customer, customer.click_id
             event.save()
-        tracking_log(program_id=program.pk, event="click", outcome="test", is_test=True,
-                     request_id=context.request_id, click_id=customer.click_id)
-        return test_mode_body(message=messages.CLICK_TEST_RECORDED, event_id=event.pk, program_id=program.pk,
-                              click_id=customer.click_id)
+        tracking_log(
+            program_id=program.pk,
+            event="click",
+            outcome="test",
+            is_test=True,
+            request_id=context.request_id,
+            click_id=customer.click_id,
+        )
+        return test_mode_body(
+            message=messages.CLICK_TEST_RECORDED,
+            event_id=event.pk,
+            program_id=program.pk,
+            click_id=customer.click_id,
+        )
 
     with transaction.atomic():
         customer = _customer_for_click(
@@ -156,9 +171,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
     }
 
 
-def _customer_for_click(
-    *, existing_click_id: str, program: Program, link: ReferralLink, scoped: bool, now
-) -> Customer:
+def _customer_for_click(*, existing_click_id: str, program: Program, link: ReferralLink, scoped: bool, now) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
     existing_click_id when nobody has it yet."""

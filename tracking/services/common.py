@@ -41,14 +41,25 @@ def check_test_program(*, additional_data: dict[str, Any] | None, key: ProgramKe
 
 
 def test_mode_body(*, message: str, event_id: int, program_id: int, **extra: Any) -> dict[str, Any]:
-    return {"success": True, "message": message, "data": {"eventId": event_id, "programId": program_id, "test_mode": True, **extra}}
+    return {
+        "success": True,
+        "message": message,
+        "data": {"eventId": event_id, "programId": program_id, "test_mode": True, **extra},
+    }
 
 
-def tracking_log(*, program_id: int | None, event: str, outcome: str, is_test: bool, request_id: str = "", **details: Any) -> None:
+def tracking_log(
+    *, program_id: int | None, event: str, outcome: str, is_test: bool, request_id: str = "", **details: Any
+) -> None:
     """A support trail for test events and refusals. Never fails the request it describes."""
     try:
         TrackingLog.objects.create(
-            program_id=program_id, event=event, outcome=outcome, is_test=is_test, request_id=request_id, details=details
+            program_id=program_id,
+            event=event,
+            outcome=outcome,
+            is_test=is_test,
+            request_id=request_id,
+            details=details,
         )
     except Exception:
         logger.exception("tracking.log_failed", extra={"event": event, "outcome": outcome})

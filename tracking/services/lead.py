@@ -126,14 +126,19 @@ def lead_settle(*, customer: Customer, event_fields: dict[str, Any], is_test: bo
             raise BadRequestError(messages.LEAD_STATUS_CONFLICT.format(status=current))
         if provisional is not None:
             LeadEvent.objects.filter(customer=customer, provisional=True).update(
-                provisional=False, settled_at=now, server_mode=event_fields.get("server_mode", False),
-                customer_key=customer_key, email=email,
+                provisional=False,
+                settled_at=now,
+                server_mode=event_fields.get("server_mode", False),
+                customer_key=customer_key,
+                email=email,
             )
             provisional.refresh_from_db()
             event = provisional
         else:
             event = LeadEvent.objects.create(
-                **{**event_fields, "customer_key": customer_key, "email": email}, is_test=is_test, settled_at=now
+                **{**event_fields, "customer_key": customer_key, "email": email},
+                is_test=is_test,
+                settled_at=now,
             )
     customer.customer_status = CustomerStatus.LEAD
     customer.customer_key = customer_key or customer.customer_key

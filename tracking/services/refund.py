@@ -18,6 +18,9 @@ def refund_record(*, data: dict[str, Any], key: ProgramKey) -> dict[str, Any]:
         raise NotFoundError(messages.REFUND_SALE_NOT_FOUND, code="not_found")
     reason = (data.get("refund_reason") or "").strip() or (data.get("reason") or "")
     result = refund_apply(
-        sale=sale, amount=data.get("refund_amount_cents") or None, refund_id=data.get("refund_id") or None, reason=reason
+        sale=sale,
+        amount=data.get("refund_amount_cents") or None,
+        refund_id=data.get("refund_id") or None,
+        reason=reason,
     )
     return result.as_response()

@@ -110,8 +110,14 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
     if customer.first_sale_at is None:
         age_days = (now - customer.last_clicked_at).total_seconds() / SECONDS_PER_DAY
         if age_days > program.cookie_window_days:
-            tracking_log(program_id=program.pk, event="sale", outcome="attribution_window_expired", is_test=False,
-                         request_id=request_id, transaction_id=data.get("transaction_id"))
+            tracking_log(
+                program_id=program.pk,
+                event="sale",
+                outcome="attribution_window_expired",
+                is_test=False,
+                request_id=request_id,
+                transaction_id=data.get("transaction_id"),
+            )
             return {
                 "success": True,
                 "attributed": False,
@@ -133,8 +139,14 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
         }
     )
     if customer.first_partner_id is None:
-        tracking_log(program_id=program.pk, event="sale", outcome="no_partner", is_test=False,
-                     request_id=request_id, sale_id=sale.pk)
+        tracking_log(
+            program_id=program.pk,
+            event="sale",
+            outcome="no_partner",
+            is_test=False,
+            request_id=request_id,
+            sale_id=sale.pk,
+        )
         raise BadRequestError(messages.SALE_PARTNER_REQUIRED, code="no_attribution")
 
     try:
@@ -176,8 +188,14 @@ def _count_sale(*, sale: SaleEvent, customer: Customer, commission_cents: int) -
 
 
 def _no_attribution(program: Program, message: str, request_id: str) -> BadRequestError:
-    tracking_log(program_id=program.pk, event="sale", outcome="no_attribution", is_test=False,
-                 request_id=request_id, message=message)
+    tracking_log(
+        program_id=program.pk,
+        event="sale",
+        outcome="no_attribution",
+        is_test=False,
+        request_id=request_id,
+        message=message,
+    )
     return BadRequestError(message, code="no_attribution")
 
 
@@ -185,7 +203,10 @@ def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, 
     """Test sales are stored flagged, attached to a test customer when one matches, and create no
     commission, no fee and no metrics. Their transaction ids are unique among test sales only."""
     customer = _customer_for_sale(
-        program=program, customer_key=data.get("customer_key") or "", click_id=data.get("click_id") or "", is_test=True
+        program=program,
+        customer_key=data.get("customer_key") or "",
+        click_id=data.get("click_id") or "",
+        is_test=True,
     )
     if customer is not None and customer.program_id != program.pk:
         customer = None
@@ -201,6 +222,13 @@ def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, 
     )
     if customer is not None and customer.first_sale_at is None:
         Customer.objects.filter(pk=customer.pk).update(first_sale_at=now, customer_status=CustomerStatus.CONVERTED)
-    tracking_log(program_id=program.pk, event="sale", outcome="test", is_test=True, request_id=request_id,
-                 sale_id=sale.pk, attributed=customer is not None)
+    tracking_log(
+        program_id=program.pk,
+        event="sale",
+        outcome="test",
+        is_test=True,
+        request_id=request_id,
+        sale_id=sale.pk,
+        attributed=customer is not None,
+    )
     return test_mode_body(message=messages.SALE_TEST_RECORDED, event_id=sale.pk, program_id=program.pk)

@@ -4,7 +4,9 @@ from commissions.services import commissions_approve_due
 
 
 class Command(BaseCommand):
-    help = "Approves commissions whose hold period has ended and credits their partners (beat runs this every 5 minutes)."
+    help = (
+        "Approves commissions whose hold period has ended and credits their partners (beat runs this every 5 minutes)."
+    )
 
     def handle(self, *args, **options):
         count = commissions_approve_due()

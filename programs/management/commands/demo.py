@@ -26,10 +26,17 @@ class Command(BaseCommand):
         ]
         for name, program in demo["programs"].items():
             extra = ", ".join(f"{k}={v}" for k, v in program.items() if k not in {"id", "api_key", "test_api_key"})
-            lines.append(f"  {name:<8} id={program['id']}  api_key={program['api_key']}" + (f"  ({extra})" if extra else ""))
+            lines.append(
+                f"  {name:<8} id={program['id']}  api_key={program['api_key']}" + (f"  ({extra})" if extra else "")
+            )
             if "test_api_key" in program:
                 lines.append(f"  {'':<8} test_api_key={program['test_api_key']}")
-        lines += ["", "Referral links: " + ", ".join(f"{k}={v}" for k, v in demo["links"].items()), "", "Users:"]
+        lines += [
+            "",
+            "Referral links: " + ", ".join(f"{k}={v}" for k, v in demo["links"].items()),
+            "",
+            "Users:",
+        ]
         for label, user in demo["users"].items():
             lines.append(f"  {label:<8} {user['username']} / {user['password']}")
         link = demo["links"]["main"]
@@ -37,12 +44,12 @@ class Command(BaseCommand):
             "",
             "Try it:",
             f"  curl -s -X POST {base}/api/v1/track/click -H 'Content-Type: application/json' \\",
-            f"    -d '{{\"affiliate_url\": \"https://shop.example.com/?aff={link}\"}}'",
+            f'    -d \'{{"affiliate_url": "https://shop.example.com/?aff={link}"}}\'',
             f"  curl -s -X POST {base}/api/v1/track/lead -H 'Authorization: Bearer {main['api_key']}' \\",
-            "    -H 'Content-Type: application/json' -d '{\"click_id\": \"<click_id>\", \"customer_key\": \"user-1\"}'",
+            '    -H \'Content-Type: application/json\' -d \'{"click_id": "<click_id>", "customer_key": "user-1"}\'',
             f"  curl -s -X POST {base}/api/v1/track/sale -H 'Authorization: Bearer {main['api_key']}' \\",
             "    -H 'Content-Type: application/json' \\",
-            "    -d '{\"transaction_id\": \"txn-1\", \"amount_cents\": 4900, \"customer_key\": \"user-1\"}'",
+            '    -d \'{"transaction_id": "txn-1", "amount_cents": 4900, "customer_key": "user-1"}\'',
             f"  curl -s {base}/api/v1/programs/me/readiness -H 'Authorization: Bearer {main['api_key']}'",
         ]
         self.stdout.write("\n".join(lines))

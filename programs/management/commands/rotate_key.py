@@ -26,4 +26,6 @@ class Command(BaseCommand):
             raise CommandError(f"Program {program_id} has no live key")
         program_key_mark_rotation(key=key, deadline=when)
         state = "retired now" if when <= timezone.now() else "warning until the deadline"
-        self.stdout.write(f"Program {program_id}: live key {key.masked} marked for rotation by {when.isoformat()} ({state}).")
+        self.stdout.write(
+            f"Program {program_id}: live key {key.masked} marked for rotation by {when.isoformat()} ({state})."
+        )
