@@ -96,7 +96,9 @@ class Program(models.Model):
     )
     hold_days = models.PositiveIntegerField(default=30, help_text="Commission hold period, days")
     lead_auth = models.CharField(max_length=32, choices=LeadAuth.choices, default=LeadAuth.BROWSER_ALLOWED)
+    # The connected Stripe account whose payment events record sales for this program.
     stripe_account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    stripe_connected_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -178,3 +178,58 @@ class TrackingLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.outcome} #{self.pk}"
+
+
+class PageVisit(models.Model):
+    """A page view reported by the browser tracker (POST /api/v1/track/visit)."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="visits")
+    click_id = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    page_url = models.TextField(blank=True, default="")
+    page_title = models.TextField(blank=True, default="")
+    referrer_url = models.TextField(blank=True, default="")
+    referrer_domain = models.CharField(max_length=253, blank=True, default="")
+    utm_source = models.CharField(max_length=255, blank=True, default="")
+    utm_medium = models.CharField(max_length=255, blank=True, default="")
+    utm_campaign = models.CharField(max_length=255, blank=True, default="")
+    is_test = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "-created_at"], name="visit_program_time")]
+
+    def __str__(self) -> str:
+        return f"visit #{self.pk} {self.page_url[:60]}"
+
+
+class ProcessorEvent(models.Model):
+    """A verified payment event from a program's connected Stripe account, stored once by Stripe's event id
+    (a redelivery is acknowledged and not processed again) and processed by a Celery task."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received"
+        PROCESSED = "processed", "Processed"
+        IGNORED = "ignored", "Ignored"
+        FAILED = "failed", "Failed"
+
+    provider = models.CharField(max_length=32, default="stripe")
+    event_id = models.CharField(max_length=255, unique=True)
+    event_type = models.CharField(max_length=100)
+    account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    program = models.ForeignKey(Program, on_delete=models.SET_NULL, null=True, blank=True, related_name="processor_events")
+    livemode = models.BooleanField(default=False)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
+    outcome = models.CharField(max_length=255, blank=True, default="")
+    sale = models.ForeignKey("SaleEvent", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    received_at = models.DateTimeField(default=dj_timezone.now, editable=False)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "-received_at"], name="processor_event_program_time")]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.event_id}"
