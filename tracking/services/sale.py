@@ -106,7 +106,17 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
     if customer.first_partner_id is not None and not customer.enrolled:  # type: ignore[attr-defined]
         raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id)
 
-    # The window applies to the sale that converts the customer; renewals follow the customer.
+    fields = _sale_fields(data=data, program=program, now=now, is_test=False)
+    return sale_record_for_customer(program=program, customer=customer, fields=fields, now=now, request_id=request_id)
+
+
+def sale_record_for_customer(
+    *, program: Program, customer: Customer, fields: dict[str, Any], now: datetime, request_id: str = ""
+) -> dict[str, Any]:
+    """Records an attributed sale: the sale endpoint and the processor's payment events both come here.
+    The attribution window applies to the sale that converts the customer; renewals follow the customer.
+    Raises ConflictError (duplicate), BadRequestError (customer has no partner; the sale is stored) and
+    InternalServerError (the commission failed; the sale is stored)."""
     if customer.first_sale_at is None:
         age_days = (now - customer.last_clicked_at).total_seconds() / SECONDS_PER_DAY
         if age_days > program.cookie_window_days:
@@ -116,7 +126,7 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
                 outcome="attribution_window_expired",
                 is_test=False,
                 request_id=request_id,
-                transaction_id=data.get("transaction_id"),
+                transaction_id=fields.get("processor_event_id"),
             )
             return {
                 "success": True,
@@ -128,7 +138,6 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
                 "commission_id": None,
             }
 
-    fields = _sale_fields(data=data, program=program, now=now, is_test=False)
     sale = _sale_insert(
         fields={
             **fields,
@@ -197,6 +206,11 @@ def _no_attribution(program: Program, message: str, request_id: str) -> BadReque
         message=message,
     )
     return BadRequestError(message, code="no_attribution")
+
+
+def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
+    """A payment nobody could be credited for: stored (so it counts once and dedupes), no commission."""
+    return _sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
 
 
 def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> dict[str, Any]:
