@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("", include("programs.api.urls")),
     path("", include("tracking.api.urls")),
+    path("", include("tracking.stripe.urls")),
 ]
 
 if settings.BENCH_TRIVIAL_ENDPOINT:

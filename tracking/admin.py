@@ -1,6 +1,9 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from .models import ClickEvent, Customer, LeadEvent, SaleEvent, TrackingLog
+from core.tasks import enqueue
+
+from .models import ClickEvent, Customer, LeadEvent, PageVisit, ProcessorEvent, SaleEvent, TrackingLog
+from .tasks import process_processor_event_task
 
 
 @admin.register(Customer)
@@ -69,3 +72,50 @@ class TrackingLogAdmin(admin.ModelAdmin):
     list_filter = ["event", "outcome", "is_test"]
     search_fields = ["request_id"]
     raw_id_fields = ["program"]
+
+
+@admin.register(PageVisit)
+class PageVisitAdmin(admin.ModelAdmin):
+    list_display = ["id", "program", "page_url", "referrer_domain", "utm_source", "click_id", "created_at"]
+    list_filter = ["is_test"]
+    search_fields = ["click_id", "page_url", "referrer_domain", "utm_source"]
+    raw_id_fields = ["program"]
+
+
+@admin.register(ProcessorEvent)
+class ProcessorEventAdmin(admin.ModelAdmin):
+    """Operators see every received payment event, what became of it, and can replay it."""
+
+    list_display = ["id", "event_type", "event_id", "program", "status", "outcome", "attempts", "received_at"]
+    list_filter = ["status", "event_type", "livemode"]
+    search_fields = ["event_id", "account_id", "outcome"]
+    raw_id_fields = ["program", "sale"]
+    readonly_fields = [
+        "provider",
+        "event_id",
+        "event_type",
+        "account_id",
+        "program",
+        "livemode",
+        "payload",
+        "status",
+        "outcome",
+        "sale",
+        "attempts",
+        "last_error",
+        "received_at",
+        "processed_at",
+    ]
+    actions = ["replay"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Replay (process again; a payment already recorded is not counted twice)")
+    def replay(self, request, queryset):
+        count = 0
+        for event in queryset:
+            ProcessorEvent.objects.filter(pk=event.pk).update(status=ProcessorEvent.Status.RECEIVED)
+            enqueue(process_processor_event_task, event.pk)
+            count += 1
+        messages.success(request, f"Queued {count} event(s) for processing.")

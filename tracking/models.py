@@ -217,7 +217,9 @@ class ProcessorEvent(models.Model):
     event_id = models.CharField(max_length=255, unique=True)
     event_type = models.CharField(max_length=100)
     account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
-    program = models.ForeignKey(Program, on_delete=models.SET_NULL, null=True, blank=True, related_name="processor_events")
+    program = models.ForeignKey(
+        Program, on_delete=models.SET_NULL, null=True, blank=True, related_name="processor_events"
+    )
     livemode = models.BooleanField(default=False)
     payload = models.JSONField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)

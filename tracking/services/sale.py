@@ -40,7 +40,7 @@ def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is
     return customer
 
 
-def _sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
+def sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
     """Inserts the sale in its own transaction: it stays recorded even if the commission fails next,
     and the unique constraint on processor_event_id is what stops a duplicate, even a concurrent one."""
     try:
@@ -138,7 +138,7 @@ def sale_record_for_customer(
                 "commission_id": None,
             }
 
-    sale = _sale_insert(
+    sale = sale_insert(
         fields={
             **fields,
             "customer": customer,
@@ -210,7 +210,7 @@ def _no_attribution(program: Program, message: str, request_id: str) -> BadReque
 
 def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
     """A payment nobody could be credited for: stored (so it counts once and dedupes), no commission."""
-    return _sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
+    return sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
 
 
 def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, 
     if customer is not None and customer.program_id != program.pk:
         customer = None
     fields = _sale_fields(data=data, program=program, now=now, is_test=True)
-    sale = _sale_insert(
+    sale = sale_insert(
         fields={
             **fields,
             "customer": customer,

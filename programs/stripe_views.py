@@ -1,0 +1,96 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponseForbidden
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from core.errors import ForbiddenError, NotFoundError
+from core.urls import public_url
+from tracking.models import ProcessorEvent
+
+from .models import Action
+from .permissions import program_for_action
+from .stripe_connect import (
+    StripeConnectError,
+    stripe_connect_complete,
+    stripe_connect_configured,
+    stripe_connect_program_from_state,
+    stripe_connect_url,
+    stripe_disconnect,
+)
+
+
+def _program(request, program_id: int):
+    try:
+        return program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_MANAGE)
+    except NotFoundError:
+        raise Http404("Program not found") from None
+    except ForbiddenError:
+        return None
+
+
+@login_required
+@require_GET
+def stripe_connection(request, program_id: int):
+    program = _program(request, program_id)
+    if program is None:
+        return HttpResponseForbidden("You cannot manage this program.")
+    last_event = ProcessorEvent.objects.filter(program=program).order_by("-received_at").first()
+    return render(
+        request,
+        "programs/stripe_connection.html",
+        {"program": program, "last_event": last_event, "configured": stripe_connect_configured()},
+    )
+
+
+@login_required
+@require_POST
+def stripe_connect_start(request, program_id: int):
+    program = _program(request, program_id)
+    if program is None:
+        return HttpResponseForbidden("You cannot manage this program.")
+    try:
+        url = stripe_connect_url(
+            program=program, user_id=request.user.pk, redirect_uri=public_url(request, reverse("stripe-oauth-callback"))
+        )
+    except StripeConnectError as exc:
+        messages.error(request, str(exc))
+        return redirect("stripe-connection", program_id=program.pk)
+    return redirect(url)
+
+
+@login_required
+@require_GET
+def stripe_oauth_callback(request):
+    state = request.GET.get("state", "")
+    try:
+        program = stripe_connect_program_from_state(state=state, user_id=request.user.pk)
+    except StripeConnectError as exc:
+        messages.error(request, str(exc))
+        return redirect("/")
+    if _program(request, program.pk) is None:
+        return HttpResponseForbidden("You cannot manage this program.")
+    if request.GET.get("error"):
+        messages.error(
+            request, f"Stripe connection cancelled: {request.GET.get('error_description') or request.GET['error']}"
+        )
+        return redirect("stripe-connection", program_id=program.pk)
+    try:
+        account_id = stripe_connect_complete(program=program, code=request.GET.get("code", ""))
+    except StripeConnectError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Connected Stripe account {account_id}. Its payments now record sales here.")
+    return redirect("stripe-connection", program_id=program.pk)
+
+
+@login_required
+@require_POST
+def stripe_disconnect_view(request, program_id: int):
+    program = _program(request, program_id)
+    if program is None:
+        return HttpResponseForbidden("You cannot manage this program.")
+    stripe_disconnect(program=program)
+    messages.success(request, "Stripe disconnected. Its payment events are no longer recorded.")
+    return redirect("stripe-connection", program_id=program.pk)

@@ -1,0 +1,82 @@
+"""Page visits and program settings for the browser tracker (POST /api/v1/track/visit, GET /api/v1/track/config)."""
+
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from core import messages
+from core.errors import BadRequestError, NotFoundError
+from programs.models import Program
+
+from ..models import PageVisit
+from .common import parse_program_id
+
+UTM_FIELDS = ("utm_source", "utm_medium", "utm_campaign")
+UTM_MAX_LENGTH = 255
+DOMAIN_MAX_LENGTH = 253
+
+
+def referrer_domain_of(referrer_url: str) -> str:
+    """The referrer's host name, lower-cased, without port or credentials; empty when it has none."""
+    try:
+        host = urlsplit(referrer_url.strip()).hostname or ""
+    except ValueError:
+        return ""
+    return host[:DOMAIN_MAX_LENGTH]
+
+
+def utm_params_of(page_url: str) -> dict[str, str]:
+    """utm_source, utm_medium and utm_campaign of the page URL (first non-empty value of each)."""
+    try:
+        query = parse_qs(urlsplit(page_url.strip()).query)
+    except ValueError:
+        query = {}
+    return {
+        name: next((value.strip() for value in query.get(name, []) if value.strip()), "")[:UTM_MAX_LENGTH]
+        for name in UTM_FIELDS
+    }
+
+
+def visit_record(*, data: dict[str, Any]) -> PageVisit:
+    """Stores one page visit of a program's site. The click id and session id are stored as sent: a visit
+    is analytics, it moves no customer and proves no attribution.
+
+    Raises BadRequestError (`Unknown program_id`) when program_id names no program."""
+    program_id = parse_program_id(data.get("program_id"))
+    if program_id is None or not Program.objects.filter(pk=program_id).exists():
+        raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
+    page_url = data.get("page_url", "")
+    referrer_url = data.get("referrer_url", "")
+    additional = data.get("additional_data") or {}
+    return PageVisit.objects.create(
+        program_id=program_id,
+        click_id=data.get("click_id", ""),
+        session_id=data.get("session_id", ""),
+        page_url=page_url,
+        page_title=data.get("page_title", ""),
+        referrer_url=referrer_url,
+        referrer_domain=referrer_domain_of(referrer_url),
+        is_test=additional.get("test_mode") is True,
+        **utm_params_of(page_url),
+    )
+
+
+def tracker_config_get(*, program_id: Any) -> dict[str, Any]:
+    """What the browser tracker needs to know about a program. Nothing secret: the route is keyless.
+
+    Raises NotFoundError (`Unknown program_id`) when program_id names no program."""
+    parsed = parse_program_id(program_id)
+    program = None
+    if parsed is not None:
+        program = (
+            Program.objects.filter(pk=parsed).only("pk", "cookie_duration", "lead_auth", "stripe_account_id").first()
+        )
+    if program is None:
+        raise NotFoundError(messages.UNKNOWN_PROGRAM_ID)
+    return {
+        "success": True,
+        "program_id": program.pk,
+        "cookie_window_days": program.cookie_window_days,
+        "lead_auth": program.lead_auth,
+        # Stripe reads client_reference_id only when the program's own account takes the payment.
+        "decorate_payment_links": bool(program.stripe_account_id),
+    }

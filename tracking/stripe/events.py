@@ -1,0 +1,278 @@
+"""Processing of stored Stripe events from connected accounts. Every handler answers an outcome in words
+(kept on the event for operators); anything unexpected raises, rolls the event back whole and is retried."""
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from commissions.services import refund_apply
+from core.errors import BadRequestError, ConflictError
+from programs.models import Program
+
+from ..models import CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
+from ..services.lead import lead_settle
+from ..services.sale import (
+    SUPPORTED_CURRENCIES,
+    sale_insert,
+    sale_record_for_customer,
+    sale_record_unattributed,
+)
+from .attribution import PaymentParties, stripe_customer_attribute
+
+logger = logging.getLogger("svc.stripe")
+
+INTERVALS = {("month", 1): "monthly", ("month", 3): "quarterly", ("year", 1): "annual"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    status: str = ProcessorEvent.Status.PROCESSED
+    sale: SaleEvent | None = None
+
+
+def ignored(text: str) -> Outcome:
+    return Outcome(text=text, status=ProcessorEvent.Status.IGNORED)
+
+
+@dataclass(frozen=True)
+class Payment:
+    transaction_id: str
+    amount: int
+    currency: str
+    parties: PaymentParties
+    sale_type: str = "payment"
+    is_recurring: bool = False
+    subscription_id: str = ""
+    subscription_interval: str = ""
+    product_id: str = ""
+
+
+def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outcome:
+    currency = payment.currency.upper()
+    if currency not in SUPPORTED_CURRENCIES:
+        return ignored(f"currency {currency} is not supported")
+    if payment.amount <= 0:
+        return ignored("nothing was paid")
+    now = timezone.now()
+    fields: dict[str, Any] = {
+        "program": program,
+        "processor_event_id": payment.transaction_id,
+        "amount_cents": payment.amount,
+        "currency": currency,
+        "sale_type": payment.sale_type,
+        "is_recurring": payment.is_recurring,
+        "provider": "stripe",
+        "provider_payment_id": payment.transaction_id,
+        "subscription_id": payment.subscription_id,
+        "subscription_interval": payment.subscription_interval,
+        "product_id": payment.product_id,
+        "is_test": not livemode,
+        "sale_date": now,
+        "created_at": now,
+    }
+    if not livemode:
+        try:
+            sale = sale_insert(fields={**fields, "attributed": False})
+        except ConflictError as duplicate:
+            return Outcome(f"test payment already recorded as sale #{duplicate.details['sale_id']}")
+        return Outcome("test payment recorded (no commission)", sale=sale)
+
+    customer, found_by = stripe_customer_attribute(program=program, parties=payment.parties)
+    if customer is None:
+        try:
+            sale = sale_record_unattributed(fields=fields)
+        except ConflictError as duplicate:
+            return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
+        return Outcome("unattributed payment recorded (no commission)", sale=sale)
+
+    _settle_provisional_lead(customer=customer, parties=payment.parties, now=now)
+    try:
+        result = sale_record_for_customer(
+            program=program, customer=customer, fields={**fields, "customer": customer}, now=now
+        )
+    except ConflictError as duplicate:
+        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
+    except BadRequestError as refused:
+        return Outcome(f"recorded without commission: {refused.message}")
+    if payment.parties.processor_customer_id and not customer.processor_customer_id:
+        # Renewals are matched by this id from now on.
+        type(customer).objects.filter(pk=customer.pk).update(
+            processor_customer_id=payment.parties.processor_customer_id
+        )
+    if result.get("attributed") is False:
+        return Outcome("attribution window expired (nothing recorded)")
+    sale = SaleEvent.objects.get(pk=result["sale_id"])
+    commission = f", commission #{result['commission_id']}" if result.get("commission_id") else ", no commission due"
+    return Outcome(f"sale #{sale.pk} attributed by {found_by}{commission}", sale=sale)
+
+
+def _settle_provisional_lead(*, customer, parties: PaymentParties, now) -> None:
+    """A payment proves the signup: a provisional browser lead settles here, as the lead endpoint would."""
+    if customer.customer_status != CustomerStatus.CLICK:
+        return
+    if not LeadEvent.objects.filter(customer=customer, provisional=True).exists():
+        return
+    lead_settle(
+        customer=customer,
+        event_fields={
+            "program_id": customer.program_id,
+            "customer": customer,
+            "partner_id": customer.first_partner_id,
+            "click_id": customer.click_id,
+            "customer_key": str(parties.metadata.get("svc_customer_key") or ""),
+            "email": parties.email,
+            "server_mode": True,
+            "lead_timestamp": now,
+            "created_at": now,
+        },
+    )
+
+
+def handle_checkout_completed(program: Program, session: dict[str, Any], livemode: bool) -> Outcome:
+    if session.get("mode") != "payment":
+        return ignored("subscription checkout: its invoice records the sale")
+    if session.get("payment_status") != "paid":
+        return ignored(f"checkout not paid ({session.get('payment_status')})")
+    details = session.get("customer_details") or {}
+    payment = Payment(
+        transaction_id=session.get("payment_intent") or session["id"],
+        amount=int(session.get("amount_total") or 0),
+        currency=session.get("currency") or "",
+        parties=PaymentParties(
+            metadata=session.get("metadata") or {},
+            email=details.get("email") or session.get("customer_email") or "",
+            processor_customer_id=session.get("customer") or "",
+            client_reference_id=session.get("client_reference_id") or "",
+        ),
+    )
+    return _record_payment(program, payment, livemode)
+
+
+def _subscription_details(invoice: dict[str, Any]) -> dict[str, Any]:
+    # Newer API versions nest it under parent; older ones put it at the top level.
+    parent = (invoice.get("parent") or {}).get("subscription_details")
+    return parent or invoice.get("subscription_details") or {}
+
+
+def handle_invoice_paid(program: Program, invoice: dict[str, Any], livemode: bool) -> Outcome:
+    details = _subscription_details(invoice)
+    subscription_id = details.get("subscription") or invoice.get("subscription") or ""
+    if not subscription_id:
+        return ignored("not a subscription invoice")
+    lines = (invoice.get("lines") or {}).get("data") or [{}]
+    price = lines[0].get("price") or lines[0].get("plan") or {}
+    recurring = price.get("recurring") or price
+    interval = INTERVALS.get((recurring.get("interval"), recurring.get("interval_count", 1)), "")
+    metadata = details.get("metadata") or lines[0].get("metadata") or {}
+    payment = Payment(
+        transaction_id=invoice.get("payment_intent") or invoice.get("charge") or invoice["id"],
+        amount=int(invoice.get("amount_paid") or 0),
+        currency=invoice.get("currency") or "",
+        parties=PaymentParties(
+            metadata=metadata,
+            email=invoice.get("customer_email") or "",
+            processor_customer_id=invoice.get("customer") or "",
+            client_reference_id="",
+        ),
+        sale_type="subscription",
+        is_recurring=invoice.get("billing_reason") == "subscription_cycle",
+        subscription_id=subscription_id,
+        subscription_interval=interval,
+        product_id=str(price.get("product") or ""),
+    )
+    return _record_payment(program, payment, livemode)
+
+
+def _sale_for_payment(program: Program, *ids: str | None) -> SaleEvent | None:
+    wanted = [i for i in ids if i]
+    if not wanted:
+        return None
+    return SaleEvent.objects.filter(program=program, processor_event_id__in=wanted, is_test=False).first()
+
+
+def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
+    result = refund_apply(sale=sale, amount=amount, refund_id=refund_id, reason=reason)
+    if result.status in ("reversed", "refunded"):
+        return f"{result.status}: commission #{result.commission_id} reduced by {result.deduction}"
+    return result.reason or result.message or result.status
+
+
+def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: bool) -> Outcome:
+    if not livemode:
+        return ignored("test payment refund")
+    sale = _sale_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
+    if sale is None:
+        return ignored("no recorded sale for this payment")
+    refunds = sorted((charge.get("refunds") or {}).get("data") or [], key=lambda r: r.get("created") or 0)
+    if refunds:
+        results = [
+            _apply(sale, amount=int(r["amount"]), refund_id=r["id"], reason=r.get("reason") or "")
+            for r in refunds
+            if r.get("status") in (None, "succeeded", "pending")
+        ]
+        return Outcome("; ".join(results) or "no applicable refunds", sale=sale)
+    # Without the refund list, refund what Stripe reports beyond what we already applied.
+    commission = getattr(sale, "commission", None)
+    already = commission.sale_refunded_cents if commission else 0
+    delta = int(charge.get("amount_refunded") or 0) - already
+    if delta <= 0:
+        return Outcome("refund already applied", sale=sale)
+    refund_id = f"{charge['id']}:{charge.get('amount_refunded')}"
+    return Outcome(_apply(sale, amount=delta, refund_id=refund_id, reason=""), sale=sale)
+
+
+def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bool) -> Outcome:
+    if not livemode:
+        return ignored("test payment refund")
+    if refund.get("status") not in (None, "succeeded", "pending"):
+        return ignored(f"refund {refund.get('status')}")
+    sale = _sale_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
+    if sale is None:
+        return ignored("no recorded sale for this payment")
+    return Outcome(
+        _apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=refund.get("reason") or ""), sale=sale
+    )
+
+
+HANDLERS = {
+    "checkout.session.completed": handle_checkout_completed,
+    "invoice.payment_succeeded": handle_invoice_paid,
+    "charge.refunded": handle_charge_refunded,
+    "refund.created": handle_refund_created,
+}
+
+
+def processor_event_process(*, event_pk: int) -> ProcessorEvent:
+    """Processes one stored event once. The event row is locked for the whole run, so a redelivered or
+    replayed task cannot process it twice; on an error the whole event rolls back and can be retried."""
+    with transaction.atomic():
+        event = ProcessorEvent.objects.select_for_update().select_related("program").get(pk=event_pk)
+        if event.status in (ProcessorEvent.Status.PROCESSED, ProcessorEvent.Status.IGNORED):
+            return event
+        handler = HANDLERS.get(event.event_type)
+        if event.program is None:
+            outcome = ignored(f"no program is connected to account {event.account_id or '(none)'}")
+        elif handler is None:
+            outcome = ignored(f"{event.event_type} is not used")
+        else:
+            outcome = handler(event.program, event.payload["data"]["object"], event.livemode)
+        event.status = outcome.status
+        event.outcome = outcome.text[:255]
+        event.sale = outcome.sale
+        event.attempts += 1
+        event.last_error = ""
+        event.processed_at = timezone.now()
+        event.save()
+    logger.info("stripe.event_processed", extra={"event_id": event.event_id, "outcome": event.outcome})
+    return event
+
+
+def processor_event_failed(*, event_pk: int, error: str) -> None:
+    ProcessorEvent.objects.filter(pk=event_pk).exclude(status=ProcessorEvent.Status.PROCESSED).update(
+        status=ProcessorEvent.Status.FAILED, last_error=error[:2000], attempts=F("attempts") + 1
+    )
