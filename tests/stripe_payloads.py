@@ -18,7 +18,9 @@ def sign(payload: str, secret: str = WEBHOOK_SECRET, timestamp: int | None = Non
     return f"t={t},v1={digest}"
 
 
-def event(event_type: str, obj: dict[str, Any], *, account: str = ACCOUNT, livemode: bool = True, event_id: str | None = None) -> dict:
+def event(
+    event_type: str, obj: dict[str, Any], *, account: str = ACCOUNT, livemode: bool = True, event_id: str | None = None
+) -> dict:
     return {
         "id": event_id or f"evt_{secrets.token_hex(12)}",
         "object": "event",
@@ -33,9 +35,17 @@ def event(event_type: str, obj: dict[str, Any], *, account: str = ACCOUNT, livem
     }
 
 
-def checkout_session(*, amount: int = 4900, currency: str = "usd", mode: str = "payment", metadata: dict | None = None,
-                     email: str = "buyer@example.com", customer: str | None = "cus_Buyer1",
-                     client_reference_id: str | None = None, payment_intent: str | None = None) -> dict:
+def checkout_session(
+    *,
+    amount: int = 4900,
+    currency: str = "usd",
+    mode: str = "payment",
+    metadata: dict | None = None,
+    email: str = "buyer@example.com",
+    customer: str | None = "cus_Buyer1",
+    client_reference_id: str | None = None,
+    payment_intent: str | None = None,
+) -> dict:
     return {
         "id": f"cs_test_{secrets.token_hex(10)}",
         "object": "checkout.session",
@@ -56,9 +66,18 @@ def checkout_session(*, amount: int = 4900, currency: str = "usd", mode: str = "
     }
 
 
-def invoice(*, amount: int = 1900, currency: str = "usd", subscription: str = "sub_Abc", metadata: dict | None = None,
-            email: str = "buyer@example.com", customer: str = "cus_Buyer1", billing_reason: str = "subscription_create",
-            interval: str = "month", payment_intent: str | None = None) -> dict:
+def invoice(
+    *,
+    amount: int = 1900,
+    currency: str = "usd",
+    subscription: str = "sub_Abc",
+    metadata: dict | None = None,
+    email: str = "buyer@example.com",
+    customer: str = "cus_Buyer1",
+    billing_reason: str = "subscription_create",
+    interval: str = "month",
+    payment_intent: str | None = None,
+) -> dict:
     return {
         "id": f"in_{secrets.token_hex(10)}",
         "object": "invoice",
@@ -68,10 +87,23 @@ def invoice(*, amount: int = 1900, currency: str = "usd", subscription: str = "s
         "currency": currency,
         "customer": customer,
         "customer_email": email,
-        "lines": {"object": "list", "data": [{
-            "id": f"il_{secrets.token_hex(6)}", "object": "line_item", "amount": amount, "metadata": {},
-            "price": {"id": "price_1", "object": "price", "product": "prod_Pro", "recurring": {"interval": interval, "interval_count": 1}},
-        }]},
+        "lines": {
+            "object": "list",
+            "data": [
+                {
+                    "id": f"il_{secrets.token_hex(6)}",
+                    "object": "line_item",
+                    "amount": amount,
+                    "metadata": {},
+                    "price": {
+                        "id": "price_1",
+                        "object": "price",
+                        "product": "prod_Pro",
+                        "recurring": {"interval": interval, "interval_count": 1},
+                    },
+                }
+            ],
+        },
         "paid": True,
         "payment_intent": payment_intent or f"pi_{secrets.token_hex(12)}",
         "status": "paid",
@@ -80,10 +112,19 @@ def invoice(*, amount: int = 1900, currency: str = "usd", subscription: str = "s
     }
 
 
-def charge_refunded(*, payment_intent: str, amount: int, refunds: list[tuple[str, int]] | None, amount_refunded: int | None = None) -> dict:
+def charge_refunded(
+    *, payment_intent: str, amount: int, refunds: list[tuple[str, int]] | None, amount_refunded: int | None = None
+) -> dict:
     refund_objects = [
-        {"id": rid, "object": "refund", "amount": ramount, "payment_intent": payment_intent, "reason": "requested_by_customer",
-         "status": "succeeded", "created": int(time.time()) + n}
+        {
+            "id": rid,
+            "object": "refund",
+            "amount": ramount,
+            "payment_intent": payment_intent,
+            "reason": "requested_by_customer",
+            "status": "succeeded",
+            "created": int(time.time()) + n,
+        }
         for n, (rid, ramount) in enumerate(refunds or [])
     ]
     return {
@@ -97,7 +138,9 @@ def charge_refunded(*, payment_intent: str, amount: int, refunds: list[tuple[str
     }
 
 
-def post_event(client, payload: dict, *, secret: str = WEBHOOK_SECRET, timestamp: int | None = None, signature: str | None = None):
+def post_event(
+    client, payload: dict, *, secret: str = WEBHOOK_SECRET, timestamp: int | None = None, signature: str | None = None
+):
     body = json.dumps(payload)
     header = signature if signature is not None else sign(body, secret, timestamp)
     extra = {"HTTP_STRIPE_SIGNATURE": header} if header else {}

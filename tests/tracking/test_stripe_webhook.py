@@ -25,7 +25,10 @@ def test_a_signed_event_is_stored_once_and_acknowledged(client, program):
     assert response.status_code == 200 and response.json() == {"received": True}
     stored = ProcessorEvent.objects.get()
     assert (stored.event_id, stored.event_type, stored.account_id, stored.program) == (
-        payload["id"], "checkout.session.completed", ACCOUNT, program,
+        payload["id"],
+        "checkout.session.completed",
+        ACCOUNT,
+        program,
     )
 
 

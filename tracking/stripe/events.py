@@ -251,7 +251,8 @@ def processor_event_process(*, event_pk: int) -> ProcessorEvent:
     """Processes one stored event once. The event row is locked for the whole run, so a redelivered or
     replayed task cannot process it twice; on an error the whole event rolls back and can be retried."""
     with transaction.atomic():
-        event = ProcessorEvent.objects.select_for_update().select_related("program").get(pk=event_pk)
+        # of=self: the program join is nullable, and PostgreSQL will not lock the outer side of a join.
+        event = ProcessorEvent.objects.select_for_update(of=("self",)).select_related("program").get(pk=event_pk)
         if event.status in (ProcessorEvent.Status.PROCESSED, ProcessorEvent.Status.IGNORED):
             return event
         handler = HANDLERS.get(event.event_type)
