@@ -55,6 +55,11 @@ REFUND_SALE_NOT_FOUND = "Sale not found for transaction_id"
 REFUND_TRACKING_FAILED = "Refund tracking failed"
 REFUND_NO_COMMISSION = "This sale has no commission to reverse"
 
+# Tracker routes (visit, config)
+PROGRAM_ID_REQUIRED = "program_id is required"
+VISIT_TRACKING_FAILED = "Visit tracking failed"
+TRACKER_CONFIG_FAILED = "Failed to load tracker config"
+
 # Readiness
 READINESS_FAILED = "Failed to compute readiness. Retry shortly."
 

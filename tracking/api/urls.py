@@ -1,5 +1,6 @@
 from django.urls import path
 
+from .tracker import TrackerConfigGetApi, VisitTrackApi, tracker_script_get
 from .views import ClickTrackApi, LeadTrackApi, RefundTrackApi, SaleTrackApi
 
 urlpatterns = [
@@ -7,4 +8,7 @@ urlpatterns = [
     path("api/v1/track/lead", LeadTrackApi.as_view(), name="track-lead"),
     path("api/v1/track/sale", SaleTrackApi.as_view(), name="track-sale"),
     path("api/v1/track/refund", RefundTrackApi.as_view(), name="track-refund"),
+    path("api/v1/track/visit", VisitTrackApi.as_view(), name="track-visit"),
+    path("api/v1/track/config", TrackerConfigGetApi.as_view(), name="track-config"),
+    path("js/svc-tracker.js", tracker_script_get, name="tracker-script"),
 ]

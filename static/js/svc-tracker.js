@@ -1,0 +1,136 @@
+/* svc-tracker.js: affiliate clicks, page visits and signups for one program (see the README). */
+(function () {
+  "use strict";
+  if (window.svc && window.svc.ready) return; // included twice
+  var script = document.currentScript || document.querySelector("script[data-svc-program-id]");
+  var attr = function (name) { return (script && script.getAttribute("data-svc-" + name)) || ""; };
+  var programId = attr("program-id");
+  var pid = /^\d+$/.test(programId) ? Number(programId) : programId;
+  var apiBase = (attr("api-base") || (script ? new URL(script.src, location.href).origin : "")).replace(/\/+$/, "");
+  var testMode = attr("test-mode") === "true";
+  var noop = function () {};
+  var cut = function (value, length) { return String(value || "").slice(0, length); };
+
+  // sessionStorage may throw (privacy modes): then the tracker works without it.
+  function session(key, value) {
+    try {
+      if (value === undefined) return sessionStorage.getItem(key);
+      sessionStorage.setItem(key, value);
+    } catch (e) {}
+    return value;
+  }
+
+  function getClickId() {
+    var match = document.cookie.match(/(?:^|;\s*)svc_click_id=([^;]*)/);
+    return match ? decodeURIComponent(match[1]) : null;
+  }
+
+  // POSTs answer their JSON, errors too; a failed GET answers {}.
+  function call(path, body, keepalive) {
+    var init = { credentials: "omit", keepalive: !!keepalive };
+    if (body) {
+      init.method = "POST";
+      init.headers = { "Content-Type": "application/json" };
+      init.body = JSON.stringify(body);
+    }
+    return fetch(apiBase + path, init).then(function (response) {
+      return response.json().then(function (json) { return response.ok || body ? json : {}; });
+    });
+  }
+
+  function pageBody(extra) {
+    var body = { program_id: pid, page_url: cut(location.href, 4096), page_title: cut(document.title, 1024),
+      referrer_url: cut(document.referrer, 4096), session_id: sessionId, additional_data: { program_id: pid } };
+    if (testMode) body.additional_data.test_mode = true;
+    for (var name in extra) body[name] = extra[name];
+    return body;
+  }
+
+  // Stripe attributes a payment to client_reference_id when its metadata has no click id.
+  function decorate() {
+    var clickId = getClickId();
+    if (!clickId) return;
+    document.querySelectorAll('a[href^="https://buy.stripe.com/"]').forEach(function (link) {
+      var url = new URL(link.href);
+      if (url.searchParams.get("client_reference_id") === clickId) return;
+      url.searchParams.set("client_reference_id", clickId);
+      link.href = url;
+    });
+    document.querySelectorAll("stripe-buy-button,stripe-pricing-table").forEach(function (element) {
+      if (element.getAttribute("client-reference-id") !== clickId) element.setAttribute("client-reference-id", clickId);
+    });
+  }
+
+  // Asked once per tab session.
+  function loadConfig() {
+    var key = "svc_config_" + programId;
+    try {
+      var cached = JSON.parse(session(key));
+      if (cached) return Promise.resolve(cached);
+    } catch (e) {}
+    return call("/api/v1/track/config?program_id=" + encodeURIComponent(programId)).then(function (config) {
+      if (config.success) session(key, JSON.stringify(config));
+      return config;
+    });
+  }
+
+  var sessionId = session("svc_session_id") ||
+    session("svc_session_id", window.crypto && crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2));
+  var params = new URLSearchParams(location.search);
+  var code = params.get("aff") || params.get("via"); // aff wins, as on the server
+  var config = Promise.resolve({});
+  var clicked = config;
+
+  if (!programId) console.warn("svc-tracker: data-svc-program-id is missing");
+  else {
+    config = loadConfig().catch(function () { return {}; });
+    if (code) {
+      var timezone = "";
+      try { timezone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) {}
+      var click = call("/api/v1/track/click", pageBody({
+        affiliate_url: cut(location.href, 4096),
+        screen_resolution: screen.width + "x" + screen.height,
+        viewport_size: innerWidth + "x" + innerHeight,
+        language: cut(navigator.language, 35),
+        timezone: cut(timezone, 64),
+        existing_click_id: getClickId() || "",
+      }));
+      clicked = Promise.all([click, config]).then(function (answers) {
+        var clickId = answers[0].click_id || (answers[0].data && answers[0].data.click_id); // test mode: in data
+        var days = answers[0].cookie_window_days || answers[1].cookie_window_days || 30;
+        if (clickId) {
+          document.cookie = "svc_click_id=" + encodeURIComponent(clickId) + "; Max-Age=" + days * 86400 +
+            "; Path=/; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
+        }
+      }).catch(noop);
+    }
+    clicked.then(function () {
+      return call("/api/v1/track/visit", pageBody({ click_id: getClickId() || "" }), true);
+    }).catch(noop);
+  }
+
+  var ready = Promise.all([clicked, config]).then(function (answers) {
+    if (answers[1].decorate_payment_links) {
+      decorate();
+      // and what is added later (frameworks, modals)
+      new MutationObserver(decorate).observe(document.documentElement,
+        { childList: true, subtree: true, attributes: true, attributeFilter: ["href"] });
+    }
+    return getClickId();
+  });
+
+  window.svc = {
+    ready: ready,
+    getClickId: getClickId,
+    // Without a click id there is nothing to attribute: no call.
+    signup: function (customerKey, email) {
+      return ready.then(function () {
+        var clickId = getClickId();
+        if (!clickId || !programId) return { success: false, skipped: true, message: "No svc_click_id" };
+        var body = pageBody({ click_id: clickId, email: email ? String(email) : "" });
+        if (customerKey != null) body.customer_key = String(customerKey);
+        return call("/api/v1/track/lead", body);
+      });
+    },
+  };
+})();
