@@ -6,7 +6,7 @@ targets, and writes bench/results/latest.json. Exits 0 whether or not the target
 when the harness itself could not run.
 
 Environment: BENCH_SECONDS (15), BENCH_CONNECTIONS (32), BENCH_WORKERS (2), BENCH_THREADS (unset: sync
-workers; N: gthread workers with N threads), BENCH_WARMUP (2 seconds, not measured).
+workers; N: gthread workers with N threads), BENCH_WARMUP (2 seconds per endpoint, not measured; 0: none).
 """
 
 import argparse
@@ -39,23 +39,23 @@ ENDPOINTS = ("trivial", "click", "sale")
 WRK_THREADS = 2
 CUSTOMER_POOL = 200
 CHROME_UA = (
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/124.0.0.0 Safari/537.36"
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
 )
 MIN_RATIO = {"click": 0.14, "sale": 0.12}
 MAX_P99_MS = 60.0
+BUSY_LOAD = 0.5
 
 
 def fail(message: str) -> NoReturn:
     raise SystemExit(f"bench: {message}")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int = 1) -> int:
     raw = os.environ.get(name, "")
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        fail(f"{name} must be a positive whole number, got {raw!r}")
+    if not raw.isdigit() or int(raw) < minimum:
+        fail(f"{name} must be a whole number of at least {minimum}, got {raw!r}")
     return int(raw)
 
 
@@ -104,9 +104,7 @@ def server_env() -> dict[str, str]:
 
 
 def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         fail(f"manage.py {args[0]} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return done.stdout
@@ -129,9 +127,7 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int | None):
     log_path = RESULTS / "gunicorn.log"
     with open(log_path, "w") as log:
         # Its own session: a Ctrl-C reaches only this script, which then stops the server in order.
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_healthy(proc, base, log_path)
         yield base
@@ -165,9 +161,7 @@ def wait_healthy(proc: subprocess.Popen, base: str, log_path: Path, timeout: flo
 
 def call(url: str, body: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, headers={"Content-Type": "application/json", **(headers or {})}
-    )
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read()
@@ -213,9 +207,7 @@ def parse_wrk(output: str) -> dict:
 
     percentiles = {
         f"p{pct}_ms": round(float(value) * TIME_UNITS_MS[unit], 3)
-        for pct, value, unit in re.findall(
-            r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s|m|h)\s*$", output, re.MULTILINE
-        )
+        for pct, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s|m|h)\s*$", output, re.MULTILINE)
     }
     if "p99_ms" not in percentiles:
         fail(f"wrk printed no latency distribution:\n{output}")
@@ -283,27 +275,29 @@ def endpoint_plans(base: str, demo: dict, wanted: list[str]) -> dict[str, dict]:
             "script": "sale.lua",
             "headers": [f"{k}: {v}" for k, v in auth.items()],
             # A fresh prefix per wrk run keeps transaction ids unique across warm-up and measured runs.
-            "script_args": lambda: [secrets.token_hex(6), *click_ids],
+            "script_args": lambda: [secrets.token_hex(6), str(WRK_THREADS), *click_ids],
         }
     return plans
 
 
-def measure(wrk: str, plan: dict, *, seconds: int, connections: int) -> dict:
+def measure(wrk: str, plan: dict, config: dict) -> dict:
+    """One unmeasured warm-up run (imports, connections, caches), then the measured one."""
+
     def once(duration: int) -> dict:
         args = plan["script_args"]() if "script_args" in plan else None
         return run_wrk(
             wrk,
             plan["url"],
             seconds=duration,
-            connections=connections,
+            connections=config["connections"],
             script=plan.get("script"),
             script_args=args,
             headers=plan.get("headers"),
         )
 
-    warmup = env_int("BENCH_WARMUP", 2)
-    once(warmup)
-    return once(seconds)
+    if config["warmup"]:
+        once(config["warmup"])
+    return once(config["seconds"])
 
 
 # --- Report -------------------------------------------------------------------------------------
@@ -347,14 +341,13 @@ def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
     return ratios, targets
 
 
-def print_report(
-    results: dict[str, dict], ratios: dict[str, float], targets: list[dict], config: dict
-) -> None:
+def print_report(results: dict[str, dict], ratios: dict[str, float], targets: list[dict], config: dict) -> None:
     print()
-    server = f"{config['workers']} workers" + (
-        f" x {config['threads']} threads" if config["threads"] else " (sync)"
+    server = f"{config['workers']} workers" + (f" x {config['threads']} threads" if config["threads"] else " (sync)")
+    print(
+        f"{config['connections']} connections, {config['seconds']} s each, gunicorn {server}, "
+        f"load average before {config['load_before']}"
     )
-    print(f"{config['connections']} connections, {config['seconds']} s each, gunicorn {server}")
     columns = ("req/s", "p50 ms", "p99 ms", "requests", "non-2xx", "sock err")
     print(f"{'endpoint':<10}" + "".join(f"{c:>10}" for c in columns))
     for name, r in results.items():
@@ -363,7 +356,8 @@ def print_report(
             f"{name:<10}{r['requests_per_sec']:>10.1f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}"
             f"{r['requests']:>10}{r['non_2xx']:>10}{sum(r['socket_errors'].values()):>10}{flag}"
         )
-    print()
+    if ratios:
+        print()
     for ratio_name, value in ratios.items():
         print(f"{ratio_name:<16}{value:.3f}")
     for t in targets:
@@ -395,6 +389,7 @@ def main() -> None:
     wanted = [name for name in ENDPOINTS if name in options.only]
     config = {
         "seconds": env_int("BENCH_SECONDS", 15),
+        "warmup": env_int("BENCH_WARMUP", 2, minimum=0),
         "connections": env_int("BENCH_CONNECTIONS", 32),
         "workers": env_int("BENCH_WORKERS", 2),
         "threads": env_int("BENCH_THREADS", 0) or None,
@@ -406,6 +401,10 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
 
+    # wrk and gunicorn share the machine's cores: anything else running skews every figure.
+    config["load_before"] = round(os.getloadavg()[0], 2)
+    if config["load_before"] > BUSY_LOAD:
+        print(f"bench: warning: load average {config['load_before']}; other work will skew the figures")
     wrk = ensure_wrk()
     RESULTS.mkdir(exist_ok=True)
     env = server_env()
@@ -419,7 +418,7 @@ def main() -> None:
         plans = endpoint_plans(base, demo, wanted)
         for name, plan in plans.items():
             print(f"bench: {name} ({config['seconds']} s)", flush=True)
-            results[name] = measure(wrk, plan, seconds=config["seconds"], connections=config["connections"])
+            results[name] = measure(wrk, plan, config)
 
     ratios, targets = evaluate(results)
     print_report(results, ratios, targets, config)
@@ -436,4 +435,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("bench: interrupted")

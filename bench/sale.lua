@@ -1,5 +1,6 @@
 -- POST /api/v1/track/sale with a transaction_id unique across threads, connections and runs:
--- <run prefix>-<thread id>-<counter>. Script arguments: run prefix, then the click ids to cycle.
+-- <run prefix>-<thread id>-<counter>.
+-- Script arguments: run prefix, number of wrk threads, then the click ids to cycle through.
 -- The Authorization header comes from wrk's -H option.
 local threads = 0
 
@@ -14,12 +15,15 @@ local counter = 0
 
 function init(args)
    prefix = args[1]
-   for i = 2, #args do
+   for i = 3, #args do
       click_ids[#click_ids + 1] = args[i]
    end
    if #click_ids == 0 then
-      error("sale.lua needs at least one click id after the run prefix")
+      error("sale.lua: no click ids given")
    end
+   -- Each thread starts on its own slice of the pool: threads in step on the same customers would
+   -- queue on that customer's row lock, which real traffic does not do.
+   counter = (thread_id - 1) * math.floor(#click_ids / tonumber(args[2]))
    wrk.method = "POST"
    wrk.headers["Content-Type"] = "application/json"
 end

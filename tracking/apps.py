@@ -1,6 +1,16 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 
 
 class TrackingConfig(AppConfig):
     name = "tracking"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from programs.models import Program, ReferralLink
+
+        from .link_cache import link_cache_clear
+
+        for model in (ReferralLink, Program):
+            post_save.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-save")
+            post_delete.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-delete")

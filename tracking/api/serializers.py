@@ -11,6 +11,7 @@ from core import messages
 from core.api.fields import (
     IdField,
     JsonObjectField,
+    LeanSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -70,7 +71,7 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
     return {**value, **inner.validated_data}
 
 
-class ClickInputSerializer(serializers.Serializer):
+class ClickInputSerializer(LeanSerializer):
     affiliate_url = StrictCharField(
         max_length=4096,
         error_messages={
@@ -123,7 +124,7 @@ def _dimensions(value: str, message: str) -> str:
     return f"{int(width)}x{int(height)}"
 
 
-class LeadInputSerializer(serializers.Serializer):
+class LeadInputSerializer(LeanSerializer):
     click_id = optional_text("click_id", 255)
     customer_key = optional_text("customer_key", 255)
     email = serializers.EmailField(
@@ -137,7 +138,7 @@ class LeadInputSerializer(serializers.Serializer):
         return validate_additional_data(value)
 
 
-class SaleInputSerializer(serializers.Serializer):
+class SaleInputSerializer(LeanSerializer):
     transaction_id = StrictCharField(
         max_length=255, error_messages=spec_messages(messages.SALE_TRANSACTION_ID_REQUIRED)
     )
@@ -245,7 +246,7 @@ class SaleInputSerializer(serializers.Serializer):
         return validate_additional_data(value)
 
 
-class RefundInputSerializer(serializers.Serializer):
+class RefundInputSerializer(LeanSerializer):
     transaction_id = StrictCharField(
         max_length=255, error_messages=spec_messages(messages.REFUND_TRANSACTION_ID_REQUIRED)
     )

@@ -13,6 +13,7 @@ from core.errors import BadRequestError, GoneError
 from programs.models import PartnerProgram, Program, ProgramKey, ReferralLink
 
 from ..enrichment import device_for_user_agent, geo_for_ip
+from ..link_cache import LinkTarget, link_target_get
 from ..models import ClickEvent, Customer
 from .common import (
     check_test_program,
@@ -46,15 +47,14 @@ def referral_code_from(affiliate_url: str) -> str:
     raise BadRequestError(messages.NO_AFF_PARAMETER)
 
 
-def _link_for(code: str, program_id: Any) -> ReferralLink:
-    links = ReferralLink.objects.select_related("partner", "program")
-    if program_id is None:
-        link = links.filter(short_link=code).first()
-    else:
+def _link_for(code: str, program_id: Any) -> LinkTarget:
+    link = link_target_get(code)
+    if program_id is not None:
         scoped = parse_program_id(program_id)
         if scoped is None:
             raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
-        link = links.filter(short_link=code, program_id=scoped).first()
+        if link is not None and link.program_id != scoped:
+            link = None
         # Only on the miss do we spend a query telling the two errors apart.
         if link is None and not Program.objects.filter(pk=scoped).exists():
             raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
@@ -89,20 +89,20 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
         check_test_program(additional_data=additional, key=context.key)
     code = referral_code_from(data.get("affiliate_url") or "")
     link = _link_for(code, data.get("program_id"))
-    program: Program = link.program  # type: ignore[assignment]
+    program_id: int = link.program_id  # type: ignore[assignment]
 
     # visitor_ip is trusted only from the link's own program's server (not a retired key).
     visitor_ip = parse_ip(data.get("visitor_ip"))
-    own_key = context.key is not None and context.key.program_id == program.pk
+    own_key = context.key is not None and context.key.program_id == program_id
     ip = visitor_ip if (visitor_ip and own_key) else context.request_ip
     user_agent = data.get("user_agent") or context.request_user_agent
     geo = geo_for_ip(ip)
     device = device_for_user_agent(user_agent[:1024])
     now = timezone.now()
     event = ClickEvent(
-        program=program,
+        program_id=program_id,
         partner_id=link.partner_id,
-        link=link,
+        link_id=link.pk,
         session_id=data.get("session_id", ""),
         page_url=data.get("page_url", ""),
         page_title=data.get("page_title", ""),
@@ -127,10 +127,10 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
         # Test clicks get their own test customer and touch no real counters or attribution.
         with transaction.atomic():
             customer = Customer.objects.create(
-                program=program,
-                click_id=new_click_id(program.pk),
+                program_id=program_id,
+                click_id=new_click_id(program_id),
                 first_partner_id=link.partner_id,
-                first_link=link,
+                first_link_id=link.pk,
                 is_test=True,
                 first_clicked_at=now,
                 last_clicked_at=now,
@@ -138,7 +138,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
             event.customer, event.click_id = customer, customer.click_id
             event.save()
         tracking_log(
-            program_id=program.pk,
+            program_id=program_id,
             event="click",
             outcome="test",
             is_test=True,
@@ -148,68 +148,63 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
         return test_mode_body(
             message=messages.CLICK_TEST_RECORDED,
             event_id=event.pk,
-            program_id=program.pk,
+            program_id=program_id,
             click_id=customer.click_id,
         )
 
     with transaction.atomic():
         customer = _customer_for_click(
             existing_click_id=data.get("existing_click_id") or "",
-            program=program,
             link=link,
             scoped=data.get("program_id") is not None,
             now=now,
         )
         event.customer, event.click_id = customer, customer.click_id
         event.save()
-    _count_click(link=link, now=now)
+        # Counters last: the link row is every click's hot row, so its lock is held only until commit.
+        _count_click(link=link, now=now)
     return {
         "success": True,
         "click_id": customer.click_id,
         "partner_code": link.short_link,
-        "cookie_window_days": program.cookie_window_days,
+        "cookie_window_days": link.cookie_window_days,
     }
 
 
-def _customer_for_click(*, existing_click_id: str, program: Program, link: ReferralLink, scoped: bool, now) -> Customer:
+def _customer_for_click(*, existing_click_id: str, link: LinkTarget, scoped: bool, now) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
     existing_click_id when nobody has it yet."""
     if existing_click_id:
         existing = Customer.objects.filter(click_id=existing_click_id, is_test=False).first()
-        if existing is not None and not (scoped and existing.program_id != program.pk):
+        if existing is not None and not (scoped and existing.program_id != link.program_id):
             Customer.objects.filter(pk=existing.pk).update(last_clicked_at=now)
             existing.last_clicked_at = now
             return existing
         if existing is None and not Customer.objects.filter(click_id=existing_click_id).exists():
             try:
                 with transaction.atomic():
-                    return _customer_create(click_id=existing_click_id, program=program, link=link, now=now)
+                    return _customer_create(click_id=existing_click_id, link=link, now=now)
             except IntegrityError:
                 # A concurrent click created it first: reuse theirs.
                 return Customer.objects.get(click_id=existing_click_id)
-    return _customer_create(click_id=new_click_id(program.pk), program=program, link=link, now=now)
+    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now)  # type: ignore[arg-type]
 
 
-def _customer_create(*, click_id: str, program: Program, link: ReferralLink, now) -> Customer:
+def _customer_create(*, click_id: str, link: LinkTarget, now) -> Customer:
     return Customer.objects.create(
-        program=program,
+        program_id=link.program_id,
         click_id=click_id,
         first_partner_id=link.partner_id,
-        first_link=link,
+        first_link_id=link.pk,
         first_clicked_at=now,
         last_clicked_at=now,
         created_at=now,
     )
 
 
-def _count_click(*, link: ReferralLink, now) -> None:
-    """Counters are single UPDATE ... SET n = n + 1 statements (no read-modify-write race). They run
-    after the click committed; a failure here is logged and never fails the click."""
-    try:
-        ReferralLink.objects.filter(pk=link.pk).update(clicks=F("clicks") + 1, last_clicked=now)
-        PartnerProgram.objects.filter(partner_id=link.partner_id, program_id=link.program_id).update(
-            clicks=F("clicks") + 1
-        )
-    except Exception:
-        logger.exception("click.metrics_failed", extra={"link_id": link.pk})
+def _count_click(*, link: LinkTarget, now) -> None:
+    """Counters are single UPDATE ... SET n = n + 1 statements (no read-modify-write race), committed with
+    the click in one transaction."""
+    ReferralLink.objects.filter(pk=link.pk).update(clicks=F("clicks") + 1, last_clicked=now)
+    PartnerProgram.objects.filter(partner_id=link.partner_id, program_id=link.program_id).update(clicks=F("clicks") + 1)

@@ -1,4 +1,5 @@
 import logging
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -41,10 +42,13 @@ def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is
 
 
 def sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
-    """Inserts the sale in its own transaction: it stays recorded even if the commission fails next,
-    and the unique constraint on processor_event_id is what stops a duplicate, even a concurrent one."""
+    """Inserts the sale on its own: it stays recorded even if the commission fails next, and the unique
+    constraint on processor_event_id is what stops a duplicate, even a concurrent one. A lone INSERT is
+    atomic by itself; inside a caller's transaction (processor events) a savepoint keeps a duplicate
+    from breaking it."""
+    guard = transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext()
     try:
-        with transaction.atomic():
+        with guard:
             return SaleEvent.objects.create(**fields)
     except IntegrityError:
         first = (
@@ -174,6 +178,10 @@ def sale_record_for_customer(
 
 
 def _commission_for_sale(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime):
+    if customer.first_sale_at is not None:
+        # Not the converting sale (first_sale_at is never cleared), so no race to settle: no lock.
+        with transaction.atomic():
+            return commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
     with transaction.atomic():
         # Lock the customer: two first sales racing must not both be paid as the first sale.
         locked = Customer.objects.select_for_update().only("pk", "first_sale_at").get(pk=customer.pk)
