@@ -5,8 +5,8 @@ from django.core.cache import caches
 from rest_framework.test import APIClient
 
 from config import celery_app
-from tracking.link_cache import link_cache_clear
 from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests marked `worker`)
+from tracking.link_cache import link_cache_clear
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
-"""Strict DRF fields and a lean serializer base. DRF's defaults coerce ("100" -> 100, 5 -> "5", "yes" -> True); the tracking
-API's contract is typed JSON, so a wrong type is refused with the field's spec message."""
+"""Strict DRF fields and a lean serializer base. DRF's defaults coerce ("100" -> 100, 5 -> "5",
+"yes" -> True); the tracking API's contract is typed JSON, so a wrong type is refused with the field's
+spec message."""
 
 import copy
 from typing import Any
