@@ -11,6 +11,7 @@ workers; N: gthread workers with N threads), BENCH_WARMUP (2 seconds per endpoin
 
 import argparse
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -401,12 +402,28 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
 
+    with exclusive_run():
+        bench(config, wanted)
+
+
+@contextmanager
+def exclusive_run():
+    """A second run at once would drop the first one's database under its server and share its cores."""
+    RESULTS.mkdir(exist_ok=True)
+    with open(RESULTS / "bench.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fail(f"another bench run is in progress (it owns the {DB_NAME} database); wait for it to end")
+        yield
+
+
+def bench(config: dict, wanted: list[str]) -> None:
     # wrk and gunicorn share the machine's cores: anything else running skews every figure.
     config["load_before"] = round(os.getloadavg()[0], 2)
     if config["load_before"] > BUSY_LOAD:
         print(f"bench: warning: load average {config['load_before']}; other work will skew the figures")
     wrk = ensure_wrk()
-    RESULTS.mkdir(exist_ok=True)
     env = server_env()
     print(f"bench: fresh database {DB_NAME}, migrate, demo data", flush=True)
     recreate_database()

@@ -7,7 +7,8 @@ from .models import Membership, Program, ProgramKey
 def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
     """The key whose digest matches raw_key exactly (one indexed query, program joined)."""
     digest = key_digest(raw_key)
-    key = ProgramKey.objects.select_related("program").filter(digest=digest).first()
+    # digest is unique: no ORDER BY (which .first() would add) is needed.
+    key = next(iter(ProgramKey.objects.select_related("program").filter(digest=digest)[:1]), None)
     if key is None or not digests_match(key.digest, digest):
         return None
     return key

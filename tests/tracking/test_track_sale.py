@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from django.db import DatabaseError
-from django.db.models.query import QuerySet
 from django.utils import timezone
 
 from commissions.models import Commission, LedgerEntry, ProductCommissionRate
@@ -782,14 +781,10 @@ class TestMetrics:
     def test_a_failed_metric_update_is_logged_and_the_sale_still_succeeds(
         self, api_client, program, link, customer, monkeypatch, caplog
     ):
-        real_update = QuerySet.update
+        def unavailable(**kwargs):
+            raise DatabaseError("metrics table unavailable")
 
-        def update(queryset, **kwargs):
-            if queryset.model is PartnerProgram:
-                raise DatabaseError("metrics table unavailable")
-            return real_update(queryset, **kwargs)
-
-        monkeypatch.setattr(QuerySet, "update", update)
+        monkeypatch.setattr("tracking.services.sale.partner_program_add", unavailable)
         with caplog.at_level(logging.ERROR, logger="svc.tracking"):
             response = post_sale(api_client, program, **sale_body())
         assert response.status_code == 200

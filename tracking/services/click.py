@@ -4,14 +4,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core import messages
 from core.clientip import parse_ip
 from core.errors import BadRequestError, GoneError
-from programs.models import PartnerProgram, Program, ProgramKey, ReferralLink
+from programs.models import Program, ProgramKey
 
+from ..counters import link_click_count
 from ..enrichment import device_for_user_agent, geo_for_ip
 from ..link_cache import LinkTarget, link_target_get
 from ..models import ClickEvent, Customer
@@ -204,7 +204,4 @@ def _customer_create(*, click_id: str, link: LinkTarget, now) -> Customer:
 
 
 def _count_click(*, link: LinkTarget, now) -> None:
-    """Counters are single UPDATE ... SET n = n + 1 statements (no read-modify-write race), committed with
-    the click in one transaction."""
-    ReferralLink.objects.filter(pk=link.pk).update(clicks=F("clicks") + 1, last_clicked=now)
-    PartnerProgram.objects.filter(partner_id=link.partner_id, program_id=link.program_id).update(clicks=F("clicks") + 1)
+    link_click_count(link_id=link.pk, partner_id=link.partner_id, program_id=link.program_id, now=now)  # type: ignore[arg-type]

@@ -2,13 +2,13 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core import messages
 from core.errors import BadRequestError
-from programs.models import LeadAuth, PartnerProgram, ProgramKey
+from programs.models import LeadAuth, ProgramKey
 
+from ..counters import partner_program_add
 from ..models import Customer, CustomerStatus, LeadEvent
 from .common import check_test_program, is_test_mode, parse_program_id, test_mode_body, tracking_log
 
@@ -144,9 +144,7 @@ def lead_settle(*, customer: Customer, event_fields: dict[str, Any], is_test: bo
     customer.customer_key = customer_key or customer.customer_key
     if not is_test and customer.first_partner_id:
         try:
-            PartnerProgram.objects.filter(partner_id=customer.first_partner_id, program_id=customer.program_id).update(
-                leads=F("leads") + 1
-            )
+            partner_program_add(partner_id=customer.first_partner_id, program_id=customer.program_id, leads=1)
         except Exception:
             logger.exception("lead.metrics_failed", extra={"customer_id": customer.pk})
     return event

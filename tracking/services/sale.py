@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from commissions.services import commission_create_for_sale
@@ -12,6 +12,7 @@ from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from programs.models import PartnerProgram, Program, ProgramKey
 
+from ..counters import partner_program_add
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
 from .common import is_test_mode, test_mode_body, tracking_log
 
@@ -37,7 +38,7 @@ def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is
     if customer_key:
         customer = customers.filter(program=program, customer_key=customer_key).order_by("pk").first()
     if customer is None and click_id:
-        customer = customers.filter(click_id=click_id).first()
+        customer = next(iter(customers.filter(click_id=click_id)[:1]), None)  # click_id is unique
     return customer
 
 
@@ -195,10 +196,12 @@ def _commission_for_sale(*, sale: SaleEvent, customer: Customer, program: Progra
 def _count_sale(*, sale: SaleEvent, customer: Customer, commission_cents: int) -> None:
     """Partner-program metrics; a failure is logged and never fails the sale (spec rule 5)."""
     try:
-        PartnerProgram.objects.filter(partner_id=customer.first_partner_id, program_id=sale.program_id).update(
-            sales=F("sales") + 1,
-            revenue_cents=F("revenue_cents") + sale.amount_cents,
-            commission_cents=F("commission_cents") + commission_cents,
+        partner_program_add(
+            partner_id=customer.first_partner_id,  # type: ignore[arg-type]
+            program_id=sale.program_id,
+            sales=1,
+            revenue_cents=sale.amount_cents,
+            commission_cents=commission_cents,
         )
     except Exception:
         logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})
