@@ -14,6 +14,9 @@ urlpatterns = [
     path("", include("programs.api.urls")),
     path("", include("tracking.api.urls")),
     path("", include("tracking.stripe.urls")),
+    path("", include("dashboard.api.urls")),
+    path("", include("cli_api.api.urls")),
+    path("", include("dashboard.urls")),
 ]
 
 if settings.BENCH_TRIVIAL_ENDPOINT:

@@ -74,3 +74,14 @@ INTERNAL_ERROR = "Internal server error"
 PERMISSION_DENIED = "You do not have permission to perform this action."
 AUTHENTICATION_REQUIRED = "Authentication required"
 SALE_RECORDED_NO_COMMISSION = "Sale recorded; the program's commission policy pays nothing for this sale"
+
+# Program settings (CLI init, settings route)
+PROGRAM_MISSING_FIELDS = "Missing required fields: name, domain, commission_type, commission_rate"
+PROGRAM_INVALID_COMMISSION_TYPE = (
+    "Invalid commission_type: {value}. Valid: percent, fixed, recurring_percent, recurring_fixed"
+)
+PROGRAM_RATE_NOT_POSITIVE = "commission_rate must be a positive number"
+PROGRAM_RATE_OVER_100 = "commission_rate is a percentage for this type and cannot exceed 100"
+PROGRAM_DURATION_INVALID = "duration_months must be a whole number of months (0 = lifetime)"
+PROGRAM_COOKIE_INVALID = "cookie_duration must be a whole number of days from 1 to 365"
+PROGRAM_TEXT_INVALID = "{field} must be a non-empty string of at most {limit} characters"
