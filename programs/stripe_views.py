@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseForbidden
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -22,20 +23,19 @@ from .stripe_connect import (
 
 
 def _program(request, program_id: int):
+    """The program when the signed-in user may manage it; Django answers 404 or 403 otherwise."""
     try:
         return program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_MANAGE)
     except NotFoundError:
         raise Http404("Program not found") from None
     except ForbiddenError:
-        return None
+        raise PermissionDenied("You cannot manage this program.") from None
 
 
 @login_required
 @require_GET
 def stripe_connection(request, program_id: int):
     program = _program(request, program_id)
-    if program is None:
-        return HttpResponseForbidden("You cannot manage this program.")
     last_event = ProcessorEvent.objects.filter(program=program).order_by("-received_at").first()
     return render(
         request,
@@ -48,8 +48,6 @@ def stripe_connection(request, program_id: int):
 @require_POST
 def stripe_connect_start(request, program_id: int):
     program = _program(request, program_id)
-    if program is None:
-        return HttpResponseForbidden("You cannot manage this program.")
     try:
         url = stripe_connect_url(
             program=program, user_id=request.user.pk, redirect_uri=public_url(request, reverse("stripe-oauth-callback"))
@@ -69,8 +67,7 @@ def stripe_oauth_callback(request):
     except StripeConnectError as exc:
         messages.error(request, str(exc))
         return redirect("/")
-    if _program(request, program.pk) is None:
-        return HttpResponseForbidden("You cannot manage this program.")
+    _program(request, program.pk)
     if request.GET.get("error"):
         messages.error(
             request, f"Stripe connection cancelled: {request.GET.get('error_description') or request.GET['error']}"
@@ -89,8 +86,6 @@ def stripe_oauth_callback(request):
 @require_POST
 def stripe_disconnect_view(request, program_id: int):
     program = _program(request, program_id)
-    if program is None:
-        return HttpResponseForbidden("You cannot manage this program.")
     stripe_disconnect(program=program)
     messages.success(request, "Stripe disconnected. Its payment events are no longer recorded.")
     return redirect("stripe-connection", program_id=program.pk)
