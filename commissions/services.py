@@ -1,7 +1,6 @@
 """Commission lifecycle and the partner ledger. Every status change that moves money writes its
 ledger entry in the same transaction, with the commission row locked."""
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -17,8 +16,6 @@ from tracking.models import Customer, SaleEvent
 
 from .calculations import commission_amount, commission_applies, refund_step
 from .models import Commission, CommissionStatus, LedgerEntry, Notification, ProductCommissionRate, Withdrawal
-
-logger = logging.getLogger("svc.commissions")
 
 PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 

@@ -1,4 +1,3 @@
-import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -23,8 +22,6 @@ from .common import (
     test_mode_body,
     tracking_log,
 )
-
-logger = logging.getLogger("svc.tracking")
 
 MAX_URL_LENGTH = 4096
 
