@@ -516,10 +516,11 @@ class TestTestMode:
         self.assert_test_body(response, program)
         self.assert_no_real_effects(link)
 
-    def test_it_records_a_test_click_for_the_programs_test_key(self, api_client, link, program):
+    def test_the_test_key_alone_does_not_make_a_test_click(self, api_client, link, program):
+        # "An optional Bearer program key affects only visitor_ip."
         response = post_click(api_client, {"affiliate_url": aff_url("summer")}, **bearer(program.raw_test_api_key))
-        self.assert_test_body(response, program)
-        self.assert_no_real_effects(link)
+        assert set(response.json()) == {"success", "click_id", "partner_code", "cookie_window_days"}
+        assert ClickEvent.objects.get().is_test is False
 
     def test_it_records_a_real_click_for_test_mode_false(self, api_client, link):
         response = post_click(api_client, {"affiliate_url": aff_url("summer"), "additional_data": {"test_mode": False}})

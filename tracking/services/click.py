@@ -16,7 +16,6 @@ from ..link_cache import LinkTarget, link_target_get
 from ..models import ClickEvent, Customer
 from .common import (
     check_test_program,
-    is_test_mode,
     new_click_id,
     parse_program_id,
     test_mode_body,
@@ -81,7 +80,9 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
     recorded) and ForbiddenError (test mode naming another program than the key's)."""
     additional = data.get("additional_data") or {}
-    test_mode = is_test_mode(additional, context.key)
+    # On click a key "affects only visitor_ip" (and the test-mode program check): only the body flag
+    # makes a test click, even with the test key.
+    test_mode = additional.get("test_mode") is True
     if test_mode:
         check_test_program(additional_data=additional, key=context.key)
     code = referral_code_from(data.get("affiliate_url") or "")
