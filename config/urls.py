@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
@@ -8,6 +9,8 @@ from core.views import ErrorReferenceView, TrivialApi, healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    # A signed-in user who opens the sign-in page goes straight to the dashboard.
+    path("accounts/login/", LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),

@@ -24,7 +24,8 @@ def _whole(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().lstrip("-").isdigit():
         return int(value.strip())
     return None
 

@@ -5,14 +5,15 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from programs.models import Program, ProgramKey
+from programs.models import PartnerProgram, Program, ProgramKey
 
 from .models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
+ENROL_PARTNER = "Enrol each link's partner in the program (admin → Partner programs)."
 
 
 @dataclass(frozen=True)
@@ -48,22 +49,48 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
     )
     sales = _counts(SaleEvent, program, "sale_date")
     attributed = SaleEvent.objects.filter(program=program, is_test=False, attributed=True).count()
-    links = program.links.filter(is_active=True, partner__isnull=False).count()
+    # A link whose partner is not enrolled in the program takes clicks, but every sale through it is refused
+    # ("No partner-program relationship found"), so only enrolled links count as working.
+    enrolled = Exists(PartnerProgram.objects.filter(partner_id=OuterRef("partner_id"), program=program))
+    links = program.links.filter(is_active=True, partner__isnull=False).aggregate(
+        total=Count("pk"), enrolled=Count("pk", filter=enrolled)
+    )
     live_key = key or ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
     now = timezone.now()
     checks: list[Check] = []
 
-    checks.append(
-        Check("referral_links", PASS, "Active referral links", f"{links} active link(s) with a partner")
-        if links
-        else Check(
-            "referral_links",
-            FAIL,
-            "Active referral links",
-            "No active referral link with a partner",
-            "Create a partner and a referral link for this program (admin → Referral links).",
+    if links["enrolled"]:
+        unenrolled = links["total"] - links["enrolled"]
+        checks.append(
+            Check(
+                "referral_links",
+                WARN if unenrolled else PASS,
+                "Active referral links",
+                f"{links['enrolled']} active link(s) with an enrolled partner"
+                + (f"; {unenrolled} link(s) whose partner is not enrolled in the program" if unenrolled else ""),
+                ENROL_PARTNER if unenrolled else "",
+            )
         )
-    )
+    elif links["total"]:
+        checks.append(
+            Check(
+                "referral_links",
+                FAIL,
+                "Active referral links",
+                f"{links['total']} active link(s), but no partner enrolled in the program: their sales are refused",
+                ENROL_PARTNER,
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "referral_links",
+                FAIL,
+                "Active referral links",
+                "No active referral link with a partner",
+                "Create a partner and a referral link for this program (admin → Referral links).",
+            )
+        )
     tag = f'<script src="{base}/js/svc-tracker.js" data-svc-program-id="{program.pk}" defer></script>'
     if clicks["live"]:
         checks.append(

@@ -1,3 +1,33 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .views import (
+    ProgramClickSourcesGetApi,
+    ProgramReadinessGetApi,
+    ProgramSettingsApi,
+    TrackingEventsListApi,
+    TrackingPerformanceGetApi,
+    TrackingReadinessGetApi,
+    TrackingStatusGetApi,
+    TrackingTestEventsCheckApi,
+    TrackingTestEventSendApi,
+    TrackingVerificationRunApi,
+)
+
+# Path ids are matched as text so that any id, even a malformed one, gets the JSON 404 of the envelope
+# (after the sign-in check) rather than Django's HTML page.
+urlpatterns = [
+    path("api/tracking/status/<str:program_id>", TrackingStatusGetApi.as_view(), name="tracking-status"),
+    path("api/tracking/events/<str:program_id>", TrackingEventsListApi.as_view(), name="tracking-events"),
+    path("api/tracking/performance/<str:program_id>", TrackingPerformanceGetApi.as_view(), name="tracking-performance"),
+    path("api/tracking/readiness/<str:program_id>", TrackingReadinessGetApi.as_view(), name="tracking-readiness"),
+    path(
+        "api/tracking/run-verification/<str:program_id>",
+        TrackingVerificationRunApi.as_view(),
+        name="tracking-run-verification",
+    ),
+    path("api/tracking/test", TrackingTestEventSendApi.as_view(), name="tracking-test"),
+    path("api/tracking/check-test-events", TrackingTestEventsCheckApi.as_view(), name="tracking-check-test-events"),
+    path("api/v1/programs/me/readiness", ProgramReadinessGetApi.as_view(), name="program-readiness"),
+    path("api/v1/programs/me/analytics/sources", ProgramClickSourcesGetApi.as_view(), name="program-click-sources"),
+    path("api/v1/programs/<str:program_id>/settings", ProgramSettingsApi.as_view(), name="program-settings"),
+]

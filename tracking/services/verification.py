@@ -4,15 +4,39 @@ traffic, all flagged as test, proving the pipeline end to end without touching r
 import secrets
 import time
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
-from core.errors import ApiError
+from core.errors import ApiError, BadRequestError
 from programs.models import Program, ProgramKey, ReferralLink
 
+from ..models import SaleEvent
 from .click import ClickContext, click_record
 from .lead import lead_record
 from .sale import sale_record
 
 VERIFICATION_AMOUNT_CENTS = 1000
+NO_LINK = "No active referral link with a partner"
+NO_TEST_KEY = "The program has no test key"
+FALLBACK_HOST = "example.com"
+
+
+def site_url(program: Program, **query: str) -> str:
+    """A page of the program's site for synthetic calls. The domain is free text (it may carry a scheme, a
+    path or worse) and a short link may hold '&', '+' or '#', so both are normalised and encoded: only the
+    `aff` value matters to the click service."""
+    domain = program.domain.strip()
+    try:
+        host = urlsplit(domain if "//" in domain else f"//{domain}").hostname or FALLBACK_HOST
+    except ValueError:
+        host = FALLBACK_HOST
+    return f"https://{host}/" + (f"?{urlencode(query)}" if query else "")
+
+
+def _fixture(program: Program) -> tuple[ReferralLink | None, ProgramKey | None]:
+    """The link synthetic clicks go through (the oldest active one with a partner) and the test key."""
+    link = ReferralLink.objects.filter(program=program, is_active=True, partner__isnull=False).order_by("pk").first()
+    test_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.TEST).select_related("program").first()
+    return link, test_key
 
 
 def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any]:
@@ -22,16 +46,9 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
     run_id = secrets.token_hex(6)
     steps: list[dict[str, Any]] = []
     result: dict[str, Any] = {"success": False, "run_id": run_id, "program_id": program.pk, "steps": steps}
-    link = ReferralLink.objects.filter(program=program, is_active=True, partner__isnull=False).order_by("pk").first()
-    test_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.TEST).select_related("program").first()
+    link, test_key = _fixture(program)
     if link is None or test_key is None:
-        steps.append(
-            {
-                "step": "click",
-                "ok": False,
-                "message": "No active referral link with a partner" if link is None else "The program has no test key",
-            }
-        )
+        steps.append({"step": "click", "ok": False, "message": NO_LINK if link is None else NO_TEST_KEY})
         return _finish(result, started)
 
     def step(name: str, call) -> dict[str, Any] | None:
@@ -47,9 +64,9 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
         "click",
         lambda: click_record(
             data={
-                "affiliate_url": f"https://{program.domain}/?aff={link.short_link}",
+                "affiliate_url": site_url(program, aff=link.short_link),
                 "additional_data": {"test_mode": True},
-                "page_url": f"https://{program.domain}/",
+                "page_url": site_url(program),
                 "session_id": f"verify_{run_id}",
             },
             context=ClickContext(
@@ -90,3 +107,90 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
 def _finish(result: dict[str, Any], started: float) -> dict[str, Any]:
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     return result
+
+
+SYNTHETIC_EVENT_TYPES = ("click", "lead", "sale")
+
+
+def synthetic_event_send(
+    *,
+    program: Program,
+    event_type: str,
+    click_id: str = "",
+    customer_key: str = "",
+    request_ip: str = "127.0.0.1",
+    user_agent: str = "svc-dashboard-test",
+    request_id: str = "",
+) -> dict[str, Any]:
+    """Sends one test-mode event through the real click, lead or sale service with the program's test key,
+    as an integrator's test call would, and answers what was recorded.
+
+    - click: a test click through the program's oldest active link with a partner (a new test customer).
+    - lead: a test lead for `click_id` (a test click's id); without one, a test click is recorded first.
+      `customer_key` defaults to a generated one.
+    - sale: a test sale of VERIFICATION_AMOUNT_CENTS attributed through `customer_key` or `click_id` when they
+      match a test customer of the program; otherwise it is stored unattributed.
+
+    Raises BadRequestError when the program has no usable link (click, or lead without click_id) or no test
+    key, and whatever the tracking service raises for the data (e.g. an unknown click_id)."""
+    if event_type not in SYNTHETIC_EVENT_TYPES:
+        raise BadRequestError("event_type must be one of click, lead, sale")
+    link, test_key = _fixture(program)
+    if test_key is None:
+        raise BadRequestError(f"{NO_TEST_KEY}. Regenerate it in the dashboard.")
+    tag = secrets.token_hex(6)
+    result: dict[str, Any] = {"event_type": event_type, "program_id": program.pk, "test_mode": True}
+
+    if event_type == "click" or (event_type == "lead" and not click_id):
+        if link is None:
+            raise BadRequestError(f"{NO_LINK}. Create a partner and a referral link first.")
+        body = click_record(
+            data={
+                "affiliate_url": site_url(program, aff=link.short_link),
+                "additional_data": {"test_mode": True},
+                "page_url": site_url(program),
+                "session_id": f"test_{tag}",
+            },
+            context=ClickContext(
+                key=test_key, request_ip=request_ip, request_user_agent=user_agent, request_id=request_id
+            ),
+        )
+        click_id = body["data"]["click_id"]
+        if event_type == "click":
+            return {**result, "event_id": body["data"]["eventId"], "message": body["message"], "click_id": click_id}
+        result["click_event_id"] = body["data"]["eventId"]
+
+    if event_type == "lead":
+        customer_key = customer_key or f"test_{tag}"
+        body = lead_record(
+            data={"click_id": click_id, "customer_key": customer_key}, key=test_key, request_id=request_id
+        )
+        return {
+            **result,
+            "event_id": body["data"]["eventId"],
+            "message": body["message"],
+            "click_id": click_id,
+            "customer_key": customer_key,
+        }
+
+    transaction_id = f"test_{tag}"
+    body = sale_record(
+        data={
+            "transaction_id": transaction_id,
+            "amount_cents": VERIFICATION_AMOUNT_CENTS,
+            "customer_key": customer_key,
+            "click_id": click_id,
+        },
+        key=test_key,
+        request_id=request_id,
+    )
+    sale = SaleEvent.objects.filter(pk=body["data"]["eventId"]).values("attributed", "click_id").get()
+    return {
+        **result,
+        "event_id": body["data"]["eventId"],
+        "message": body["message"],
+        "transaction_id": transaction_id,
+        "amount_cents": VERIFICATION_AMOUNT_CENTS,
+        "attributed": sale["attributed"],
+        "click_id": sale["click_id"] or None,
+    }

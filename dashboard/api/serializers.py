@@ -1,0 +1,528 @@
+"""Inputs of the dashboard API and the program-key report routes, and the shapes their answers take in the
+OpenAPI description. Query strings are checked strictly ("2.0" is not a page number) and every failure
+names the parameter; an empty parameter (`?eventType=`) counts as absent, as dashboard filter forms send."""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field, inline_serializer
+from rest_framework import serializers
+
+from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from dashboard.selectors import EVENT_TYPES, TimeBounds
+from programs.models import CommissionType, LeadAuth
+from tracking.services.verification import SYNTHETIC_EVENT_TYPES
+
+PAGE_SIZE_MAX = 100
+RANGE_DAYS_DEFAULT = 30
+RANGE_DAYS_MAX = 366
+TEST_EVENTS_DEFAULT_WINDOW = timedelta(hours=1)
+
+_DIGITS = re.compile(r"^[0-9]+$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+# "+02:00" in an unencoded query string arrives as " 02:00": put the plus back.
+_LOST_PLUS = re.compile(r"^(.+[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?) ([0-9]{2}(?::?[0-9]{2})?)$")
+
+
+def present(query: Any) -> dict[str, str]:
+    """A query dict without empty values (the last value of a repeated parameter wins)."""
+    return {name: value for name, value in query.items() if value != ""}
+
+
+@dataclass(frozen=True)
+class Instant:
+    """A parsed ISO 8601 bound: a whole day when a date was given, else an exact aware time (UTC if naive)."""
+
+    value: datetime
+    is_date: bool
+
+
+def parse_instant(raw: Any) -> Instant | None:
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    if _DATE.match(text):
+        try:
+            return Instant(datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC), True)
+        except ValueError:
+            return None
+    text = _LOST_PLUS.sub(r"\1+\2", text)
+    if "T" not in text and " " not in text:
+        return None  # basic formats like 20240105 read too much like a typo to guess at
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return Instant(value if value.tzinfo else value.replace(tzinfo=UTC), False)
+
+
+def parse_day(raw: Any) -> date | None:
+    if not isinstance(raw, str) or not _DATE.match(raw.strip()):
+        return None
+    try:
+        return date.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+
+
+@extend_schema_field({"type": "integer", "minimum": 1})
+class QueryIntegerField(serializers.Field):
+    """A whole number written in plain digits, within [min_value, max_value]."""
+
+    def __init__(self, *, min_value: int, max_value: int | None = None, invalid: str, too_big: str = "", **kwargs):
+        self.min_value, self.max_value, self.invalid, self.too_big = min_value, max_value, invalid, too_big
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, str) or not _DIGITS.match(data.strip()):
+            raise serializers.ValidationError(self.invalid)
+        try:
+            value = int(data.strip())
+        except ValueError:  # more digits than Python converts
+            raise serializers.ValidationError(self.too_big or self.invalid) from None
+        if value < self.min_value:
+            raise serializers.ValidationError(self.invalid)
+        if self.max_value is not None and value > self.max_value:
+            raise serializers.ValidationError(self.too_big)
+        return value
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "description": "ISO 8601 date or date-time"})
+class InstantField(serializers.Field):
+    """An ISO 8601 date (a whole UTC day) or date-time (naive = UTC)."""
+
+    def __init__(self, *, message: str, **kwargs):
+        self.message = message
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Instant:
+        instant = parse_instant(data)
+        if instant is None:
+            raise serializers.ValidationError(self.message)
+        return instant
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "string", "format": "date"})
+class DayField(serializers.Field):
+    def __init__(self, *, message: str, **kwargs):
+        self.message = message
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> date:
+        day = parse_day(data)
+        if day is None:
+            raise serializers.ValidationError(self.message)
+        return day
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class EventsQuerySerializer(LeanSerializer):
+    page = QueryIntegerField(min_value=1, invalid="page must be a positive integer", required=False)
+    pageSize = QueryIntegerField(
+        min_value=1,
+        max_value=PAGE_SIZE_MAX,
+        invalid="pageSize must be a positive integer",
+        too_big=f"pageSize must be at most {PAGE_SIZE_MAX}",
+        required=False,
+    )
+    eventType = serializers.ChoiceField(
+        choices=EVENT_TYPES,
+        required=False,
+        error_messages=spec_messages("eventType must be one of click, lead, conversion"),
+    )
+    dateFrom = InstantField(message="dateFrom must be an ISO 8601 date or date-time", required=False)
+    dateTo = InstantField(message="dateTo must be an ISO 8601 date or date-time", required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start: Instant | None = attrs.get("dateFrom")
+        end: Instant | None = attrs.get("dateTo")
+        bounds = TimeBounds(start=start.value if start else None)
+        if end is not None:
+            # A date as the upper bound covers its whole day: up to the next midnight, exclusive.
+            bounds = TimeBounds(
+                start=bounds.start,
+                end=end.value + timedelta(days=1) if end.is_date else end.value,
+                end_exclusive=end.is_date,
+            )
+        if bounds.start is not None and bounds.end is not None:
+            empty = bounds.start >= bounds.end if bounds.end_exclusive else bounds.start > bounds.end
+            if empty:
+                raise serializers.ValidationError("dateFrom must not be after dateTo")
+        attrs["bounds"] = bounds
+        attrs.setdefault("page", 1)
+        attrs.setdefault("pageSize", 10)
+        return attrs
+
+
+class DayRangeQuerySerializer(LeanSerializer):
+    """?dateFrom=YYYY-MM-DD&dateTo=YYYY-MM-DD, inclusive UTC days. Defaults: the last 30 days up to today;
+    with only one end given, the other is 30 days away from it. At most 366 days."""
+
+    dateFrom = DayField(message="dateFrom must be a date (YYYY-MM-DD)", required=False)
+    dateTo = DayField(message="dateTo must be a date (YYYY-MM-DD)", required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        today: date = self.context["today"]
+        span = timedelta(days=RANGE_DAYS_DEFAULT - 1)
+        start, end = attrs.get("dateFrom"), attrs.get("dateTo")
+        if start is None and end is None:
+            end = today
+        if start is None:
+            start = end - span
+        if end is None:
+            end = start + span
+        if start > end:
+            raise serializers.ValidationError("dateFrom must not be after dateTo")
+        if (end - start).days + 1 > RANGE_DAYS_MAX:
+            raise serializers.ValidationError(f"The date range must be at most {RANGE_DAYS_MAX} days")
+        return {"date_from": start, "date_to": end}
+
+
+class TestEventInputSerializer(LeanSerializer):
+    program_id = serializers.JSONField(help_text="The program's id (integer or numeric string)")
+    event_type = serializers.ChoiceField(
+        choices=SYNTHETIC_EVENT_TYPES,
+        error_messages={
+            **spec_messages("event_type must be one of click, lead, sale"),
+            "required": "event_type is required",
+        },
+    )
+    click_id = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        error_messages=spec_messages("click_id must be a string of at most 255 characters"),
+        help_text="lead: the test click to attach to (else one is made); sale: attribute to this test click",
+    )
+    customer_key = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        error_messages=spec_messages("customer_key must be a string of at most 255 characters"),
+        help_text="lead: the user id to save (default generated); sale: attribute to this test customer",
+    )
+
+
+class CheckTestEventsInputSerializer(LeanSerializer):
+    program_id = serializers.JSONField(help_text="The program's id (integer or numeric string)")
+    since = InstantField(
+        message="since must be an ISO 8601 date or date-time",
+        required=False,
+        allow_null=True,
+        help_text="Default: one hour ago",
+    )
+
+
+class SettingsPatchSerializer(serializers.Serializer):
+    """Documentation only: PATCH bodies are checked by programs.validation plus hold_days and lead_auth."""
+
+    name = serializers.CharField(required=False, max_length=200)
+    domain = serializers.CharField(required=False, max_length=253)
+    commission_type = serializers.ChoiceField(choices=CommissionType.choices, required=False)
+    commission_rate = serializers.DecimalField(max_digits=14, decimal_places=4, required=False)
+    duration_months = serializers.IntegerField(min_value=0, required=False, help_text="0 = lifetime")
+    cookie_duration = serializers.IntegerField(min_value=1, max_value=365, required=False)
+    hold_days = serializers.IntegerField(min_value=0, max_value=365, required=False)
+    lead_auth = serializers.ChoiceField(choices=LeadAuth.values, required=False)
+
+
+# --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
+
+_TIME = serializers.DateTimeField(allow_null=True)
+
+PROGRAM_SETTINGS_FIELDS = {
+    "id": serializers.IntegerField(),
+    "name": serializers.CharField(),
+    "domain": serializers.CharField(),
+    "commission_type": serializers.ChoiceField(choices=CommissionType.choices),
+    "commission_rate": serializers.FloatField(),
+    "duration_months": serializers.IntegerField(),
+    "hold_days": serializers.IntegerField(),
+    "lead_auth": serializers.ChoiceField(choices=LeadAuth.values),
+    "api_token_masked": serializers.CharField(),
+}
+
+SETTINGS_OK = inline_serializer(
+    "ProgramSettingsResult",
+    fields={
+        "data": inline_serializer(
+            "ProgramSettings", fields={**PROGRAM_SETTINGS_FIELDS, "cookie_duration": serializers.IntegerField()}
+        )
+    },
+)
+
+STATUS_OK = inline_serializer(
+    "TrackingStatusResult",
+    fields={
+        "data": inline_serializer(
+            "TrackingStatus",
+            fields={
+                "program": inline_serializer(
+                    "TrackingStatusProgram",
+                    fields={
+                        **PROGRAM_SETTINGS_FIELDS,
+                        "cookie_window_days": serializers.IntegerField(),
+                        "key_rotation": inline_serializer(
+                            "KeyRotation",
+                            fields={
+                                "flagged": serializers.BooleanField(),
+                                "marked_at": _TIME,
+                                "deadline": _TIME,
+                                "retired": serializers.BooleanField(),
+                            },
+                        ),
+                        "stripe": inline_serializer(
+                            "StripeState",
+                            fields={
+                                "connected": serializers.BooleanField(),
+                                "account_id": serializers.CharField(),
+                                "connected_at": _TIME,
+                                "last_event_at": _TIME,
+                                "last_event_type": serializers.CharField(allow_null=True),
+                            },
+                        ),
+                    },
+                ),
+                "role": serializers.ChoiceField(choices=["owner", "admin", "member"]),
+                "actions": serializers.ListField(child=serializers.CharField()),
+                "last_event_at": inline_serializer(
+                    "LastEventAt", fields={"click": _TIME, "lead": _TIME, "sale": _TIME}
+                ),
+            },
+        )
+    },
+)
+
+EVENTS_OK = inline_serializer(
+    "TrackingEventsResult",
+    fields={
+        "data": serializers.ListField(
+            child=inline_serializer(
+                "TrackingEvent",
+                fields={
+                    "id": serializers.IntegerField(),
+                    "event_type": serializers.CharField(help_text="click, lead or conversion"),
+                    "timestamp": serializers.DateTimeField(),
+                    "click_id": serializers.CharField(),
+                    "createdAt": serializers.DateTimeField(),
+                    "session_id": serializers.CharField(required=False, help_text="click, lead"),
+                    "page_url": serializers.CharField(required=False, help_text="click, lead"),
+                    "converted": serializers.BooleanField(required=False, help_text="click, lead"),
+                    "referrer_url": serializers.CharField(required=False, help_text="click"),
+                    "geo_country": serializers.CharField(required=False, help_text="click"),
+                    "geo_region": serializers.CharField(required=False, help_text="click"),
+                    "geo_city": serializers.CharField(required=False, help_text="click"),
+                    "device_type": serializers.CharField(required=False, help_text="click"),
+                    "device_os": serializers.CharField(required=False, help_text="click"),
+                    "browser_name": serializers.CharField(required=False, help_text="click"),
+                    "customer_key": serializers.CharField(required=False, help_text="lead"),
+                    "amount_cents": serializers.IntegerField(required=False, help_text="conversion"),
+                    "currency": serializers.CharField(required=False, help_text="conversion"),
+                    "sale_type": serializers.CharField(required=False, help_text="conversion"),
+                    "payment_status": serializers.CharField(required=False, help_text="conversion"),
+                    "processor_event_id": serializers.CharField(
+                        required=False, allow_null=True, help_text="conversion: the transaction_id"
+                    ),
+                    "is_recurring": serializers.BooleanField(required=False, help_text="conversion"),
+                },
+            )
+        ),
+        "meta": inline_serializer(
+            "TrackingEventsMeta",
+            fields={
+                "pagination": inline_serializer(
+                    "Pagination",
+                    fields={
+                        "page": serializers.IntegerField(),
+                        "pageSize": serializers.IntegerField(),
+                        "pageCount": serializers.IntegerField(),
+                        "total": serializers.IntegerField(),
+                    },
+                )
+            },
+        ),
+    },
+)
+
+_RANGE = inline_serializer("DayRange", fields={"from": serializers.DateField(), "to": serializers.DateField()})
+_NUMBERS = {
+    "clicks": serializers.IntegerField(),
+    "leads": serializers.IntegerField(),
+    "sales": serializers.IntegerField(),
+    "revenue_cents": serializers.IntegerField(),
+    "commission_cents": serializers.IntegerField(),
+}
+
+PERFORMANCE_OK = inline_serializer(
+    "TrackingPerformanceResult",
+    fields={
+        "data": inline_serializer(
+            "TrackingPerformance",
+            fields={
+                "range": _RANGE,
+                "totals": inline_serializer("PerformanceTotals", fields=_NUMBERS),
+                "by_day": serializers.ListField(
+                    child=inline_serializer("PerformanceDay", fields={"date": serializers.DateField(), **_NUMBERS})
+                ),
+                "by_partner": serializers.ListField(
+                    child=inline_serializer(
+                        "PerformancePartner",
+                        fields={
+                            "partner_id": serializers.IntegerField(allow_null=True),
+                            "partner_name": serializers.CharField(),
+                            **_NUMBERS,
+                        },
+                    )
+                ),
+            },
+        )
+    },
+)
+
+READINESS_VERDICT = inline_serializer(
+    "ReadinessVerdict",
+    fields={
+        "program_id": serializers.IntegerField(),
+        "ready": serializers.BooleanField(help_text="No check fails"),
+        "status": serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"]),
+        "next_step": serializers.CharField(help_text="The first failing (else warning) check's next step"),
+        "checked_at": serializers.DateTimeField(),
+        "counts": serializers.DictField(child=serializers.IntegerField()),
+        "last_event_at": inline_serializer(
+            "ReadinessLastEventAt", fields={"click": _TIME, "lead": _TIME, "sale": _TIME}
+        ),
+        "checks": serializers.ListField(
+            child=inline_serializer(
+                "ReadinessCheck",
+                fields={
+                    "id": serializers.CharField(),
+                    "status": serializers.ChoiceField(choices=["pass", "warn", "fail"]),
+                    "title": serializers.CharField(),
+                    "detail": serializers.CharField(),
+                    "next_step": serializers.CharField(),
+                },
+            )
+        ),
+    },
+)
+READINESS_OK = inline_serializer("TrackingReadinessResult", fields={"data": READINESS_VERDICT})
+
+VERIFICATION_OK = inline_serializer(
+    "VerificationResult",
+    fields={
+        "data": inline_serializer(
+            "VerificationRun",
+            fields={
+                "success": serializers.BooleanField(help_text="Every step passed"),
+                "run_id": serializers.CharField(),
+                "program_id": serializers.IntegerField(),
+                "steps": serializers.ListField(
+                    child=inline_serializer(
+                        "VerificationStep",
+                        fields={
+                            "step": serializers.CharField(help_text="click, lead or sale"),
+                            "ok": serializers.BooleanField(),
+                            "event_id": serializers.IntegerField(required=False),
+                            "status": serializers.IntegerField(required=False),
+                            "message": serializers.CharField(required=False),
+                        },
+                    )
+                ),
+                "click_id": serializers.CharField(required=False),
+                "customer_key": serializers.CharField(required=False),
+                "duration_ms": serializers.FloatField(),
+            },
+        )
+    },
+)
+
+TEST_EVENT_OK = inline_serializer(
+    "TestEventResult",
+    fields={
+        "data": inline_serializer(
+            "TestEvent",
+            fields={
+                "event_type": serializers.CharField(help_text="click, lead or sale"),
+                "event_id": serializers.IntegerField(),
+                "program_id": serializers.IntegerField(),
+                "test_mode": serializers.BooleanField(),
+                "message": serializers.CharField(),
+                "click_id": serializers.CharField(allow_null=True, required=False),
+                "click_event_id": serializers.IntegerField(required=False, help_text="lead: the click made for it"),
+                "customer_key": serializers.CharField(required=False, help_text="lead"),
+                "transaction_id": serializers.CharField(required=False, help_text="sale"),
+                "amount_cents": serializers.IntegerField(required=False, help_text="sale"),
+                "attributed": serializers.BooleanField(required=False, help_text="sale"),
+            },
+        )
+    },
+)
+
+_ARRIVALS = inline_serializer(
+    "TestEventArrivals",
+    fields={
+        "count": serializers.IntegerField(),
+        "last_at": _TIME,
+        "last_event_id": serializers.IntegerField(allow_null=True),
+    },
+)
+CHECK_TEST_EVENTS_OK = inline_serializer(
+    "CheckTestEventsResult",
+    fields={
+        "data": inline_serializer(
+            "CheckTestEvents",
+            fields={
+                "program_id": serializers.IntegerField(),
+                "since": serializers.DateTimeField(),
+                "checked_at": serializers.DateTimeField(),
+                "events": inline_serializer(
+                    "TestEventsByType", fields={"click": _ARRIVALS, "lead": _ARRIVALS, "sale": _ARRIVALS}
+                ),
+                "received": serializers.ListField(child=serializers.CharField()),
+                "missing": serializers.ListField(child=serializers.CharField()),
+            },
+        )
+    },
+)
+
+SOURCES_OK = inline_serializer(
+    "ClickSourcesResult",
+    fields={
+        "data": inline_serializer(
+            "ClickSources",
+            fields={
+                "range": _RANGE,
+                "referrer_domains": serializers.ListField(
+                    child=inline_serializer(
+                        "ReferrerDomain",
+                        fields={"domain": serializers.CharField(), "clicks": serializers.IntegerField()},
+                    )
+                ),
+                "utm_sources": serializers.ListField(
+                    child=inline_serializer(
+                        "UtmSource",
+                        fields={"utm_source": serializers.CharField(), "clicks": serializers.IntegerField()},
+                    )
+                ),
+                "sample": inline_serializer(
+                    "ClickSourcesSample",
+                    fields={
+                        "clicks": serializers.IntegerField(help_text="Clicks counted"),
+                        "limit": serializers.IntegerField(),
+                        "truncated": serializers.BooleanField(help_text="More clicks in range than the limit"),
+                    },
+                ),
+            },
+        )
+    },
+)

@@ -1,0 +1,363 @@
+"""The dashboard API (/api/tracking/*, program settings; signed-in session only) and the two program-key
+report routes (/api/v1/programs/me/readiness, /api/v1/programs/me/analytics/sources).
+
+Dashboard routes take the program from the path, or from `program_id` in the body of the two POST routes
+without one, and need an active membership whose role allows the route's action (dashboard.permissions).
+A program key is never looked at on them. Success bodies are {"data": ..., "meta"?: ...}; errors use the
+platform envelope; POST and PATCH need the CSRF token (SessionAuthentication enforces it)."""
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.response import Response
+
+from core import messages
+from core.api import ratelimit
+from core.api.auth import DashboardSessionAuthentication
+from core.api.base import BaseApi, ProgramKeyApi
+from core.api.envelopes import TYPED
+from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
+from core.clientip import client_ip
+from core.errors import ApiError, BadRequestError, UnauthorizedError
+from core.urls import public_url
+from dashboard.permissions import BODY_NOT_OBJECT, HasProgramAction
+from dashboard.selectors import (
+    click_sources_get,
+    program_settings_data,
+    tracking_events_list,
+    tracking_performance_get,
+    tracking_status_get,
+    tracking_test_events_get,
+)
+from programs.models import Action, LeadAuth, Program, ProgramKey
+from programs.selectors import membership_get
+from programs.validation import program_settings_validate
+from tracking.readiness import readiness_compute
+from tracking.services.verification import synthetic_event_send, verification_run
+
+from . import serializers as s
+
+READINESS_RETRY_AFTER_SECONDS = 10
+SOURCES_FAILED = "Failed to load click sources"
+SETTINGS_FAILED = "Failed to update program settings"
+EDITABLE_SETTINGS = (
+    "name",
+    "domain",
+    "commission_type",
+    "commission_rate",
+    "duration_months",
+    "cookie_duration",
+    "hold_days",
+    "lead_auth",
+)
+SETTINGS_UNKNOWN_FIELDS = "Unknown or read-only field(s): {fields}. Editable: " + ", ".join(EDITABLE_SETTINGS)
+_WHOLE_FIELDS = ("duration_months", "cookie_duration")
+HOLD_DAYS_INVALID = "hold_days must be a whole number of days from 0 to 365"
+LEAD_AUTH_INVALID = "lead_auth must be browser_allowed or server_required"
+
+DASHBOARD_ERRORS = {
+    400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request; the message names the parameter"),
+    401: OpenApiResponse(PLATFORM_ERROR, description="Not signed in (a program key is never accepted)"),
+    403: OpenApiResponse(PLATFORM_ERROR, description="No active membership allowing the action, or CSRF failed"),
+    404: OpenApiResponse(PLATFORM_ERROR, description="Program not found"),
+    500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
+}
+PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
+DAY_RANGE = [
+    OpenApiParameter("dateFrom", str, description="YYYY-MM-DD, inclusive (default: 29 days before dateTo)"),
+    OpenApiParameter("dateTo", str, description="YYYY-MM-DD, inclusive (default: today, UTC); range ≤ 366 days"),
+]
+
+
+def _validated(serializer) -> dict[str, Any]:
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _base_url(request) -> str:
+    return public_url(request, "/").rstrip("/")
+
+
+class DashboardApi(BaseApi):
+    """Signed-in dashboard session only; `HasProgramAction` resolves `self.program`."""
+
+    authentication_classes = [DashboardSessionAuthentication]
+    permission_classes = [HasProgramAction]
+    metadata_class = None  # no OPTIONS description: it would skip the program check
+    program_id_from = "path"
+    program_actions: dict[str, str] = {}
+    program: Program
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Per-user data: never kept by a shared cache.
+        response["Cache-Control"] = "private, no-store"
+        return response
+
+
+class TrackingStatusGetApi(DashboardApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="Program settings, key and Stripe state, the caller's role, latest live events",
+        parameters=[PROGRAM_ID],
+        responses={200: s.STATUS_OK, **DASHBOARD_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        membership = membership_get(user=request.user, program=self.program)
+        role = membership.role if membership else ""
+        return Response({"data": tracking_status_get(program=self.program, role=role, now=timezone.now())})
+
+
+class TrackingEventsListApi(DashboardApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="Live clicks, leads and conversions, newest first (each type capped at 3 × pageSize)",
+        parameters=[PROGRAM_ID, s.EventsQuerySerializer],
+        responses={200: s.EVENTS_OK, **DASHBOARD_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        query = _validated(s.EventsQuerySerializer(data=s.present(request.query_params)))
+        items, pagination = tracking_events_list(
+            program=self.program,
+            event_type=query.get("eventType"),
+            bounds=query["bounds"],
+            page=query["page"],
+            page_size=query["pageSize"],
+        )
+        return Response({"data": items, "meta": {"pagination": pagination}})
+
+
+class TrackingPerformanceGetApi(DashboardApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="Clicks, leads, sales, revenue and commission per UTC day and per partner",
+        parameters=[PROGRAM_ID, *DAY_RANGE],
+        responses={200: s.PERFORMANCE_OK, **DASHBOARD_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        today = timezone.now().date()
+        query = _validated(s.DayRangeQuerySerializer(data=s.present(request.query_params), context={"today": today}))
+        return Response({"data": tracking_performance_get(program=self.program, **query)})
+
+
+class TrackingReadinessGetApi(DashboardApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="The readiness verdict of the program (the same as the program-key route)",
+        parameters=[PROGRAM_ID],
+        responses={200: s.READINESS_OK, **DASHBOARD_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        return Response({"data": readiness_compute(program=self.program, base_url=_base_url(request))})
+
+
+class TrackingVerificationRunApi(DashboardApi):
+    program_actions = {"POST": Action.TRACKING_TEST}
+
+    @extend_schema(
+        summary="Run the synthetic test click → lead → sale chain; each step's outcome is in the result",
+        parameters=[PROGRAM_ID],
+        request=None,
+        responses={200: s.VERIFICATION_OK, **DASHBOARD_ERRORS},
+    )
+    def post(self, request, program_id: str):
+        return Response({"data": verification_run(program=self.program, request_id=request._request.request_id)})
+
+
+class TrackingTestEventSendApi(DashboardApi):
+    program_actions = {"POST": Action.TRACKING_TEST}
+    program_id_from = "body"
+
+    @extend_schema(
+        summary="Send one test-mode click, lead or sale through the real tracking services",
+        request=s.TestEventInputSerializer,
+        responses={200: s.TEST_EVENT_OK, **DASHBOARD_ERRORS},
+    )
+    def post(self, request):
+        data = _validated(s.TestEventInputSerializer(data=request.data))
+        result = synthetic_event_send(
+            program=self.program,
+            event_type=data["event_type"],
+            click_id=data.get("click_id", ""),
+            customer_key=data.get("customer_key", ""),
+            request_ip=client_ip(request._request),
+            user_agent=request.META.get("HTTP_USER_AGENT", "")[:1024] or "svc-dashboard-test",
+            request_id=request._request.request_id,
+        )
+        return Response({"data": result})
+
+
+class TrackingTestEventsCheckApi(DashboardApi):
+    program_actions = {"POST": Action.TRACKING_TEST}
+    program_id_from = "body"
+
+    @extend_schema(
+        summary="Which test events of each type arrived since a time (default: the last hour)",
+        request=s.CheckTestEventsInputSerializer,
+        responses={200: s.CHECK_TEST_EVENTS_OK, **DASHBOARD_ERRORS},
+    )
+    def post(self, request):
+        data = _validated(s.CheckTestEventsInputSerializer(data=request.data))
+        now = timezone.now()
+        since = data["since"].value if data.get("since") else now - s.TEST_EVENTS_DEFAULT_WINDOW
+        return Response({"data": tracking_test_events_get(program=self.program, since=since, now=now)})
+
+
+# --- Program settings (dashboard sign-in) ------------------------------------------------------------------
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number as programs.validation reads one: an int, an integral float or a digit string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def program_settings_clean(data: dict[str, Any], *, current: Program) -> dict[str, Any]:
+    """The fields to change. Checks run in the CLI init's order (programs.validation), then hold_days and
+    lead_auth; the first failure is raised."""
+    unknown = sorted(set(data) - set(EDITABLE_SETTINGS))
+    if unknown:
+        raise BadRequestError(SETTINGS_UNKNOWN_FIELDS.format(fields=", ".join(unknown)))
+    # str.isdigit() accepts digits int() cannot read ("²"): the shared validator would crash on them, so such
+    # strings reach it as plainly invalid text and get its message, in its order.
+    screened = {
+        name: "invalid" if name in _WHOLE_FIELDS and isinstance(value, str) and not value.isascii() else value
+        for name, value in data.items()
+    }
+    clean = program_settings_validate(screened, current=current)
+    # The shared validator skips a null duration (optional at creation); in an update it is a mistake.
+    if "duration_months" in data and data["duration_months"] is None:
+        raise BadRequestError(messages.PROGRAM_DURATION_INVALID)
+    if "cookie_duration" in data and data["cookie_duration"] is None:
+        raise BadRequestError(messages.PROGRAM_COOKIE_INVALID)
+    if "hold_days" in data:
+        days = _whole(data["hold_days"])
+        if days is None or not 0 <= days <= 365:
+            raise BadRequestError(HOLD_DAYS_INVALID)
+        clean["hold_days"] = days
+    if "lead_auth" in data:
+        if data["lead_auth"] not in LeadAuth.values:
+            raise BadRequestError(LEAD_AUTH_INVALID)
+        clean["lead_auth"] = data["lead_auth"]
+    return clean
+
+
+def program_settings_update(*, program_id: int, data: dict[str, Any]) -> Program:
+    """Validates and saves in one transaction. The row is locked first and checked as it is now: two
+    concurrent updates (one to a percent type, one raising the rate) would otherwise each pass against the
+    old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is saved then."""
+    with transaction.atomic():
+        program = Program.objects.select_for_update().get(pk=program_id)
+        clean = program_settings_clean(data, current=program)
+        if clean:
+            for field, value in clean.items():
+                setattr(program, field, value)
+            # save() (not update()) so the link cache, which holds cookie_duration, is cleared.
+            program.save(update_fields=list(clean))
+    return program
+
+
+def _settings_body(program: Program) -> dict[str, Any]:
+    live_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
+    return {"data": {**program_settings_data(program, live_key=live_key), "cookie_duration": program.cookie_duration}}
+
+
+class ProgramSettingsApi(DashboardApi):
+    """GET needs tracking:list, PATCH program:manage. 30 calls per minute per sign-in."""
+
+    rate_scope = ratelimit.PROGRAM_SETTINGS
+    failure_message = SETTINGS_FAILED
+    program_actions = {"GET": Action.TRACKING_LIST, "PATCH": Action.PROGRAM_MANAGE}
+
+    @extend_schema(
+        summary="A program's settings",
+        parameters=[PROGRAM_ID],
+        responses={200: s.SETTINGS_OK, 429: OpenApiResponse(TYPED_ERROR), **DASHBOARD_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        return Response(_settings_body(self.program))
+
+    @extend_schema(
+        summary="Change a program's settings (owners and admins); answers the updated settings",
+        parameters=[PROGRAM_ID],
+        request=s.SettingsPatchSerializer,
+        responses={200: s.SETTINGS_OK, 429: OpenApiResponse(TYPED_ERROR), **DASHBOARD_ERRORS},
+    )
+    def patch(self, request, program_id: str):
+        if not isinstance(request.data, dict):
+            raise BadRequestError(BODY_NOT_OBJECT)
+        program = program_settings_update(program_id=self.program.pk, data=request.data)
+        return Response(_settings_body(program))
+
+
+# --- Program-key report routes ------------------------------------------------------------------------------
+
+
+class ProgramReadinessGetApi(ProgramKeyApi):
+    """The verdict for the key's program (a test key works too), with no `success` field. Errors use the
+    typed envelope: 401 invalid_key (the three auth messages, ending with a period), 500 internal_error
+    with retry_after_seconds."""
+
+    envelope = TYPED
+    rate_scope = ratelimit.READINESS
+    failure_message = messages.READINESS_FAILED
+
+    def authentication_failed(self, message: str) -> ApiError:
+        return UnauthorizedError(f"{message}.", code="invalid_key")
+
+    def shape_error(self, error: ApiError) -> ApiError:
+        error = super().shape_error(error)
+        if error.status >= 500:
+            error.code = "internal_error"
+            error.extra.setdefault("retry_after_seconds", READINESS_RETRY_AFTER_SECONDS)
+        return error
+
+    @extend_schema(
+        summary="Readiness verdict of the key's program",
+        responses={
+            200: s.READINESS_VERDICT,
+            401: OpenApiResponse(TYPED_ERROR, description="invalid_key, or api_key_rotation_required"),
+            429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
+            500: OpenApiResponse(TYPED_ERROR, description="internal_error, retry_after_seconds 10"),
+        },
+    )
+    def get(self, request):
+        key = self.program_key
+        return Response(readiness_compute(program=key.program, key=key, base_url=_base_url(request)))
+
+
+class ProgramClickSourcesGetApi(ProgramKeyApi):
+    """Top referrer domains and utm_source values of the key's program's live clicks (a test key reads its
+    program's live clicks too: test clicks never count in reports)."""
+
+    rate_scope = ratelimit.ANALYTICS_SOURCES
+    failure_message = SOURCES_FAILED
+
+    @extend_schema(
+        summary="Click sources: top referrer domains and utm_source values",
+        parameters=DAY_RANGE,
+        responses={
+            200: s.SOURCES_OK,
+            400: OpenApiResponse(PLATFORM_ERROR, description="Bad dateFrom/dateTo"),
+            401: OpenApiResponse(PLATFORM_ERROR, description="Missing or invalid key; retired key (typed envelope)"),
+            429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
+            500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
+        },
+    )
+    def get(self, request):
+        today = timezone.now().date()
+        query = _validated(s.DayRangeQuerySerializer(data=s.present(request.query_params), context={"today": today}))
+        return Response({"data": click_sources_get(program=self.program_key.program, **query)})

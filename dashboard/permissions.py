@@ -1,0 +1,66 @@
+"""Who may call a dashboard API route: a signed-in user whose active membership on the program allows the
+route's action (programs.models.ROLE_ACTIONS). The program comes from the path (`program_id`), or from
+`program_id` in the JSON body on the two POST routes without one."""
+
+from typing import Any
+
+from rest_framework.permissions import BasePermission
+
+from core import messages
+from core.errors import BadRequestError, UnauthorizedError
+from programs.models import Program
+from programs.permissions import program_for_action
+
+SESSION_CHALLENGE = 'Session realm="dashboard"'
+PROGRAM_ID_INVALID = "program_id must be an integer"
+BODY_NOT_OBJECT = "Request body must be a JSON object"
+
+
+def body_program_id(data: Any) -> int:
+    """program_id from a JSON body: an integer or a numeric string. 400 when missing or anything else."""
+    if not isinstance(data, dict):
+        raise BadRequestError(BODY_NOT_OBJECT)
+    if data.get("program_id") in (None, ""):
+        raise BadRequestError(messages.PROGRAM_ID_REQUIRED)
+    value = data["program_id"]
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise BadRequestError(PROGRAM_ID_INVALID)
+    if isinstance(value, str):
+        if not (value.strip().isascii() and value.strip().isdigit()):
+            raise BadRequestError(PROGRAM_ID_INVALID)
+        return int(value.strip())
+    return value
+
+
+def require_sign_in(request) -> None:
+    """401 for a signed-out caller, with the session challenge rather than Bearer: a program key never
+    works on these routes."""
+    if not request.user.is_authenticated:
+        raise UnauthorizedError(messages.AUTHENTICATION_REQUIRED, headers={"WWW-Authenticate": SESSION_CHALLENGE})
+
+
+def dashboard_program_get(request, *, program_id: object, action: str) -> Program:
+    """The program when the signed-in user may do `action` on it: 401 signed out, 404 no such program,
+    403 no active membership or a role without the action."""
+    require_sign_in(request)
+    return program_for_action(user=request.user, program_id=program_id, action=action)
+
+
+class HasProgramAction(BasePermission):
+    """Resolves the view's program and stores it on `view.program`.
+
+    The view names the action per method in `program_actions` ({"GET": Action.TRACKING_LIST, ...}) and where
+    the program id is (`program_id_from`: "path" or "body"). The sign-in is checked before the body is read,
+    so a signed-out caller gets 401 whatever it sent."""
+
+    def has_permission(self, request, view) -> bool:
+        require_sign_in(request)
+        action = view.program_actions.get("GET" if request.method == "HEAD" else request.method)
+        if action is None:
+            return True  # a method the view does not offer: its handler answers 405
+        if getattr(view, "program_id_from", "path") == "body":
+            program_id: object = body_program_id(request.data)
+        else:
+            program_id = view.kwargs["program_id"]
+        view.program = dashboard_program_get(request, program_id=program_id, action=action)
+        return True

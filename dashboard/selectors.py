@@ -1,0 +1,412 @@
+"""Reads behind the dashboard API and the program-key analytics route. Every query is scoped to one program
+and bounded: lists read at most a fixed number of rows through the (program, is_test, -time) indexes, and
+reports aggregate in SQL, so no call grows with the size of the event tables."""
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import TruncDate
+
+from commissions.models import CommissionStatus
+from programs.models import ROLE_ACTIONS, Program, ProgramKey
+from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
+from tracking.services.tracker import referrer_domain_of, utm_params_of
+
+EVENT_TYPES = ("click", "lead", "conversion")
+# Items per type read for the events list, as a multiple of pageSize (the spec's cap).
+EVENTS_CAP_FACTOR = 3
+# Newest first; equal times list the later funnel step first, then the higher id.
+_TYPE_RANK = {"conversion": 2, "lead": 1, "click": 0}
+# Commissions that still pay something: everything but reversed.
+PAYING_STATUSES = [status for status in CommissionStatus.values if status != CommissionStatus.REVERSED]
+# The sources report reads at most this many of the range's newest live clicks (see click_sources_get).
+SOURCES_CLICK_LIMIT = 10_000
+SOURCES_TOP = 20
+NO_PARTNER_NAME = "(no partner)"
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def rate_number(value: Decimal) -> int | float:
+    """A rate as a JSON number: whole rates without a fraction (20), others as decimals (12.5)."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+# --- Status -----------------------------------------------------------------------------------------------
+
+
+def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[str, Any]:
+    """The program's settings, key and Stripe state, the caller's role and actions, and the time of the
+    latest live event of each type. Three queries: live key, latest processor event, latest events."""
+    live_key = next(iter(ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE)[:1]), None)
+    last_processor = (
+        ProcessorEvent.objects.filter(program=program)
+        .order_by("-received_at", "-pk")
+        .values("received_at", "event_type")
+        .first()
+    )
+
+    def latest(model, time_field: str) -> Subquery:
+        rows = model.objects.filter(program=OuterRef("pk"), is_test=False).order_by(f"-{time_field}")
+        return Subquery(rows.values(time_field)[:1])
+
+    last = (
+        Program.objects.filter(pk=program.pk)
+        .annotate(
+            last_click=latest(ClickEvent, "click_timestamp"),
+            last_lead=latest(LeadEvent, "lead_timestamp"),
+            last_sale=latest(SaleEvent, "sale_date"),
+        )
+        .values("last_click", "last_lead", "last_sale")
+        .get()
+    )
+    return {
+        "program": {
+            **program_settings_data(program, live_key=live_key),
+            "cookie_window_days": program.cookie_window_days,
+            "key_rotation": {
+                "flagged": bool(live_key and live_key.rotation_flagged),
+                "marked_at": iso(live_key.rotation_marked_at) if live_key else None,
+                "deadline": iso(live_key.rotation_deadline) if live_key else None,
+                "retired": bool(live_key and live_key.is_retired(now)),
+            },
+            "stripe": {
+                "connected": bool(program.stripe_account_id),
+                "account_id": program.stripe_account_id,
+                "connected_at": iso(program.stripe_connected_at),
+                "last_event_at": iso(last_processor["received_at"]) if last_processor else None,
+                "last_event_type": last_processor["event_type"] if last_processor else None,
+            },
+        },
+        "role": role,
+        "actions": sorted(ROLE_ACTIONS.get(role, frozenset())),
+        "last_event_at": {
+            "click": iso(last["last_click"]),
+            "lead": iso(last["last_lead"]),
+            "sale": iso(last["last_sale"]),
+        },
+    }
+
+
+def program_settings_data(program: Program, *, live_key: ProgramKey | None) -> dict[str, Any]:
+    """The settings fields shared by the status and settings routes (no cookie field: each route names it)."""
+    return {
+        "id": program.pk,
+        "name": program.name,
+        "domain": program.domain,
+        "commission_type": program.commission_type,
+        "commission_rate": rate_number(program.commission_rate),
+        "duration_months": program.duration_months,
+        "hold_days": program.hold_days,
+        "lead_auth": program.lead_auth,
+        "api_token_masked": live_key.masked if live_key else "",
+    }
+
+
+# --- Events list ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimeBounds:
+    """Inclusive bounds on an event's own time field; None means open."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    # A date given as the upper bound covers its whole day: the bound is the next midnight, exclusive.
+    end_exclusive: bool = False
+
+    def q(self, field: str) -> Q:
+        condition = Q()
+        if self.start is not None:
+            condition &= Q(**{f"{field}__gte": self.start})
+        if self.end is not None:
+            condition &= Q(**{f"{field}__lt" if self.end_exclusive else f"{field}__lte": self.end})
+        return condition
+
+
+def _click_item(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "event_type": "click",
+        "timestamp": iso(row["click_timestamp"]),
+        "click_id": row["click_id"],
+        "session_id": row["session_id"],
+        "page_url": row["page_url"],
+        "referrer_url": row["referrer_url"],
+        "geo_country": row["geo_country"],
+        "geo_region": row["geo_region"],
+        "geo_city": row["geo_city"],
+        "device_type": row["device_type"],
+        "device_os": row["device_os"],
+        "browser_name": row["browser_name"],
+        "converted": row["customer__first_sale_at"] is not None,
+        "createdAt": iso(row["created_at"]),
+    }
+
+
+def _lead_item(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "event_type": "lead",
+        "timestamp": iso(row["lead_timestamp"]),
+        "click_id": row["click_id"],
+        "customer_key": row["customer_key"],
+        "session_id": row["session_id"],
+        "page_url": row["page_url"],
+        "converted": row["customer__first_sale_at"] is not None,
+        "createdAt": iso(row["created_at"]),
+    }
+
+
+def _conversion_item(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "event_type": "conversion",
+        "timestamp": iso(row["sale_date"]),
+        "click_id": row["click_id"],
+        "amount_cents": row["amount_cents"],
+        "currency": row["currency"],
+        "sale_type": row["sale_type"],
+        "payment_status": row["payment_status"],
+        "processor_event_id": row["processor_event_id"],
+        "is_recurring": row["is_recurring"],
+        "createdAt": iso(row["created_at"]),
+    }
+
+
+# Per type: model, time field, the columns read, the item builder. `converted` is the customer's
+# first_sale_at, read through the join (a LEFT JOIN for clicks, whose customer may be gone), never per row.
+_EVENT_SOURCES = {
+    "click": (
+        ClickEvent,
+        "click_timestamp",
+        (
+            "id",
+            "click_timestamp",
+            "click_id",
+            "session_id",
+            "page_url",
+            "referrer_url",
+            "geo_country",
+            "geo_region",
+            "geo_city",
+            "device_type",
+            "device_os",
+            "browser_name",
+            "created_at",
+            "customer__first_sale_at",
+        ),
+        _click_item,
+    ),
+    "lead": (
+        LeadEvent,
+        "lead_timestamp",
+        (
+            "id",
+            "lead_timestamp",
+            "click_id",
+            "customer_key",
+            "session_id",
+            "page_url",
+            "created_at",
+            "customer__first_sale_at",
+        ),
+        _lead_item,
+    ),
+    "conversion": (
+        SaleEvent,
+        "sale_date",
+        (
+            "id",
+            "sale_date",
+            "click_id",
+            "amount_cents",
+            "currency",
+            "sale_type",
+            "payment_status",
+            "processor_event_id",
+            "is_recurring",
+            "created_at",
+        ),
+        _conversion_item,
+    ),
+}
+
+
+def tracking_events_list(
+    *, program: Program, event_type: str | None, bounds: TimeBounds, page: int, page_size: int
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The spec's events list: live events only; each type read newest first, capped at 3 x pageSize rows
+    (one indexed query per type, the date bounds applied in SQL), merged newest first, then paginated.
+    `total` is the merged set's size, so pages past it are empty even when older events exist."""
+    cap = EVENTS_CAP_FACTOR * page_size
+    merged: list[tuple[tuple, dict[str, Any]]] = []
+    for kind in (event_type,) if event_type else EVENT_TYPES:
+        model, time_field, columns, build = _EVENT_SOURCES[kind]
+        rows = (
+            model.objects.filter(Q(program=program, is_test=False) & bounds.q(time_field))
+            .order_by(f"-{time_field}", "-id")
+            .values(*columns)[:cap]
+        )
+        merged.extend(((row[time_field], _TYPE_RANK[kind], row["id"]), build(row)) for row in rows)
+    merged.sort(key=lambda pair: pair[0], reverse=True)
+    total = len(merged)
+    start = (page - 1) * page_size
+    items = [item for _, item in merged[start : start + page_size]]
+    pagination = {"page": page, "pageSize": page_size, "pageCount": math.ceil(total / page_size), "total": total}
+    return items, pagination
+
+
+# --- Performance ------------------------------------------------------------------------------------------
+
+
+def _empty_row() -> dict[str, int]:
+    return {"clicks": 0, "leads": 0, "sales": 0, "revenue_cents": 0, "commission_cents": 0}
+
+
+def tracking_performance_get(*, program: Program, date_from: date, date_to: date) -> dict[str, Any]:
+    """Live clicks, settled live leads and attributed live sales per UTC day and per partner, over the
+    inclusive range. Revenue is the sales' amount_cents; commission is amount_cents - deducted_cents of
+    their commissions that are not reversed. Amounts are summed as stored, whatever their currency.
+    Six grouped queries: clicks, leads and sales, each by day and by partner."""
+    window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
+    clicks = ClickEvent.objects.filter(Q(program=program, is_test=False) & window.q("click_timestamp"))
+    # A provisional lead is a browser signup still waiting for the server's confirmation: not counted yet.
+    leads = LeadEvent.objects.filter(Q(program=program, is_test=False, provisional=False) & window.q("lead_timestamp"))
+    sales = SaleEvent.objects.filter(Q(program=program, is_test=False, attributed=True) & window.q("sale_date"))
+    sale_sums = {
+        "sales": Count("id"),
+        "revenue_cents": Sum("amount_cents"),
+        "commission_cents": Sum(
+            F("commission__amount_cents") - F("commission__deducted_cents"),
+            filter=Q(commission__status__in=PAYING_STATUSES),
+        ),
+    }
+
+    days: dict[date, dict[str, int]] = {}
+    day = date_from
+    while day <= date_to:
+        days[day] = _empty_row()
+        day += timedelta(days=1)
+    partners: dict[int | None, dict[str, Any]] = {}
+
+    def partner_row(row: dict[str, Any]) -> dict[str, Any]:
+        found = partners.get(row["partner_id"])
+        if found is None:
+            found = partners[row["partner_id"]] = {
+                "partner_id": row["partner_id"],
+                "partner_name": NO_PARTNER_NAME if row["partner_id"] is None else row["partner__name"],
+                **_empty_row(),
+            }
+        return found
+
+    def add(target: dict[str, Any], row: dict[str, Any], names: tuple[str, ...]) -> None:
+        for name in names:
+            target[name] += row[name] or 0
+
+    for queryset, time_field, sums in (
+        (clicks, "click_timestamp", {"clicks": Count("id")}),
+        (leads, "lead_timestamp", {"leads": Count("id")}),
+        (sales, "sale_date", sale_sums),
+    ):
+        names = tuple(sums)
+        by_day = queryset.annotate(day=TruncDate(time_field, tzinfo=UTC)).order_by().values("day").annotate(**sums)
+        for row in by_day:
+            add(days[row["day"]], row, names)
+        for row in queryset.order_by().values("partner_id", "partner__name").annotate(**sums):
+            add(partner_row(row), row, names)
+
+    totals = _empty_row()
+    for row in days.values():
+        for name in totals:
+            totals[name] += row[name]
+    by_partner = sorted(
+        partners.values(),
+        # Ties: more sales, more clicks, then by id, the deleted partners' row last.
+        key=lambda row: (
+            -row["revenue_cents"],
+            -row["sales"],
+            -row["clicks"],
+            row["partner_id"] is None,
+            row["partner_id"] or 0,
+        ),
+    )
+    return {
+        "range": {"from": date_from.isoformat(), "to": date_to.isoformat()},
+        "totals": totals,
+        "by_day": [{"date": day.isoformat(), **row} for day, row in days.items()],
+        "by_partner": by_partner,
+    }
+
+
+# --- Test events ------------------------------------------------------------------------------------------
+
+
+def tracking_test_events_get(*, program: Program, since: datetime, now: datetime) -> dict[str, Any]:
+    """Which test events of each type arrived since `since`: count, latest time and highest id per type
+    (one indexed aggregate per type), so an integrator can see that their own test calls landed."""
+    events: dict[str, dict[str, Any]] = {}
+    for kind, model, time_field in (
+        ("click", ClickEvent, "click_timestamp"),
+        ("lead", LeadEvent, "lead_timestamp"),
+        ("sale", SaleEvent, "sale_date"),
+    ):
+        row = model.objects.filter(program=program, is_test=True, **{f"{time_field}__gte": since}).aggregate(
+            count=Count("id"), last_at=Max(time_field), last_event_id=Max("id")
+        )
+        events[kind] = {"count": row["count"], "last_at": iso(row["last_at"]), "last_event_id": row["last_event_id"]}
+    return {
+        "program_id": program.pk,
+        "since": since.isoformat(),
+        "checked_at": now.isoformat(),
+        "events": events,
+        "received": [kind for kind, row in events.items() if row["count"]],
+        "missing": [kind for kind, row in events.items() if not row["count"]],
+    }
+
+
+# --- Click sources ----------------------------------------------------------------------------------------
+
+
+def click_sources_get(*, program: Program, date_from: date, date_to: date, limit: int | None = None) -> dict[str, Any]:
+    """Top referrer domains and utm_source values of the program's live clicks in the inclusive UTC range.
+
+    Domains and utm values live inside URLs, which SQL cannot parse portably, so this reads the range's
+    newest `limit` clicks (one indexed query, two text columns) and counts in Python. A busier range is
+    reported over that sample, and `sample.truncated` says so."""
+    limit = limit or SOURCES_CLICK_LIMIT
+    window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
+    rows = list(
+        ClickEvent.objects.filter(Q(program=program, is_test=False) & window.q("click_timestamp"))
+        .order_by("-click_timestamp", "-id")
+        .values_list("referrer_url", "page_url")[: limit + 1]
+    )
+    truncated = len(rows) > limit
+    rows = rows[:limit]
+    domains: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    for referrer_url, page_url in rows:
+        domains[referrer_domain_of(referrer_url) or "(direct)"] += 1
+        sources[utm_params_of(page_url)["utm_source"] or "(none)"] += 1
+
+    def top(counter: Counter[str], name: str) -> list[dict[str, Any]]:
+        ranked = sorted(counter.items(), key=lambda pair: (-pair[1], pair[0]))[:SOURCES_TOP]
+        return [{name: value, "clicks": clicks} for value, clicks in ranked]
+
+    return {
+        "range": {"from": date_from.isoformat(), "to": date_to.isoformat()},
+        "referrer_domains": top(domains, "domain"),
+        "utm_sources": top(sources, "utm_source"),
+        "sample": {"clicks": len(rows), "limit": limit, "truncated": truncated},
+    }

@@ -1,0 +1,310 @@
+"""The dashboard's pages: server-rendered, with a little JavaScript that reads the dashboard API.
+
+Every program page resolves its program through program_for_action with tracking:list, so the rules match the
+API's: signed out -> sign-in page, unknown program -> 404, no active membership -> 403. Buttons that call an
+owner/admin-only API are rendered only for roles whose actions allow them; the API checks again."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from commissions.models import Commission, CommissionStatus
+from core.errors import ForbiddenError, NotFoundError
+from core.urls import public_url
+from programs.models import (
+    PERCENT_TYPES,
+    RECURRING_TYPES,
+    ROLE_ACTIONS,
+    Action,
+    Membership,
+    PartnerProgram,
+    Program,
+    ProgramKey,
+    ReferralLink,
+)
+from programs.permissions import program_for_action
+from programs.selectors import membership_get
+
+COMMISSIONS_PER_PAGE = 25
+PARTNERS_PER_PAGE = 20
+EVENTS_PER_PAGE = 25
+DEFAULT_RANGE_DAYS = 30
+# The events API's eventType values, with their labels.
+EVENT_TYPES = {"click": "Clicks", "lead": "Leads", "conversion": "Sales (conversions)"}
+# ISO 4217 currencies without a minor unit; every other supported currency has two decimals.
+ZERO_DECIMAL_CURRENCIES = frozenset({"VND"})
+# Printed in snippets instead of a key: a page never shows a real key except right after regenerating it.
+PLACEHOLDER_KEY = "aff_..."
+
+
+@dataclass(frozen=True)
+class ProgramAccess:
+    program: Program
+    role: str
+    actions: frozenset[str]
+
+    def context(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "program": self.program,
+            "role": self.role,
+            "actions": sorted(self.actions),
+            "can_manage": Action.PROGRAM_MANAGE in self.actions,
+            "can_regenerate": Action.PROGRAM_REGENERATE_KEY in self.actions,
+            "can_test": Action.TRACKING_TEST in self.actions,
+            **extra,
+        }
+
+
+def program_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Signs in, checks tracking:list on the program in the path, and hands the view a ProgramAccess."""
+
+    @login_required
+    @require_safe
+    @wraps(view)
+    def wrapper(request: HttpRequest, program_id: int) -> HttpResponse:
+        try:
+            program = program_for_action(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
+        except NotFoundError:
+            raise Http404("Program not found") from None
+        except ForbiddenError:
+            return render(request, "dashboard/forbidden.html", status=403)
+        membership = membership_get(user=request.user, program=program)
+        assert membership is not None  # program_for_action refused anyone without one
+        access = ProgramAccess(
+            program=program, role=membership.role, actions=ROLE_ACTIONS.get(membership.role, frozenset())
+        )
+        return view(request, access)
+
+    return wrapper
+
+
+def money(cents: int, currency: str | None = None) -> str:
+    """An amount in the smallest unit, in major units: 12345 USD -> "123.45 USD", 5000 VND -> "5,000 VND".
+    Without a currency (sums over sales in any currency) two decimals are assumed and no code is shown."""
+    places = 0 if currency in ZERO_DECIMAL_CURRENCIES else 2
+    text = f"{Decimal(cents).scaleb(-places):,.{places}f}"
+    return f"{text} {currency}" if currency else text
+
+
+def commission_terms(program: Program) -> str:
+    """The program's commission policy in one sentence, e.g. "20% of every sale for 12 months"."""
+    rate = f"{program.commission_rate.normalize():f}"
+    percent = program.commission_type in PERCENT_TYPES
+    amount = f"{rate}% of" if percent else f"{rate} (smallest currency unit) on"
+    if program.commission_type not in RECURRING_TYPES:
+        return f"{amount} each customer's first sale"
+    months = program.duration_months
+    period = "for life" if months == 0 else f"for {months} month{'s' if months != 1 else ''} after the first sale"
+    return f"{amount} every sale {period}"
+
+
+def _base_url(request: HttpRequest) -> str:
+    return public_url(request, "/").rstrip("/")
+
+
+def _day(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value or "")
+    except ValueError:
+        return None
+
+
+def _date_range(request: HttpRequest) -> tuple[date, date]:
+    """The overview's range from ?from=&to= (YYYY-MM-DD), else the last 30 days including today (UTC)."""
+    today = timezone.now().date()
+    start, end = _day(request.GET.get("from")), _day(request.GET.get("to"))
+    if start is None or end is None or start > end:
+        return today - timedelta(days=DEFAULT_RANGE_DAYS - 1), today
+    return start, end
+
+
+@login_required
+@require_safe
+def program_list(request: HttpRequest) -> HttpResponse:
+    memberships = {
+        m.workspace_id: m
+        for m in Membership.objects.filter(user=request.user, is_active=True).select_related("workspace")
+    }
+    programs = Program.objects.filter(workspace_id__in=memberships).select_related("workspace").order_by("name", "pk")
+    rows = [{"program": program, "role": memberships[program.workspace_id].role} for program in programs]
+    return render(request, "dashboard/program_list.html", {"rows": rows})
+
+
+@program_page
+def program_overview(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    program = access.program
+    start, end = _date_range(request)
+    live_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
+    facts = {
+        "commission": commission_terms(program),
+        "live_key": live_key,
+        "partners": PartnerProgram.objects.filter(program=program).count(),
+        "active_links": ReferralLink.objects.filter(program=program, is_active=True).count(),
+    }
+    return render(
+        request,
+        "dashboard/program_overview.html",
+        access.context(
+            facts=facts,
+            date_from=start.isoformat(),
+            date_to=end.isoformat(),
+            performance_url=f"/api/tracking/performance/{program.pk}",
+            status_url=f"/api/tracking/status/{program.pk}",
+        ),
+    )
+
+
+@program_page
+def program_events(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    event_type = request.GET.get("type", "")
+    start, end = _day(request.GET.get("from")), _day(request.GET.get("to"))
+    page = request.GET.get("page", "1")
+    return render(
+        request,
+        "dashboard/program_events.html",
+        access.context(
+            event_types=EVENT_TYPES.items(),
+            event_type=event_type if event_type in EVENT_TYPES else "",
+            date_from=start.isoformat() if start else "",
+            date_to=end.isoformat() if end else "",
+            page=int(page) if page.isdigit() and int(page) > 0 else 1,
+            page_size=EVENTS_PER_PAGE,
+            events_url=f"/api/tracking/events/{access.program.pk}",
+        ),
+    )
+
+
+def integration_snippets(*, base_url: str, program: Program) -> dict[str, str]:
+    """Copy-paste snippets with this server's address and the program's id; the key is a placeholder."""
+    tracker = f'<script src="{base_url}/js/svc-tracker.js" data-svc-program-id="{program.pk}" defer></script>'
+    lead = (
+        f"curl -X POST {base_url}/api/v1/track/lead \\\n"
+        f'  -H "Authorization: Bearer {PLACEHOLDER_KEY}" \\\n'
+        '  -H "Content-Type: application/json" \\\n'
+        '  -d \'{"click_id": "<svc_click_id cookie>", "customer_key": "<your user id>", '
+        '"email": "ada@example.com"}\''
+    )
+    sale = (
+        f"curl -X POST {base_url}/api/v1/track/sale \\\n"
+        f'  -H "Authorization: Bearer {PLACEHOLDER_KEY}" \\\n'
+        '  -H "Content-Type: application/json" \\\n'
+        '  -d \'{"transaction_id": "<payment id>", "amount_cents": 4900, "currency": "USD", '
+        '"customer_key": "<your user id>"}\''
+    )
+    return {"tracker": tracker, "lead": lead, "sale": sale}
+
+
+@program_page
+def program_readiness(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    program = access.program
+    return render(
+        request,
+        "dashboard/program_readiness.html",
+        access.context(
+            snippets=integration_snippets(base_url=_base_url(request), program=program),
+            readiness_url=f"/api/tracking/readiness/{program.pk}",
+            verification_url=f"/api/tracking/run-verification/{program.pk}",
+        ),
+    )
+
+
+@program_page
+def program_key(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    program = access.program
+    now = timezone.now()
+    keys = {key.mode: key for key in ProgramKey.objects.filter(program=program)}
+    rows = [
+        {
+            "mode": mode,
+            "label": label,
+            "key": keys.get(mode),
+            "retired": bool(keys.get(mode) and keys[mode].is_retired(now)),
+        }
+        for mode, label in ProgramKey.Mode.choices
+    ]
+    return render(
+        request,
+        "dashboard/program_key.html",
+        access.context(rows=rows, live=rows[0], regenerate_url=f"/api/programs/{program.pk}/regenerate-key"),
+    )
+
+
+@program_page
+def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    program = access.program
+    enrolments = (
+        PartnerProgram.objects.filter(program=program)
+        .select_related("partner")
+        .order_by("-revenue_cents", "partner__name", "pk")
+    )
+    page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
+    partner_ids = [enrolment.partner_id for enrolment in page]
+    links_by_partner: dict[int, list[ReferralLink]] = {}
+    for link in ReferralLink.objects.filter(program=program, partner_id__in=partner_ids).order_by("short_link"):
+        links_by_partner.setdefault(link.partner_id, []).append(link)  # type: ignore[arg-type]
+    partners = [
+        {
+            "enrolment": enrolment,
+            "partner": enrolment.partner,
+            "revenue": money(enrolment.revenue_cents),
+            "commission": money(enrolment.commission_cents),
+            "links": links_by_partner.get(enrolment.partner_id, []),
+        }
+        for enrolment in page
+    ]
+    # Links that no enrolled partner owns (no partner, or a partner never enrolled): clicks on them are refused
+    # or unattributed, so they are worth seeing. Shown once, on the first page.
+    unenrolled: list[ReferralLink] = []
+    if page.number == 1:
+        enrolled = PartnerProgram.objects.filter(program=program).values("partner_id")
+        unenrolled = list(
+            ReferralLink.objects.filter(program=program)
+            .filter(Q(partner__isnull=True) | ~Q(partner_id__in=enrolled))
+            .select_related("partner")
+            .order_by("short_link")
+        )
+    return render(
+        request,
+        "dashboard/program_partners.html",
+        access.context(page=page, partners=partners, unenrolled_links=unenrolled),
+    )
+
+
+@program_page
+def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    program = access.program
+    status = request.GET.get("status", "")
+    commissions = Commission.objects.filter(program=program).select_related("partner", "sale")
+    if status in CommissionStatus.values:
+        commissions = commissions.filter(status=status)
+    else:
+        status = ""
+    page = Paginator(commissions.order_by("-created_at", "-pk"), COMMISSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [
+        {
+            "commission": commission,
+            "amount": money(commission.amount_cents, commission.currency),
+            "sale_amount": money(commission.sale.amount_cents, commission.sale.currency),
+            "refunded": money(commission.sale_refunded_cents, commission.sale.currency)
+            if commission.sale_refunded_cents
+            else "",
+            "clawed_back": money(commission.deducted_cents, commission.currency) if commission.deducted_cents else "",
+        }
+        for commission in page
+    ]
+    return render(
+        request,
+        "dashboard/program_commissions.html",
+        access.context(page=page, rows=rows, status=status, statuses=CommissionStatus.choices),
+    )

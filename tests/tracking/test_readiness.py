@@ -1,0 +1,295 @@
+"""readiness_compute: the verdict shared by the readiness route, the dashboard and `svc status`."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from programs.models import PartnerProgram, ProgramKey, ReferralLink
+from programs.services import program_key_mark_rotation
+from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tracking.models import ClickEvent, LeadEvent, ProcessorEvent
+from tracking.readiness import readiness_compute
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2025, 8, 1, 12, 0, tzinfo=UTC)
+BASE = "https://track.example.test"
+
+
+@pytest.fixture(autouse=True)
+def frozen(time_machine):
+    time_machine.move_to(NOW, tick=False)
+
+
+@pytest.fixture
+def program():
+    return ProgramFactory(domain="shop.example.com")
+
+
+def checks(verdict) -> dict[str, tuple[str, str, str]]:
+    return {check["id"]: (check["status"], check["detail"], check["next_step"]) for check in verdict["checks"]}
+
+
+def statuses(verdict) -> dict[str, str]:
+    return {check["id"]: check["status"] for check in verdict["checks"]}
+
+
+def ready_program(program):
+    """Everything working: enrolled link, live click, settled lead with customer_key, attributed sale, Stripe."""
+    link = ReferralLinkFactory(program=program)
+    customer = CustomerFactory(link=link, customer_key="u1", customer_status="lead")
+    ClickEvent.objects.create(program=program, customer=customer, click_timestamp=NOW - timedelta(hours=3))
+    LeadEvent.objects.create(
+        program=program, customer=customer, customer_key="u1", lead_timestamp=NOW - timedelta(hours=2)
+    )
+    SaleFactory(customer=customer, sale_date=NOW - timedelta(hours=1))
+    program.stripe_account_id = "acct_1"
+    program.save()
+    ProcessorEvent.objects.create(
+        event_id=f"evt_{program.pk}",
+        event_type="invoice.payment_succeeded",
+        program=program,
+        payload={},
+        received_at=NOW,
+    )
+    return link
+
+
+class TestVerdict:
+    def test_a_new_program_is_incomplete_and_says_what_to_do_first(self, program):
+        verdict = readiness_compute(program=program, base_url=BASE + "/")
+        live_key = ProgramKey.objects.get(program=program, mode="live")
+        tag = f'<script src="{BASE}/js/svc-tracker.js" data-svc-program-id="{program.pk}" defer></script>'
+        assert verdict == {
+            "program_id": program.pk,
+            "ready": False,
+            "status": "incomplete",
+            "next_step": "Create a partner and a referral link for this program (admin → Referral links).",
+            "checked_at": NOW.isoformat(),
+            "counts": {
+                "clicks": 0,
+                "leads": 0,
+                "sales": 0,
+                "attributed_sales": 0,
+                "test_clicks": 0,
+                "test_leads": 0,
+                "test_sales": 0,
+            },
+            "last_event_at": {"click": None, "lead": None, "sale": None},
+            "checks": [
+                {
+                    "id": "referral_links",
+                    "status": "fail",
+                    "title": "Active referral links",
+                    "detail": "No active referral link with a partner",
+                    "next_step": "Create a partner and a referral link for this program (admin → Referral links).",
+                },
+                {
+                    "id": "clicks_received",
+                    "status": "fail",
+                    "title": "Clicks received",
+                    "detail": "No live click recorded yet",
+                    "next_step": f"Add the tracker to every page of shop.example.com: {tag} then open a page with "
+                    "?aff=<code>.",
+                },
+                {
+                    "id": "leads_with_customer_key",
+                    "status": "fail",
+                    "title": "Leads with customer_key",
+                    "detail": "No settled lead yet",
+                    "next_step": "On signup call POST /api/v1/track/lead with the click_id from the svc_click_id "
+                    "cookie and your user id as customer_key, or window.svc.signup(userId, email) in the browser.",
+                },
+                {
+                    "id": "sales_attributed",
+                    "status": "fail",
+                    "title": "Sales attributed",
+                    "detail": "No live sale yet",
+                    "next_step": "Call POST /api/v1/track/sale with transaction_id, amount_cents and customer_key "
+                    "after each payment, or connect Stripe.",
+                },
+                {
+                    "id": "key_health",
+                    "status": "pass",
+                    "title": "API key",
+                    "detail": f"{live_key.masked} is healthy",
+                    "next_step": "",
+                },
+                {
+                    "id": "stripe_connection",
+                    "status": "warn",
+                    "title": "Stripe connection",
+                    "detail": "Not connected (optional)",
+                    "next_step": "Connect Stripe to record payments and refunds without calling the sale endpoint.",
+                },
+                {
+                    "id": "live_events",
+                    "status": "warn",
+                    "title": "Live events",
+                    "detail": "No events yet",
+                    "next_step": "Run a verification (svc test-event, or Run verification in the dashboard) to prove "
+                    "the pipeline.",
+                },
+            ],
+        }
+
+    def test_a_working_integration_is_ready(self, program):
+        ready_program(program)
+        verdict = readiness_compute(program=program, base_url=BASE)
+        assert (verdict["ready"], verdict["status"], verdict["next_step"]) == (True, "ready", "")
+        assert set(statuses(verdict).values()) == {"pass"}
+        assert verdict["counts"] == {
+            "clicks": 1,
+            "leads": 1,
+            "sales": 1,
+            "attributed_sales": 1,
+            "test_clicks": 0,
+            "test_leads": 0,
+            "test_sales": 0,
+        }
+        assert verdict["last_event_at"] == {
+            "click": (NOW - timedelta(hours=3)).isoformat(),
+            "lead": (NOW - timedelta(hours=2)).isoformat(),
+            "sale": (NOW - timedelta(hours=1)).isoformat(),
+        }
+        assert checks(verdict)["stripe_connection"][1] == f"Connected (acct_1); last event {NOW.isoformat()}"
+
+    def test_warnings_only_is_ready_with_warnings_and_the_first_warning_is_the_next_step(self, program):
+        ready_program(program)
+        program.stripe_account_id = ""
+        program.save()
+        verdict = readiness_compute(program=program, base_url=BASE)
+        assert (verdict["ready"], verdict["status"]) == (True, "ready_with_warnings")
+        assert verdict["next_step"] == checks(verdict)["stripe_connection"][2]
+
+
+class TestReferralLinks:
+    def test_inactive_links_and_links_without_a_partner_do_not_count(self, program):
+        ReferralLinkFactory(program=program, is_active=False)
+        ReferralLink.objects.create(short_link="orphan", program=program, partner=None)
+        status, detail, _ = checks(readiness_compute(program=program))["referral_links"]
+        assert (status, detail) == ("fail", "No active referral link with a partner")
+
+    def test_links_whose_partner_is_not_enrolled_fail_because_their_sales_would_be_refused(self, program):
+        link = ReferralLinkFactory(program=program)
+        PartnerProgram.objects.filter(partner=link.partner, program=program).delete()
+        status, detail, next_step = checks(readiness_compute(program=program))["referral_links"]
+        assert status == "fail"
+        assert detail == "1 active link(s), but no partner enrolled in the program: their sales are refused"
+        assert next_step == "Enrol each link's partner in the program (admin → Partner programs)."
+
+    def test_some_unenrolled_links_are_a_warning(self, program):
+        ReferralLinkFactory(program=program)
+        stray = ReferralLinkFactory(program=program, partner=PartnerFactory(workspace=program.workspace))
+        PartnerProgram.objects.filter(partner=stray.partner).delete()
+        status, detail, _ = checks(readiness_compute(program=program))["referral_links"]
+        assert status == "warn"
+        assert detail == (
+            "1 active link(s) with an enrolled partner; 1 link(s) whose partner is not enrolled in the program"
+        )
+
+    def test_an_enrolment_in_another_program_does_not_count(self, program):
+        link = ReferralLinkFactory(program=program)
+        PartnerProgram.objects.filter(partner=link.partner, program=program).delete()
+        PartnerProgram.objects.create(partner=link.partner, program=ProgramFactory(workspace=program.workspace))
+        assert statuses(readiness_compute(program=program))["referral_links"] == "fail"
+
+    def test_enrolled_links_pass(self, program):
+        ReferralLinkFactory(program=program)
+        ReferralLinkFactory(program=program)
+        status, detail, _ = checks(readiness_compute(program=program))["referral_links"]
+        assert (status, detail) == ("pass", "2 active link(s) with an enrolled partner")
+
+
+class TestEvents:
+    def test_test_events_are_counted_apart_and_never_pass_a_check(self, program):
+        link = ReferralLinkFactory(program=program)
+        customer = CustomerFactory(link=link, is_test=True)
+        ClickEvent.objects.create(program=program, customer=customer, is_test=True)
+        LeadEvent.objects.create(program=program, customer=customer, customer_key="u", is_test=True)
+        SaleFactory(customer=customer, is_test=True)
+        verdict = readiness_compute(program=program)
+        assert verdict["counts"]["test_clicks"] == verdict["counts"]["test_leads"] == 1
+        assert verdict["counts"]["test_sales"] == 1
+        assert verdict["last_event_at"] == {"click": None, "lead": None, "sale": None}
+        found = checks(verdict)
+        assert [found[name][0] for name in ("clicks_received", "leads_with_customer_key", "sales_attributed")] == [
+            "fail",
+            "fail",
+            "fail",
+        ]
+        assert found["live_events"][:2] == ("warn", "Only test events so far (3)")
+
+    def test_leads_without_customer_key_warn_and_provisional_leads_do_not_count(self, program):
+        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
+        LeadEvent.objects.create(program=program, customer=customer, customer_key="u1", provisional=True)
+        assert checks(readiness_compute(program=program))["leads_with_customer_key"][:2] == (
+            "fail",
+            "No settled lead yet",
+        )
+        LeadEvent.objects.create(program=program, customer=customer, customer_key="")
+        verdict = readiness_compute(program=program)
+        assert verdict["counts"]["leads"] == 1
+        assert checks(verdict)["leads_with_customer_key"][:2] == ("warn", "1 lead(s) but none with customer_key")
+
+    def test_unattributed_sales_warn(self, program):
+        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
+        SaleFactory(customer=customer, attributed=False)
+        assert checks(readiness_compute(program=program))["sales_attributed"][:2] == (
+            "warn",
+            "1 sale(s), none attributed",
+        )
+        SaleFactory(customer=customer)
+        assert checks(readiness_compute(program=program))["sales_attributed"][:2] == (
+            "pass",
+            "1 of 2 live sale(s) attributed",
+        )
+
+    def test_with_stripe_connected_no_sale_says_payments_record_themselves(self, program):
+        program.stripe_account_id = "acct_9"
+        program.save()
+        found = checks(readiness_compute(program=program))
+        assert found["sales_attributed"][2] == "Payments on the connected Stripe account record sales automatically."
+        assert found["stripe_connection"][:2] == ("pass", "Connected (acct_9); last event none yet")
+
+    def test_other_programs_events_are_not_counted(self, program):
+        ready_program(ProgramFactory())
+        assert readiness_compute(program=program)["counts"]["clicks"] == 0
+
+
+class TestKeyHealth:
+    def test_it_checks_the_key_it_is_given(self, program):
+        test_key = ProgramKey.objects.get(program=program, mode="test")
+        assert checks(readiness_compute(program=program, key=test_key))["key_health"][1] == (
+            f"{test_key.masked} is healthy"
+        )
+
+    def test_a_flagged_key_warns_and_a_retired_one_fails(self, program):
+        key = ProgramKey.objects.get(program=program, mode="live")
+        program_key_mark_rotation(key=key, deadline=NOW + timedelta(days=2))
+        status, detail, _ = checks(readiness_compute(program=program))["key_health"]
+        assert (status, detail) == ("warn", f"Must be rotated before {(NOW + timedelta(days=2)).isoformat()}")
+        program_key_mark_rotation(key=key, deadline=NOW)
+        status, detail, _ = checks(readiness_compute(program=program))["key_health"]
+        assert (status, detail) == ("fail", f"Retired on {NOW.isoformat()}")
+
+    def test_no_live_key_fails(self, program):
+        ProgramKey.objects.filter(program=program, mode="live").delete()
+        assert checks(readiness_compute(program=program))["key_health"] == (
+            "fail",
+            "The program has no live key",
+            "Regenerate the key in the dashboard.",
+        )
+
+
+def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
+    ready_program(program)
+    for _ in range(3):
+        ready_program(ProgramFactory())
+    # 1 clicks (live, test, latest live), 2 settled leads, 3 settled leads with customer_key, 4 sales,
+    # 5 attributed sales, 6 links (total and enrolled), 7 the live key, 8 the latest Stripe event
+    with django_assert_num_queries(8):
+        readiness_compute(program=program)
+    key = ProgramKey.objects.get(program=program, mode="live")
+    with django_assert_num_queries(7):  # the key is given: no key query
+        readiness_compute(program=program, key=key)
