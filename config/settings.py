@@ -205,3 +205,14 @@ STRIPE_CLIENT_ID = env.str("STRIPE_CLIENT_ID", default="")
 # Fast hashing in tests only; the test runner sets this.
 if env.bool("FAST_PASSWORD_HASHER", default=False):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# --- CLI login (svc login) ------------------------------------------------------------------
+# An OIDC provider whose ID tokens the CLI login callback accepts (all three, or none). The short-lived tokens
+# this service's own sign-in issues (the /cli/login confirmation page) are accepted either way; see cli_api/tokens.py.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_AUDIENCE = env.str("OIDC_AUDIENCE", default="")
+OIDC_JWKS_URL = env.str("OIDC_JWKS_URL", default="")
+if any((OIDC_ISSUER, OIDC_AUDIENCE, OIDC_JWKS_URL)) and not all((OIDC_ISSUER, OIDC_AUDIENCE, OIDC_JWKS_URL)):
+    raise ImproperlyConfigured("OIDC_ISSUER, OIDC_AUDIENCE and OIDC_JWKS_URL are set together or not at all")
+# Days a login token from `svc login` stays valid (it can be revoked earlier).
+CLI_TOKEN_LIFETIME_DAYS = env_int("CLI_TOKEN_LIFETIME_DAYS", 30, minimum=1)

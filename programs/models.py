@@ -108,7 +108,7 @@ class Program(models.Model):
                 condition=Q(cookie_duration__gte=1, cookie_duration__lte=365), name="program_cookie_range"
             ),
             models.CheckConstraint(
-                condition=~Q(commission_type__in=list(PERCENT_TYPES)) | Q(commission_rate__lte=100),
+                condition=~Q(commission_type__in=sorted(PERCENT_TYPES)) | Q(commission_rate__lte=100),
                 name="program_percent_at_most_100",
             ),
         ]

@@ -1,3 +1,26 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from ..views import cli_login_confirm
+from .views import (
+    AuthCallbackApi,
+    AuthLogoutApi,
+    AuthPollApi,
+    AuthStartApi,
+    CliTestEventApi,
+    ProgramInitApi,
+    ProgramsListApi,
+    ProgramStatusApi,
+)
+
+urlpatterns = [
+    path("api/v1/cli/auth/start", AuthStartApi.as_view(), name="cli-auth-start"),
+    path("api/v1/cli/auth/callback", AuthCallbackApi.as_view(), name="cli-auth-callback"),
+    path("api/v1/cli/auth/poll", AuthPollApi.as_view(), name="cli-auth-poll"),
+    path("api/v1/cli/auth/logout", AuthLogoutApi.as_view(), name="cli-auth-logout"),
+    path("api/v1/cli/init", ProgramInitApi.as_view(), name="cli-init"),
+    path("api/v1/cli/programs", ProgramsListApi.as_view(), name="cli-programs"),
+    path("api/v1/cli/status", ProgramStatusApi.as_view(), name="cli-status"),
+    path("api/v1/cli/test-event", CliTestEventApi.as_view(), name="cli-test-event"),
+    # The browser side of `svc login`: sign in (dashboard session), then confirm.
+    path("cli/login", cli_login_confirm, name="cli-login-confirm"),
+]

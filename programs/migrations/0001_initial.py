@@ -142,7 +142,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='program',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('commission_type__in', ['recurring_percent', 'percent']), _negated=True), ('commission_rate__lte', 100), _connector='OR'), name='program_percent_at_most_100'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('commission_type__in', ['percent', 'recurring_percent']), _negated=True), ('commission_rate__lte', 100), _connector='OR'), name='program_percent_at_most_100'),
         ),
         migrations.AddConstraint(
             model_name='membership',

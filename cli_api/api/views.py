@@ -1,0 +1,227 @@
+"""The command-line helper API, /api/v1/cli/*. Every route: rate limit 60/min per Bearer credential (IP when none
+is sent), request id at the end of a 500's message and in its details. Bodies: {"data": ...}; see docs/cli.md."""
+
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from core.api import ratelimit
+from core.api.base import BaseApi, ProgramKeyApi
+from core.urls import public_url
+from programs.models import Program, ProgramKey
+from tracking.readiness import readiness_compute
+
+from .. import messages
+from .. import schema as docs
+from ..auth import LoginTokenAuthentication
+from ..selectors import account_programs_list
+from ..services import (
+    LOGIN_SESSION_LIFETIME,
+    POLL_INTERVAL_SECONDS,
+    TEST_RUNS_PER_HOUR,
+    cli_program_create,
+    cli_test_event_run,
+    cli_token_revoke,
+    login_session_complete,
+    login_session_poll,
+    login_session_start,
+)
+
+
+def _no_store(response: Response) -> Response:
+    # These bodies carry secrets (state, login token, program keys): never cached by anything in between.
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _body(request) -> dict[str, Any]:
+    data = request.data
+    return data if isinstance(data, dict) else {}
+
+
+def _number(value: Decimal) -> int | float:
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def program_out(program: Program) -> dict[str, Any]:
+    keys = {key.mode: key.masked for key in program.keys.all()}
+    return {
+        "id": program.pk,
+        "name": program.name,
+        "domain": program.domain,
+        "advertiser_id": program.workspace_id,
+        "advertiser_name": program.workspace.name,
+        "commission_type": program.commission_type,
+        "commission_rate": _number(program.commission_rate),
+        "duration_months": program.duration_months,
+        "cookie_duration": program.cookie_duration,
+        "api_token_masked": keys.get(ProgramKey.Mode.LIVE, ""),
+        "test_api_token_masked": keys.get(ProgramKey.Mode.TEST, ""),
+        "created_at": program.created_at.isoformat(),
+    }
+
+
+class CliApi(BaseApi):
+    rate_scope = ratelimit.CLI
+    request_id_in_errors = True
+
+
+class LoginTokenApi(CliApi):
+    """Routes authenticated with a login token from `svc login` (`Authorization: Bearer svcl_…`)."""
+
+    authentication_classes = [LoginTokenAuthentication]
+    missing_token_message = messages.INIT_AUTH_REQUIRED
+    invalid_token_message = messages.INIT_INVALID_TOKEN
+    user_missing_message = messages.USER_NOT_FOUND
+    # False: the token alone is enough (logout works for a deleted or suspended account).
+    requires_account = True
+
+
+class CliProgramKeyApi(ProgramKeyApi):
+    rate_scope = ratelimit.CLI
+    request_id_in_errors = True
+
+
+class AuthStartApi(CliApi):
+    failure_message = messages.AUTH_START_FAILED
+
+    @extend_schema(
+        summary="Start a CLI login (svc login)", request=None, responses={201: docs.START_OK, **docs.errors()}
+    )
+    def post(self, request):
+        started = login_session_start()
+        login_url = public_url(request, reverse("cli-login-confirm") + "?" + urlencode({"state": started.state}))
+        data = {
+            "state": started.state,
+            "login_url": login_url,
+            "user_code": started.user_code,
+            "expires_at": started.session.expires_at.isoformat(),
+            "expires_in": int(LOGIN_SESSION_LIFETIME.total_seconds()),
+            "interval": POLL_INTERVAL_SECONDS,
+        }
+        return _no_store(Response({"data": data}, status=201))
+
+
+class AuthCallbackApi(CliApi):
+    failure_message = messages.CALLBACK_FAILED
+
+    @extend_schema(
+        summary="Complete a CLI login with an id_token",
+        request=docs.CALLBACK_INPUT,
+        responses={200: docs.CALLBACK_OK, **docs.errors(400, 401, 403, 404)},
+    )
+    def post(self, request):
+        body = _body(request)
+        login_session_complete(state=body.get("state"), id_token=body.get("id_token"))
+        return Response({"data": {"status": "authenticated"}})
+
+
+class AuthPollApi(CliApi):
+    failure_message = messages.POLL_FAILED
+
+    @extend_schema(
+        summary="Poll a CLI login; the login token comes once",
+        parameters=[OpenApiParameter("state", str, OpenApiParameter.QUERY, required=True)],
+        responses={200: docs.POLL_OK, **docs.errors(400, 404)},
+    )
+    def get(self, request):
+        result = login_session_poll(state=request.query_params.get("state"))
+        data: dict[str, Any] = {"status": result.status, "expires_at": result.session.expires_at.isoformat()}
+        if result.token is None:
+            data["interval"] = POLL_INTERVAL_SECONDS
+            return Response({"data": data})
+        user = result.token.user
+        data.update(
+            {
+                "token": result.raw_token,
+                "token_type": "Bearer",
+                "token_expires_at": result.token.expires_at.isoformat(),
+                "user": {"id": user.pk, "username": user.get_username(), "email": user.email},
+            }
+        )
+        return _no_store(Response({"data": data}))
+
+
+class AuthLogoutApi(LoginTokenApi):
+    failure_message = messages.LOGOUT_FAILED
+    requires_account = False
+
+    @extend_schema(
+        summary="Revoke the login token used", request=None, responses={200: docs.LOGOUT_OK, **docs.errors(401)}
+    )
+    def post(self, request):
+        cli_token_revoke(token=request.auth)
+        return Response({"data": {"revoked": True}})
+
+
+class ProgramInitApi(LoginTokenApi):
+    failure_message = messages.INIT_FAILED
+
+    @extend_schema(
+        summary="Create a program (svc init); its keys are returned once",
+        request=docs.INIT_INPUT,
+        responses={201: docs.INIT_OK, **docs.errors(400, 401, 403)},
+    )
+    def post(self, request):
+        created = cli_program_create(user=request.user, data=_body(request))
+        data = {
+            "program": program_out(created.program),
+            "api_key": created.api_key,
+            "test_api_key": created.test_api_key,
+        }
+        return _no_store(Response({"data": data}, status=201))
+
+
+class ProgramsListApi(LoginTokenApi):
+    failure_message = messages.PROGRAMS_FAILED
+    missing_token_message = messages.PROGRAMS_MISSING_HEADER
+    invalid_token_message = messages.PROGRAMS_INVALID_TOKEN
+
+    @extend_schema(
+        summary="The account's programs (keys masked)", responses={200: docs.PROGRAMS_OK, **docs.errors(401, 403)}
+    )
+    def get(self, request):
+        programs, roles = account_programs_list(request.user)
+        data = [{**program_out(program), "role": roles[program.workspace_id]} for program in programs]
+        return Response({"data": data})
+
+
+class ProgramStatusApi(CliProgramKeyApi):
+    failure_message = messages.STATUS_FAILED
+
+    def should_send_request_id(self, response) -> bool:
+        # The spec: GET /api/v1/cli/status shows X-Request-ID on its 500 only (not on 200, 401 or 429).
+        return response.status_code >= 500
+
+    @extend_schema(summary="Program health (readiness)", responses={200: docs.STATUS_OK, **docs.errors(401)})
+    def get(self, request):
+        key = self.program_key
+        program = key.program
+        readiness = readiness_compute(program=program, key=key, base_url=public_url(request, "/").rstrip("/"))
+        data = {
+            "program": {"id": program.pk, "name": program.name, "domain": program.domain},
+            "key": {"mode": key.mode, "masked": key.masked},
+            "readiness": readiness,
+        }
+        return Response({"data": data})
+
+
+class CliTestEventApi(CliProgramKeyApi):
+    failure_message = messages.TEST_EVENT_FAILED
+
+    @extend_schema(
+        summary="Run the synthetic click, lead, sale chain (10 per program per hour)",
+        request=None,
+        responses={200: docs.TEST_EVENT_OK, **docs.errors(401)},
+    )
+    def post(self, request):
+        outcome = cli_test_event_run(program=self.program_key.program, request_id=request.request_id)
+        data = {
+            **outcome.result,
+            "limit": {"runs_per_hour": TEST_RUNS_PER_HOUR, "runs_remaining": outcome.runs_remaining},
+        }
+        return Response({"data": data})

@@ -1,0 +1,124 @@
+"""HTTP calls to the service and what their failures mean for the exit code."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from . import __version__
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+TIMEOUT_SECONDS = 20.0
+
+# Exit codes scripts can rely on (docs/cli.md).
+OK = 0
+API_ERROR = 1  # the service refused the request (4xx not listed below) or failed (5xx)
+USAGE = 2  # bad or missing options (Typer's own usage errors exit 2 too)
+AUTH = 3  # not logged in, login expired, refused or cancelled, credential refused (401, 403)
+NETWORK = 4  # the service could not be reached
+RATE_LIMITED = 5  # 429: retry after the given seconds
+VERIFICATION_FAILED = 6  # test-event ran, but a step of the chain failed
+
+
+@dataclass
+class CliFailure(Exception):
+    message: str
+    exit_code: int = API_ERROR
+    status: int | None = None
+    code: str | None = None
+    request_id: str | None = None
+    retry_after_seconds: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def as_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"message": self.message, "exit_code": self.exit_code}
+        for name in ("status", "code", "request_id", "retry_after_seconds"):
+            value = getattr(self, name)
+            if value is not None:
+                error[name] = value
+        if self.details:
+            error["details"] = self.details
+        return {"error": error}
+
+
+def _exit_code_for(status: int) -> int:
+    if status in (401, 403):
+        return AUTH
+    if status == 429:
+        return RATE_LIMITED
+    return API_ERROR
+
+
+def _failure_from(response: httpx.Response) -> CliFailure:
+    request_id = response.headers.get("X-Request-ID") or None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return CliFailure(
+            f"Unexpected answer from the service (HTTP {response.status_code})",
+            exit_code=_exit_code_for(response.status_code),
+            status=response.status_code,
+            request_id=request_id,
+        )
+    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    # Platform errors name a code in error.code or, for account problems, in error.details.code.
+    code = error.get("code") or details.get("code")
+    retry_after = error.get("retry_after_seconds")
+    if retry_after is None and response.headers.get("Retry-After", "").isdigit():
+        retry_after = int(response.headers["Retry-After"])
+    return CliFailure(
+        str(error.get("message") or f"HTTP {response.status_code}"),
+        exit_code=_exit_code_for(response.status_code),
+        status=response.status_code,
+        code=code,
+        request_id=request_id or details.get("request_id"),
+        retry_after_seconds=retry_after,
+        details=details,
+    )
+
+
+class Api:
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        json: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The whole JSON body of a 2xx answer ({"data": …, "warnings"?}); raises CliFailure otherwise."""
+        headers = {"User-Agent": f"svc-cli/{__version__}", "Accept": "application/json"}
+        credential = token or self.token
+        if credential:
+            headers["Authorization"] = f"Bearer {credential}"
+        try:
+            response = httpx.request(
+                method, self.base_url + path, headers=headers, json=json, params=params, timeout=self.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise CliFailure(f"Could not reach {self.base_url}: {exc}", exit_code=NETWORK) from None
+        if not response.is_success:
+            raise _failure_from(response)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or "data" not in body:
+            raise CliFailure(
+                f"Unexpected answer from the service (HTTP {response.status_code})",
+                status=response.status_code,
+                request_id=response.headers.get("X-Request-ID"),
+            )
+        return body

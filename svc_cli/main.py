@@ -1,0 +1,485 @@
+"""`svc`: from nothing to a verified program from the terminal.
+
+    svc login                   sign in through the browser; the login token is saved (0600)
+    svc init                    create a program (flags, or prompts); prints its API keys once
+    svc programs                list your programs
+    svc status --api-key KEY    the program's integration health
+    svc test-event --api-key KEY
+                                run a synthetic click, lead and sale
+    svc logout                  revoke the login token and delete it
+
+Every command takes --base-url (or SVC_BASE_URL) and --json. Exit codes: see svc_cli/client.py and docs/cli.md."""
+
+import json
+import os
+import time
+import webbrowser
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import __version__
+from .client import (
+    AUTH,
+    DEFAULT_BASE_URL,
+    RATE_LIMITED,
+    USAGE,
+    VERIFICATION_FAILED,
+    Api,
+    CliFailure,
+)
+from .config import credentials_delete, credentials_load, credentials_save
+
+app = typer.Typer(
+    name="svc",
+    help="Command-line helper of the svc tracking service: login, init, programs, status, test-event.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="SVC_BASE_URL",
+        help=f"Service address. Default: the saved login's, else {DEFAULT_BASE_URL}.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout ({'data': …} or {'error': …}).")
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="SVC_API_KEY", help="Program API key (aff_… or aff_test_…).", show_default=False),
+]
+
+CHECK_ICONS = {"pass": "[green]✓[/green]", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"}
+
+
+@dataclass
+class Globals:
+    base_url: str | None = None
+    json: bool = False
+
+
+class Output:
+    """Human output on stdout, errors and notes on stderr; with --json, exactly one JSON document on stdout."""
+
+    def __init__(self, json_mode: bool) -> None:
+        self.json = json_mode
+        self.out = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def document(self, payload: dict[str, Any]) -> None:
+        typer.echo(json.dumps(payload, indent=2))
+
+    def note(self, text: str) -> None:
+        """Something a person must see even under --json (the login link)."""
+        (self.err if self.json else self.out).print(text)
+
+    def say(self, text: str) -> None:
+        if not self.json:
+            self.out.print(text)
+
+    def warnings(self, body: dict[str, Any]) -> None:
+        for warning in body.get("warnings") or []:
+            if isinstance(warning, dict):
+                hint = f" {warning['hint']}" if warning.get("hint") else ""
+                self.err.print(f"[yellow]Warning:[/yellow] {escape(str(warning.get('message', '')))}{escape(hint)}")
+
+    def spinner(self, text: str):
+        return nullcontext() if self.json else self.err.status(text)
+
+    def failure(self, failure: CliFailure) -> None:
+        if self.json:
+            self.document(failure.as_json())
+            return
+        self.err.print(f"[red]Error:[/red] {escape(failure.message)}")
+        facts = []
+        if failure.status is not None:
+            facts.append(f"HTTP {failure.status}")
+        if failure.code:
+            facts.append(f"code {failure.code}")
+        if failure.request_id:
+            facts.append(f"request id {failure.request_id}")
+        if facts:
+            self.err.print(escape(" · ".join(facts)))
+        if failure.exit_code == RATE_LIMITED and failure.retry_after_seconds is not None:
+            self.err.print(f"Retry after {failure.retry_after_seconds} seconds.")
+        if failure.exit_code == AUTH and failure.status == 401:
+            self.err.print("Run `svc login` to sign in again.")
+
+
+@contextmanager
+def reporting(output: Output) -> Iterator[None]:
+    try:
+        yield
+    except CliFailure as failure:
+        output.failure(failure)
+        raise typer.Exit(failure.exit_code) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"svc {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    ctx.obj = Globals(base_url=base_url, json=json_output)
+
+
+def _setup(ctx: typer.Context, base_url: str | None, json_output: bool) -> tuple[Output, str | None]:
+    """Options may come before the command (svc --json status) or after it (svc status --json)."""
+    globals_ = ctx.obj if isinstance(ctx.obj, Globals) else Globals()
+    return Output(json_output or globals_.json), (base_url or globals_.base_url or None)
+
+
+def _resolve_base_url(explicit: str | None, saved: dict[str, Any] | None) -> str:
+    if explicit:
+        return explicit.rstrip("/")
+    if saved:
+        return saved["base_url"]
+    return DEFAULT_BASE_URL
+
+
+def _parse_time(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def _logged_in(explicit_base_url: str | None) -> tuple[Api, dict[str, Any]]:
+    saved = credentials_load()
+    base_url = _resolve_base_url(explicit_base_url, saved)
+    if saved is None:
+        raise CliFailure("Not logged in. Run `svc login` first.", exit_code=AUTH)
+    if saved["base_url"] != base_url:
+        raise CliFailure(
+            f"Not logged in to {base_url} (the saved login is for {saved['base_url']}). "
+            f"Run `svc login --base-url {base_url}`.",
+            exit_code=AUTH,
+        )
+    expires_at = _parse_time(saved.get("token_expires_at"))
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise CliFailure("Your login has expired. Run `svc login` again.", exit_code=AUTH)
+    return Api(base_url, token=saved["token"]), saved
+
+
+def _program_key(api_key: str | None) -> str:
+    if not api_key or not api_key.strip():
+        raise CliFailure("Missing program API key: pass --api-key or set SVC_API_KEY.", exit_code=USAGE)
+    return api_key.strip()
+
+
+# --- login / logout ---------------------------------------------------------------------------------------------
+
+
+def _poll_interval(start: dict[str, Any]) -> float:
+    override = os.environ.get("SVC_POLL_INTERVAL", "")
+    try:
+        return max(0.05, float(override)) if override else float(start.get("interval") or 2)
+    except ValueError:
+        return 2.0
+
+
+def _wait_for_login(api: Api, start: dict[str, Any], output: Output) -> dict[str, Any]:
+    interval = _poll_interval(start)
+    deadline = time.monotonic() + float(start.get("expires_in") or 300) + 10
+    expired = CliFailure("The sign-in link expired before you signed in. Run `svc login` again.", exit_code=AUTH)
+    with output.spinner("Waiting for you to sign in in the browser…"):
+        while True:
+            try:
+                data = api.call("GET", "/api/v1/cli/auth/poll", params={"state": start["state"]})["data"]
+            except CliFailure as failure:
+                if failure.exit_code == RATE_LIMITED and time.monotonic() < deadline:
+                    time.sleep(min(60, failure.retry_after_seconds or interval))
+                    continue
+                raise
+            status = data.get("status")
+            if status == "complete":
+                return data
+            if status == "expired":
+                raise expired
+            if status == "denied":
+                raise CliFailure("Sign-in was cancelled in the browser.", exit_code=AUTH)
+            if time.monotonic() > deadline:
+                raise expired
+            time.sleep(interval)
+
+
+@app.command()
+def login(
+    ctx: typer.Context,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the sign-in link; don't open it.")] = False,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Sign in through the browser and save the login token."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        previous = credentials_load()
+        api = Api(_resolve_base_url(explicit, previous))
+        start = api.call("POST", "/api/v1/cli/auth/start")["data"]
+        output.note(f"Open this link to sign in: {escape(start['login_url'])}")
+        output.note(f"Check that the page shows this code: [bold]{escape(start['user_code'])}[/bold]")
+        if not no_browser:
+            try:
+                webbrowser.open(start["login_url"])
+            except Exception:  # no browser here: the printed link is enough
+                pass
+        done = _wait_for_login(api, start, output)
+        user = done.get("user") or {}
+        path = credentials_save(
+            {
+                "base_url": api.base_url,
+                "token": done["token"],
+                "token_expires_at": done.get("token_expires_at"),
+                "user": user,
+                "saved_at": datetime.now(UTC).isoformat(),
+            }
+        )
+        if previous and previous["base_url"] == api.base_url and previous["token"] != done["token"]:
+            # The login this one replaces would otherwise stay valid on the service until it expires.
+            try:
+                api.call("POST", "/api/v1/cli/auth/logout", token=previous["token"])
+            except CliFailure:
+                pass
+        summary = {
+            "logged_in": True,
+            "base_url": api.base_url,
+            "user": user,
+            "token_expires_at": done.get("token_expires_at"),
+            "credentials_path": str(path),
+        }
+        if output.json:
+            output.document({"data": summary})
+        else:
+            who = escape(str(user.get("username", "")))
+            output.say(f"[green]Logged in[/green] as [bold]{who}[/bold] at {escape(api.base_url)}.")
+            output.say(f"Token saved to {escape(str(path))} (valid until {done.get('token_expires_at')}).")
+
+
+@app.command()
+def logout(ctx: typer.Context, base_url: BaseUrlOption = None, json_output: JsonOption = False) -> None:
+    """Revoke the login token on the service and delete it here."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        saved = credentials_load()
+        if saved is None:
+            credentials_delete()  # an unreadable file goes too
+            if output.json:
+                output.document({"data": {"logged_out": True, "revoked": False}})
+            else:
+                output.say("Not logged in.")
+            return
+        api, _ = _logged_in(explicit)
+        revoked = True
+        try:
+            api.call("POST", "/api/v1/cli/auth/logout")
+        except CliFailure as failure:
+            # Already revoked or expired on the service: nothing left to revoke, so forgetting it is enough.
+            if failure.status != 401:
+                raise
+            revoked = False
+        credentials_delete()
+        if output.json:
+            output.document({"data": {"logged_out": True, "revoked": revoked}})
+        else:
+            output.say("Logged out." + ("" if revoked else " (The token was no longer valid on the service.)"))
+
+
+# --- init / programs --------------------------------------------------------------------------------------------
+
+
+def _number_or_text(raw: str) -> int | float | str:
+    """Sends numbers as JSON numbers; anything else as typed, so the service's own message explains it."""
+    text = raw.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return raw
+    return value if value == value and value not in (float("inf"), float("-inf")) else raw
+
+
+def _commission(program: dict[str, Any]) -> str:
+    kind = str(program.get("commission_type", ""))
+    rate = program.get("commission_rate")
+    return f"{rate}% {kind}" if "percent" in kind else f"{rate} {kind}"
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Option("--name", help="Program name.")] = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="The site the tracker runs on.")] = None,
+    commission_type: Annotated[
+        str | None,
+        typer.Option("--commission-type", help="percent, fixed, recurring_percent or recurring_fixed."),
+    ] = None,
+    commission_rate: Annotated[
+        str | None,
+        typer.Option("--commission-rate", help="Percent (at most 100) or a fixed amount in the smallest unit."),
+    ] = None,
+    duration_months: Annotated[
+        int | None, typer.Option("--duration-months", help="Recurring types: months paid, 0 = lifetime.")
+    ] = None,
+    cookie_duration: Annotated[
+        int | None, typer.Option("--cookie-duration", help="Attribution window in days (1 to 365).")
+    ] = None,
+    advertiser_id: Annotated[
+        int | None, typer.Option("--advertiser-id", help="Workspace to create it in (default: your first).")
+    ] = None,
+    no_input: Annotated[bool, typer.Option("--no-input", help="Never prompt for missing values.")] = False,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Create a program; its API keys are printed once."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        api, _ = _logged_in(explicit)
+        if not no_input:
+            name = name or typer.prompt("Program name", err=True)
+            domain = domain or typer.prompt("Domain (e.g. shop.example.com)", err=True)
+            commission_type = commission_type or typer.prompt(
+                "Commission type (percent, fixed, recurring_percent, recurring_fixed)", default="percent", err=True
+            )
+            commission_rate = commission_rate or typer.prompt("Commission rate", err=True)
+        payload: dict[str, Any] = {"name": name, "domain": domain, "commission_type": commission_type}
+        payload["commission_rate"] = _number_or_text(commission_rate) if commission_rate is not None else None
+        optional = {
+            "duration_months": duration_months,
+            "cookie_duration": cookie_duration,
+            "advertiser_id": advertiser_id,
+        }
+        payload.update({key: value for key, value in optional.items() if value is not None})
+        body = api.call("POST", "/api/v1/cli/init", json=payload)
+        if output.json:
+            output.document(body)
+            return
+        data = body["data"]
+        program = data["program"]
+        output.say(
+            f"[green]Created[/green] program #{program['id']} [bold]{escape(program['name'])}[/bold] "
+            f"({escape(program['domain'])}), {_commission(program)}, "
+            f"advertiser {escape(str(program['advertiser_name']))} (#{program['advertiser_id']})."
+        )
+        output.say("[bold]API keys: shown only this once. Store them now.[/bold]")
+        output.say(f"  live: {data['api_key']}")
+        output.say(f"  test: {data['test_api_key']}")
+        output.say(f"Next: export SVC_API_KEY={data['api_key']} then svc status and svc test-event")
+
+
+@app.command()
+def programs(ctx: typer.Context, base_url: BaseUrlOption = None, json_output: JsonOption = False) -> None:
+    """List the programs of your account (keys masked)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        api, _ = _logged_in(explicit)
+        body = api.call("GET", "/api/v1/cli/programs")
+        if output.json:
+            output.document(body)
+            return
+        if not body["data"]:
+            output.say("No programs yet. Create one with `svc init`.")
+            return
+        table = Table("ID", "Name", "Domain", "Advertiser", "Role", "Commission", "API key")
+        for program in body["data"]:
+            table.add_row(
+                str(program["id"]),
+                escape(program["name"]),
+                escape(program["domain"]),
+                f"{escape(str(program['advertiser_name']))} (#{program['advertiser_id']})",
+                program.get("role", ""),
+                _commission(program),
+                program["api_token_masked"],
+            )
+        output.out.print(table)
+
+
+# --- status / test-event ----------------------------------------------------------------------------------------
+
+
+@app.command()
+def status(
+    ctx: typer.Context, api_key: ApiKeyOption = None, base_url: BaseUrlOption = None, json_output: JsonOption = False
+) -> None:
+    """The program's integration health (program key from --api-key or SVC_API_KEY)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        api = Api(_resolve_base_url(explicit, credentials_load()), token=_program_key(api_key))
+        body = api.call("GET", "/api/v1/cli/status")
+        if output.json:
+            output.document(body)
+            return
+        output.warnings(body)
+        data = body["data"]
+        program, key, readiness = data["program"], data["key"], data["readiness"]
+        output.say(
+            f"Program #{program['id']} [bold]{escape(program['name'])}[/bold] ({escape(program['domain'])}), "
+            f"{key['mode']} key {key['masked']}"
+        )
+        verdict = {"ready": "[green]ready[/green]", "ready_with_warnings": "[yellow]ready, with warnings[/yellow]"}
+        output.say(f"Status: {verdict.get(readiness['status'], '[red]incomplete[/red]')}")
+        table = Table("", "Check", "Detail", "Next step", show_lines=False)
+        for check in readiness["checks"]:
+            table.add_row(
+                CHECK_ICONS.get(check["status"], "?"),
+                escape(check["title"]),
+                escape(check["detail"]),
+                escape(check.get("next_step") or ""),
+            )
+        output.out.print(table)
+        if readiness.get("next_step"):
+            output.say(f"Next step: {escape(readiness['next_step'])}")
+
+
+@app.command("test-event")
+def test_event(
+    ctx: typer.Context, api_key: ApiKeyOption = None, base_url: BaseUrlOption = None, json_output: JsonOption = False
+) -> None:
+    """Run a synthetic click, lead and sale in test mode (10 runs per program per hour)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        api = Api(_resolve_base_url(explicit, credentials_load()), token=_program_key(api_key))
+        body = api.call("POST", "/api/v1/cli/test-event")
+        data = body["data"]
+        if output.json:
+            output.document(body)
+        else:
+            output.warnings(body)
+            verdict = "[green]passed[/green]" if data.get("success") else "[red]failed[/red]"
+            output.say(
+                f"Verification {data.get('run_id')} of program #{data.get('program_id')}: {verdict} "
+                f"({data.get('duration_ms')} ms)"
+            )
+            for step in data.get("steps", []):
+                icon = CHECK_ICONS["pass" if step.get("ok") else "fail"]
+                detail = f"event {step['event_id']}" if step.get("ok") else escape(str(step.get("message", "")))
+                output.say(f" {icon} {step.get('step')}: {detail}")
+            limit = data.get("limit") or {}
+            if "runs_remaining" in limit:
+                output.say(f"Runs left this hour: {limit['runs_remaining']} of {limit.get('runs_per_hour')}")
+        if not data.get("success"):
+            raise typer.Exit(VERIFICATION_FAILED)
