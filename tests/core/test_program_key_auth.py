@@ -8,12 +8,9 @@ from programs.models import ProgramKey
 from programs.services import program_key_install, program_key_mark_rotation, program_key_regenerate
 from tests.core.urls import CALLS
 from tests.factories import ProgramFactory, legacy_key
+from tests.helpers import bearer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.urls")]
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
 
 
 def platform_401(message: str, code: str | None = "unauthorized") -> dict:

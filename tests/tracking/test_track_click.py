@@ -12,6 +12,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import bearer, platform_error
 from tracking.models import ClickEvent, Customer, TrackingLog
 
 pytestmark = pytest.mark.django_db
@@ -39,17 +40,8 @@ def aff_url(code: str, param: str = "aff") -> str:
     return f"https://shop.example.com/pricing?{param}={code}"
 
 
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
-
-
 def post_click(api_client, body: dict, **extra):
     return api_client.post(URL, body, format="json", **extra)
-
-
-def platform_error(status: int, name: str, message: str) -> dict:
-    # Click errors carry no error.code (only sale and refund always add one).
-    return {"data": None, "error": {"status": status, "name": name, "message": message, "details": {}}}
 
 
 def bad_request(message: str) -> dict:

@@ -13,6 +13,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import bearer, platform_error
 from tracking.models import Customer, LeadEvent
 
 pytestmark = pytest.mark.django_db
@@ -20,17 +21,8 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/track/lead"
 
 
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
-
-
 def post_lead(api_client, body: dict, **extra):
     return api_client.post(URL, body, format="json", **extra)
-
-
-def platform_error(status: int, name: str, message: str) -> dict:
-    # Lead errors carry no error.code (only sale and refund always add one).
-    return {"data": None, "error": {"status": status, "name": name, "message": message, "details": {}}}
 
 
 def bad_request(message: str) -> dict:

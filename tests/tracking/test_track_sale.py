@@ -14,6 +14,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import bearer, platform_error
 from tracking.models import SaleEvent, TrackingLog
 
 pytestmark = pytest.mark.django_db
@@ -22,19 +23,8 @@ URL = "/api/v1/track/sale"
 REFUND_URL = "/api/v1/track/refund"
 
 
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
-
-
 def post_sale(client, program, key: str | None = None, **body):
     return client.post(URL, body, format="json", **bearer(key or program.raw_api_key))
-
-
-def platform_error(status: int, name: str, message: str, code: str, details: dict | None = None) -> dict:
-    return {
-        "data": None,
-        "error": {"status": status, "name": name, "message": message, "details": details or {}, "code": code},
-    }
 
 
 def bad_request(message: str, code: str = "invalid_request") -> dict:

@@ -8,6 +8,7 @@ import pytest
 
 from core import messages
 from tests.factories import ProgramFactory
+from tests.helpers import platform_error
 from tracking.api import tracker
 from tracking.models import PageVisit
 
@@ -18,10 +19,6 @@ VISIT_URL = "/api/v1/track/visit"
 CONFIG_URL = "/api/v1/track/config"
 SITE = "https://shop.example.com"
 MAX_SCRIPT_BYTES = 6 * 1024
-
-
-def platform_error(status: int, name: str, message: str) -> dict:
-    return {"data": None, "error": {"status": status, "name": name, "message": message, "details": {}}}
 
 
 def bad_request(message: str) -> dict:

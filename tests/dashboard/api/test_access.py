@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from core import messages
 from programs.models import Role
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory, UserFactory
+from tests.helpers import platform_error
 from tracking.models import ClickEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -33,10 +34,6 @@ def call(client: APIClient, method: str, path: str, program_id: object, **extra)
         return getattr(client, method)(path.format(id=program_id), {}, format="json", **extra)
     body = {"program_id": program_id, "event_type": "click"}
     return getattr(client, method)(path, body, format="json", **extra)
-
-
-def platform_error(status: int, name: str, message: str) -> dict:
-    return {"data": None, "error": {"status": status, "name": name, "message": message, "details": {}}}
 
 
 UNAUTHORIZED = platform_error(401, "UnauthorizedError", messages.AUTHENTICATION_REQUIRED)

@@ -10,20 +10,13 @@ from dashboard import selectors
 from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory
+from tests.helpers import bearer, platform_error
 from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/programs/me/analytics/sources"
 NOW = datetime(2025, 7, 31, 18, 0, tzinfo=UTC)
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
-
-
-def platform_error(status: int, name: str, message: str) -> dict:
-    return {"data": None, "error": {"status": status, "name": name, "message": message, "details": {}}}
 
 
 @pytest.fixture(autouse=True)

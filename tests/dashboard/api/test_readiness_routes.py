@@ -12,15 +12,12 @@ from core import messages
 from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory, ReferralLinkFactory
+from tests.helpers import bearer
 from tracking.readiness import readiness_compute
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/programs/me/readiness"
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
 
 
 def without_time(verdict: dict) -> dict:
