@@ -23,7 +23,11 @@ EVENTS_CAP_FACTOR = 3
 # Newest first; equal times list the later funnel step first, then the higher id.
 _TYPE_RANK = {"conversion": 2, "lead": 1, "click": 0}
 # Commissions that still pay something: everything but reversed.
-PAYING_STATUSES = [status for status in CommissionStatus.values if status != CommissionStatus.REVERSED]
+# What a commission still pays: pending, approved and paid ones pay what is left after clawbacks; a refunded
+# one only if it had been credited (a pending commission partly refunded is cancelled whole); reversed nothing.
+STILL_PAYING = Q(
+    commission__status__in=[CommissionStatus.PENDING, CommissionStatus.APPROVED, CommissionStatus.PAID]
+) | Q(commission__status=CommissionStatus.REFUNDED, commission__credited=True)
 # The sources report reads at most this many of the range's newest live clicks (see click_sources_get).
 SOURCES_CLICK_LIMIT = 10_000
 SOURCES_TOP = 20
@@ -277,8 +281,9 @@ def _empty_row() -> dict[str, int]:
 
 def tracking_performance_get(*, program: Program, date_from: date, date_to: date) -> dict[str, Any]:
     """Live clicks, settled live leads and attributed live sales per UTC day and per partner, over the
-    inclusive range. Revenue is the sales' amount_cents; commission is amount_cents - deducted_cents of
-    their commissions that are not reversed. Amounts are summed as stored, whatever their currency.
+    inclusive range. Revenue is the sales' amount_cents; commission is what their commissions still pay
+    (amount_cents - deducted_cents; nothing for reversed ones or for pending ones cancelled by a refund).
+    Amounts are summed as stored, whatever their currency.
     Six grouped queries: clicks, leads and sales, each by day and by partner."""
     window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
     clicks = ClickEvent.objects.filter(Q(program=program, is_test=False) & window.q("click_timestamp"))
@@ -290,7 +295,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
         "revenue_cents": Sum("amount_cents"),
         "commission_cents": Sum(
             F("commission__amount_cents") - F("commission__deducted_cents"),
-            filter=Q(commission__status__in=PAYING_STATUSES),
+            filter=STILL_PAYING,
         ),
     }
 

@@ -60,10 +60,12 @@ def lead(customer, when, **extra):
     )
 
 
-def sale(customer, when, amount, commission=None, status="pending", deducted=0, **extra):
+def sale(customer, when, amount, commission=None, status="pending", deducted=0, credited=False, **extra):
     event = SaleFactory(customer=customer, sale_date=when, amount_cents=amount, **extra)
     if commission is not None:
-        CommissionFactory(sale=event, amount_cents=commission, status=status, deducted_cents=deducted)
+        CommissionFactory(
+            sale=event, amount_cents=commission, status=status, deducted_cents=deducted, credited=credited
+        )
     return event
 
 
@@ -79,7 +81,7 @@ def activity(program, alice_link, bob_link):
     lead(a2, DAY1, is_test=True)
     sale(a1, DAY2, 10000, commission=2000)
     sale(a1, DAY2, 3000, commission=600, status="reversed", deducted=600)  # counts, pays nothing
-    sale(b1, DAY2, 5000, commission=1000, status="refunded", deducted=400)  # pays 600
+    sale(b1, DAY2, 5000, commission=1000, status="refunded", deducted=400, credited=True)  # pays 600
     sale(b1, DAY2, 700)  # the policy paid nothing for it
     sale(a2, DAY2, 999, attributed=False)  # not attributed: not counted
     sale(a2, DAY2, 888, commission=100, is_test=True)  # test: not counted
@@ -208,3 +210,14 @@ def test_events_of_a_deleted_partner_are_grouped_without_a_partner(owner, progra
         (alice_link.partner_id, "Alice", 1),
         (None, "(no partner)", 1),
     ]
+
+
+def test_a_pending_commission_cancelled_by_a_partial_refund_pays_nothing(owner, program, alice_link):
+    customer = click(alice_link, DAY1)
+    sale(customer, DAY1, 5000, commission=1000, status="refunded", deducted=400, credited=False)
+    data = performance(owner, program, dateFrom="2025-05-18", dateTo="2025-05-18").json()["data"]
+    assert (data["totals"]["sales"], data["totals"]["revenue_cents"], data["totals"]["commission_cents"]) == (
+        1,
+        5000,
+        0,
+    )
