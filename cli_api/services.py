@@ -261,7 +261,9 @@ def verification_fixture_ensure(*, program: Program) -> CliTestFixture | None:
     PartnerProgram.objects.get_or_create(partner=fixture.partner, program=program)
     link = fixture.link
     if link is None or link.program_id != program.pk:
-        link = ReferralLink(short_link=f"svc-verify-{program.pk}-{secrets.token_hex(4)}", program=program)
+        link = ReferralLink(
+            short_link=f"svc-verify-{program.pk}-{secrets.token_hex(4)}", program=program, is_synthetic=True
+        )
     link.partner = fixture.partner
     link.is_active = True
     link.save()

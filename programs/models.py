@@ -224,6 +224,9 @@ class ReferralLink(models.Model):
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="links")
     program = models.ForeignKey(Program, on_delete=models.SET_NULL, null=True, blank=True, related_name="links")
     is_active = models.BooleanField(default=True)
+    # Made by the service itself (the `svc test-event` verification link), not a real partner's link:
+    # readiness does not count it as the program's referral set-up.
+    is_synthetic = models.BooleanField(default=False)
     clicks = models.PositiveBigIntegerField(default=0)
     last_clicked = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

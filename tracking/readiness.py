@@ -52,7 +52,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
     # A link whose partner is not enrolled in the program takes clicks, but every sale through it is refused
     # ("No partner-program relationship found"), so only enrolled links count as working.
     enrolled = Exists(PartnerProgram.objects.filter(partner_id=OuterRef("partner_id"), program=program))
-    links = program.links.filter(is_active=True, partner__isnull=False).aggregate(
+    links = program.links.filter(is_active=True, partner__isnull=False, is_synthetic=False).aggregate(
         total=Count("pk"), enrolled=Count("pk", filter=enrolled)
     )
     live_key = key or ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()

@@ -168,3 +168,14 @@ def test_a_missing_or_unknown_key_is_a_401_and_runs_nothing(api_client, headers,
     assert platform_error(response)["message"] == message
     assert response.has_header("X-Request-ID")
     assert not CliTestRun.objects.exists() and not ClickEvent.objects.exists()
+
+
+def test_the_verification_link_is_marked_synthetic_so_readiness_ignores_it():
+    from cli_api.services import verification_fixture_ensure
+    from tracking.readiness import readiness_compute
+
+    program = ProgramFactory()
+    fixture = verification_fixture_ensure(program=program)
+    assert fixture is not None and fixture.link.is_synthetic
+    referral = next(c for c in readiness_compute(program=program)["checks"] if c["id"] == "referral_links")
+    assert referral["status"] == "fail"

@@ -170,6 +170,11 @@ class TestReferralLinks:
         status, detail, _ = checks(readiness_compute(program=program))["referral_links"]
         assert (status, detail) == ("fail", "No active referral link with a partner")
 
+    def test_the_services_own_verification_link_does_not_count(self, program):
+        ReferralLinkFactory(program=program, is_synthetic=True)
+        status, detail, _ = checks(readiness_compute(program=program))["referral_links"]
+        assert (status, detail) == ("fail", "No active referral link with a partner")
+
     def test_links_whose_partner_is_not_enrolled_fail_because_their_sales_would_be_refused(self, program):
         link = ReferralLinkFactory(program=program)
         PartnerProgram.objects.filter(partner=link.partner, program=program).delete()
