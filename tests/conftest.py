@@ -1,5 +1,7 @@
 import os
+import time
 
+import django_ratelimit.core
 import pytest
 from django.core.cache import caches
 from rest_framework.test import APIClient
@@ -26,6 +28,19 @@ def _test_settings(settings):
     yield
     caches["ratelimit"].clear()
     link_cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _one_rate_limit_window_per_test(monkeypatch):
+    """django-ratelimit counts in fixed windows whose edges fall anywhere in the minute; a test sending N+1
+    calls could straddle an edge and see the count restart. In tests the windows start when the test starts
+    (and still roll over every period, for tests that move the clock)."""
+    start = int(time.time())
+
+    def window_end(value, period: int) -> int:
+        return start + period * (1 + (int(time.time()) - start) // period)
+
+    monkeypatch.setattr(django_ratelimit.core, "_get_window", window_end)
 
 
 @pytest.fixture(autouse=True)
