@@ -141,7 +141,8 @@ def tab(chromium, live_server, page_server) -> Iterator[Tab]:
 
     context.route("**/*", only_local)
     tab.page = context.new_page()
-    tab.page.set_default_timeout(5_000)
+    # Generous: a loaded 2-core CI machine runs the server, PostgreSQL and Chromium at once.
+    tab.page.set_default_timeout(15_000)
     tab.page.on("request", lambda request: tab.requests.append(f"{request.method} {request.url}"))
     tab.page.on("pageerror", lambda error: tab.errors.append(str(error)))
     yield tab

@@ -35,7 +35,7 @@ def page_html(*, tracker_url: str, program_id: int, body: str = "", extra: str =
 </html>"""
 
 
-def wait_for(tab, check: Callable[[], bool], timeout: float = 5.0) -> None:
+def wait_for(tab, check: Callable[[], bool], timeout: float = 15.0) -> None:
     """Waits for something the page sends without awaiting it (the visit follows window.svc.ready). It waits
     through Playwright, not time.sleep: the route filter answers the page's requests only while Playwright runs."""
     deadline = time.monotonic() + timeout
