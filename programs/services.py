@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,6 +17,7 @@ from .keys import (
     key_prefix_of,
 )
 from .models import AgentKey, Program, ProgramKey, Workspace
+from .validation import program_settings_changes_validate
 
 _PREFIX_BY_MODE = {ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX, ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX}
 
@@ -107,3 +109,18 @@ def agent_key_issue(*, key: AgentKey) -> str:
     key.last4 = raw[-4:]
     key.save()
     return raw
+
+
+def program_settings_update(*, program_id: int, data: dict[str, Any]) -> Program:
+    """Validates and saves an update in one transaction. The row is locked first and checked as it is now:
+    two concurrent updates (one to a percent type, one raising the rate) would otherwise each pass against
+    the old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is saved then."""
+    with transaction.atomic():
+        program = Program.objects.select_for_update().get(pk=program_id)
+        changes = program_settings_changes_validate(data, current=program)
+        if changes:
+            for field, value in changes.items():
+                setattr(program, field, value)
+            # save() (not update()) so the link cache, which holds cookie_duration, is cleared.
+            program.save(update_fields=list(changes))
+    return program

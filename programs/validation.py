@@ -8,9 +8,22 @@ from typing import Any
 from core import messages
 from core.errors import BadRequestError
 
-from .models import PERCENT_TYPES, CommissionType, Program
+from .models import PERCENT_TYPES, CommissionType, LeadAuth, Program
 
 REQUIRED_FIELDS = ("name", "domain", "commission_type", "commission_rate")
+EDITABLE_SETTINGS = (
+    "name",
+    "domain",
+    "commission_type",
+    "commission_rate",
+    "duration_months",
+    "cookie_duration",
+    "hold_days",
+    "lead_auth",
+)
+SETTINGS_UNKNOWN_FIELDS = "Unknown or read-only field(s): {fields}. Editable: " + ", ".join(EDITABLE_SETTINGS)
+HOLD_DAYS_INVALID = "hold_days must be a whole number of days from 0 to 365"
+LEAD_AUTH_INVALID = "lead_auth must be browser_allowed or server_required"
 
 
 def _blank(value: Any) -> bool:
@@ -74,4 +87,28 @@ def program_settings_validate(data: dict[str, Any], *, current: Program | None =
         if days is None or not 1 <= days <= 365:
             raise BadRequestError(messages.PROGRAM_COOKIE_INVALID)
         clean["cookie_duration"] = days
+    return clean
+
+
+def program_settings_changes_validate(data: dict[str, Any], *, current: Program) -> dict[str, Any]:
+    """An update's fields to change: the creation checks in their order (program_settings_validate), then
+    hold_days and lead_auth. Unknown fields and nulls are refused; the first failure is raised."""
+    unknown = sorted(set(data) - set(EDITABLE_SETTINGS))
+    if unknown:
+        raise BadRequestError(SETTINGS_UNKNOWN_FIELDS.format(fields=", ".join(unknown)))
+    clean = program_settings_validate(data, current=current)
+    # The creation checks skip a null duration (optional there); in an update it is a mistake.
+    if "duration_months" in data and data["duration_months"] is None:
+        raise BadRequestError(messages.PROGRAM_DURATION_INVALID)
+    if "cookie_duration" in data and data["cookie_duration"] is None:
+        raise BadRequestError(messages.PROGRAM_COOKIE_INVALID)
+    if "hold_days" in data:
+        days = _whole(data["hold_days"])
+        if days is None or not 0 <= days <= 365:
+            raise BadRequestError(HOLD_DAYS_INVALID)
+        clean["hold_days"] = days
+    if "lead_auth" in data:
+        if data["lead_auth"] not in LeadAuth.values:
+            raise BadRequestError(LEAD_AUTH_INVALID)
+        clean["lead_auth"] = data["lead_auth"]
     return clean

@@ -8,7 +8,6 @@ platform envelope; POST and PATCH need the CSRF token (SessionAuthentication enf
 
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
@@ -31,9 +30,9 @@ from dashboard.selectors import (
     tracking_status_get,
     tracking_test_events_get,
 )
-from programs.models import Action, LeadAuth, Program, ProgramKey
+from programs.models import Action, Program, ProgramKey
 from programs.selectors import membership_get
-from programs.validation import program_settings_validate
+from programs.services import program_settings_update
 from tracking.readiness import readiness_compute
 from tracking.services.verification import synthetic_event_send, verification_run
 
@@ -42,20 +41,6 @@ from . import serializers as s
 READINESS_RETRY_AFTER_SECONDS = 10
 SOURCES_FAILED = "Failed to load click sources"
 SETTINGS_FAILED = "Failed to update program settings"
-EDITABLE_SETTINGS = (
-    "name",
-    "domain",
-    "commission_type",
-    "commission_rate",
-    "duration_months",
-    "cookie_duration",
-    "hold_days",
-    "lead_auth",
-)
-SETTINGS_UNKNOWN_FIELDS = "Unknown or read-only field(s): {fields}. Editable: " + ", ".join(EDITABLE_SETTINGS)
-_WHOLE_FIELDS = ("duration_months", "cookie_duration")
-HOLD_DAYS_INVALID = "hold_days must be a whole number of days from 0 to 365"
-LEAD_AUTH_INVALID = "lead_auth must be browser_allowed or server_required"
 
 DASHBOARD_ERRORS = {
     400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request; the message names the parameter"),
@@ -210,64 +195,6 @@ class TrackingTestEventsCheckApi(DashboardApi):
 
 
 # --- Program settings (dashboard sign-in) ------------------------------------------------------------------
-
-
-def _whole(value: Any) -> int | None:
-    """A whole number as programs.validation reads one: an int, an integral float or a digit string."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isascii() and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
-
-
-def program_settings_clean(data: dict[str, Any], *, current: Program) -> dict[str, Any]:
-    """The fields to change. Checks run in the CLI init's order (programs.validation), then hold_days and
-    lead_auth; the first failure is raised."""
-    unknown = sorted(set(data) - set(EDITABLE_SETTINGS))
-    if unknown:
-        raise BadRequestError(SETTINGS_UNKNOWN_FIELDS.format(fields=", ".join(unknown)))
-    # str.isdigit() accepts digits int() cannot read ("²"): the shared validator would crash on them, so such
-    # strings reach it as plainly invalid text and get its message, in its order.
-    screened = {
-        name: "invalid" if name in _WHOLE_FIELDS and isinstance(value, str) and not value.isascii() else value
-        for name, value in data.items()
-    }
-    clean = program_settings_validate(screened, current=current)
-    # The shared validator skips a null duration (optional at creation); in an update it is a mistake.
-    if "duration_months" in data and data["duration_months"] is None:
-        raise BadRequestError(messages.PROGRAM_DURATION_INVALID)
-    if "cookie_duration" in data and data["cookie_duration"] is None:
-        raise BadRequestError(messages.PROGRAM_COOKIE_INVALID)
-    if "hold_days" in data:
-        days = _whole(data["hold_days"])
-        if days is None or not 0 <= days <= 365:
-            raise BadRequestError(HOLD_DAYS_INVALID)
-        clean["hold_days"] = days
-    if "lead_auth" in data:
-        if data["lead_auth"] not in LeadAuth.values:
-            raise BadRequestError(LEAD_AUTH_INVALID)
-        clean["lead_auth"] = data["lead_auth"]
-    return clean
-
-
-def program_settings_update(*, program_id: int, data: dict[str, Any]) -> Program:
-    """Validates and saves in one transaction. The row is locked first and checked as it is now: two
-    concurrent updates (one to a percent type, one raising the rate) would otherwise each pass against the
-    old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is saved then."""
-    with transaction.atomic():
-        program = Program.objects.select_for_update().get(pk=program_id)
-        clean = program_settings_clean(data, current=program)
-        if clean:
-            for field, value in clean.items():
-                setattr(program, field, value)
-            # save() (not update()) so the link cache, which holds cookie_duration, is cleared.
-            program.save(update_fields=list(clean))
-    return program
 
 
 def _settings_body(program: Program) -> dict[str, Any]:

@@ -275,9 +275,9 @@ def test_concurrent_patches_cannot_combine_into_a_percent_rate_over_100():
         finally:
             connection.close()
 
-    from dashboard.api import views
+    from programs import services
 
-    checked = views.program_settings_clean
+    checked = services.program_settings_changes_validate
 
     def slow_clean(data, *, current):
         # Hold the transaction open after the check, so without the lock both checks see the old row.
@@ -289,7 +289,7 @@ def test_concurrent_patches_cannot_combine_into_a_percent_rate_over_100():
         threading.Thread(target=patch, args=({"commission_type": "percent"},)),
         threading.Thread(target=patch, args=({"commission_rate": 500},)),
     ]
-    with mock.patch.object(views, "program_settings_clean", slow_clean):
+    with mock.patch.object(services, "program_settings_changes_validate", slow_clean):
         for thread in threads:
             thread.start()
         for thread in threads:
