@@ -120,6 +120,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "inter
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "approve-due-commissions": {"task": "commissions.approve_due", "schedule": 300.0},
+    "purge-cli-login-sessions": {"task": "cli_api.purge_login_sessions", "schedule": 3600.0},
 }
 
 # --- Rate limits, proxies ----------------------------------------------------------------------
