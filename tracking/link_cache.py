@@ -1,15 +1,17 @@
-"""What a click needs to know about a referral link, cached in-process.
+"""What every click and sale reads and what rarely changes, cached in-process: a referral link's routing
+facts, and which partners are enrolled in which programs.
 
-Every click reads its link and program; they change rarely. Entries live LINK_CACHE_SECONDS (default 5).
-Saving or deleting a link or program through the ORM clears this process's cache at once; other server
-processes see the change within the TTL (a link turned off may still take clicks for those seconds)."""
+Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
+clears this process's cache at once; other server processes see the change within the TTL (a link turned
+off may still take clicks, an enrolment just removed may still let a sale be attributed, for those seconds).
+Only enrolments that exist are cached, so a new enrolment counts at once everywhere."""
 
 import time
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from programs.models import ReferralLink
+from programs.models import PartnerProgram, ReferralLink
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class LinkTarget:
 
 
 _entries: dict[str, tuple[float, LinkTarget]] = {}
+_enrolments: dict[tuple[int, int], float] = {}
 
 
 def link_target_get(code: str) -> LinkTarget | None:
@@ -43,5 +46,16 @@ def link_target_get(code: str) -> LinkTarget | None:
     return target
 
 
+def enrolment_exists(*, partner_id: int, program_id: int) -> bool:
+    now = time.monotonic()
+    if _enrolments.get((partner_id, program_id), 0.0) > now:
+        return True
+    exists = PartnerProgram.objects.filter(partner_id=partner_id, program_id=program_id).exists()
+    if exists and settings.LINK_CACHE_SECONDS > 0:
+        _enrolments[(partner_id, program_id)] = now + settings.LINK_CACHE_SECONDS
+    return exists
+
+
 def link_cache_clear(**_signal_kwargs: object) -> None:
     _entries.clear()
+    _enrolments.clear()

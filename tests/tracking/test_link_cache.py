@@ -1,7 +1,8 @@
 import pytest
 
-from programs.models import ReferralLink
-from tests.factories import ReferralLinkFactory
+from programs.models import PartnerProgram, ReferralLink
+from tests.factories import CustomerFactory, ReferralLinkFactory
+from tests.helpers import bearer
 from tracking import link_cache
 from tracking.models import ClickEvent
 
@@ -58,3 +59,28 @@ def test_unknown_codes_are_not_cached(api_client):
     assert click(api_client, "later").status_code == 400
     ReferralLinkFactory(short_link="later")
     assert click(api_client, "later").status_code == 200
+
+
+def sale(client, link, transaction_id: str, customer_key: str):
+    body = {"transaction_id": transaction_id, "amount_cents": 1000, "customer_key": customer_key}
+    return client.post("/api/v1/track/sale", body, format="json", **bearer(link.program.raw_api_key))
+
+
+def test_removing_an_enrolment_applies_at_once_in_this_process(api_client):
+    link = ReferralLinkFactory()
+    CustomerFactory(link=link, customer_key="u1")
+    CustomerFactory(link=link, customer_key="u2")
+    assert sale(api_client, link, "t1", "u1").status_code == 200  # the enrolment is now cached
+    PartnerProgram.objects.get(partner=link.partner, program=link.program).delete()
+    refused = sale(api_client, link, "t2", "u2")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == "No partner-program relationship found for this customer"
+
+
+def test_a_missing_enrolment_is_not_cached(api_client):
+    link = ReferralLinkFactory()
+    PartnerProgram.objects.filter(partner=link.partner, program=link.program).delete()
+    CustomerFactory(link=link, customer_key="u1")
+    assert sale(api_client, link, "t1", "u1").status_code == 400
+    PartnerProgram.objects.create(partner=link.partner, program=link.program)
+    assert sale(api_client, link, "t1", "u1").status_code == 200

@@ -962,18 +962,19 @@ class TestQueryCount:
     ):
         body = sale_body()
         # 1 program key lookup (program joined)
-        # 2 customer by customer_key, annotated with EXISTS(partner enrolled in the program)
-        # 3-5 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
-        # 6 SAVEPOINT: the commission's transaction
-        # 7 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
-        # 8 INSERT commission (pending: no ledger entry)
-        # 9 UPDATE customer first_sale_at, customer_status
-        # 10 RELEASE SAVEPOINT
-        # 11 UPDATE partner-program metrics
+        # 2 customer by customer_key
+        # 3 is the partner enrolled in the program (cached afterwards: see the next test)
+        # 4-6 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
+        # 7 SAVEPOINT: the commission's transaction
+        # 8 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
+        # 9 INSERT commission (pending: no ledger entry)
+        # 10 UPDATE customer first_sale_at, customer_status
+        # 11 RELEASE SAVEPOINT
+        # 12 UPDATE partner-program metrics
         # Same count on SQLite and PostgreSQL. The savepoints exist as the test runs in a transaction;
         # in production they are the two transactions' BEGIN/COMMIT, which are not counted. No product_id,
         # so no per-product rate lookup; the rate limit lives in the cache, not the database.
-        with django_assert_num_queries(11):
+        with django_assert_num_queries(12):
             response = post_sale(api_client, program, **body)
         assert response.status_code == 200
 
@@ -982,16 +983,27 @@ class TestQueryCount:
         CustomerFactory(link=link, customer_key="user_1")
         body = sale_body()
         # 1 program key lookup (program joined)
-        # 2 customer by customer_key, annotated with EXISTS(partner enrolled in the program)
-        # 3-5 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
-        # 6 SAVEPOINT: the commission's transaction
-        # 7 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
-        # 8 INSERT commission (approved)
-        # 9 INSERT ledger credit
-        # 10 UPDATE customer first_sale_at, customer_status
-        # 11 RELEASE SAVEPOINT
-        # 12 UPDATE partner-program metrics
+        # 2 customer by customer_key
+        # 3 is the partner enrolled in the program
+        # 4-6 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
+        # 7 SAVEPOINT: the commission's transaction
+        # 8 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
+        # 9 INSERT commission (approved)
+        # 10 INSERT ledger credit
+        # 11 UPDATE customer first_sale_at, customer_status
+        # 12 RELEASE SAVEPOINT
+        # 13 UPDATE partner-program metrics
         # (Savepoints as in the test above; verified on SQLite and PostgreSQL.)
-        with django_assert_num_queries(12):
+        with django_assert_num_queries(13):
             response = post_sale(api_client, program, **body)
+        assert response.status_code == 200
+
+    def test_the_enrolment_is_read_once_then_cached(
+        self, api_client, program, customer, link, django_assert_num_queries
+    ):
+        assert post_sale(api_client, program, **sale_body()).status_code == 200
+        CustomerFactory(link=link, customer_key="user_2")
+        # As the first sale above, less the enrolment check (query 3), now in the process's cache.
+        with django_assert_num_queries(11):
+            response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", customer_key="user_2"))
         assert response.status_code == 200

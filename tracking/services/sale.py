@@ -4,15 +4,15 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from commissions.services import commission_create_for_sale
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
-from programs.models import PartnerProgram, Program, ProgramKey
+from programs.models import Program, ProgramKey
 
 from ..counters import partner_program_add
+from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
 from .common import is_test_mode, test_mode_body, tracking_log
 
@@ -27,13 +27,8 @@ def sale_is_test(*, data: dict[str, Any], key: ProgramKey) -> bool:
 
 
 def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is_test: bool) -> Customer | None:
-    """customer_key first (the earliest customer with it keeps the attribution), then click_id.
-    One query, which also tells whether the first partner is enrolled in the program."""
-    customers = Customer.objects.filter(is_test=is_test).annotate(
-        enrolled=Exists(
-            PartnerProgram.objects.filter(partner_id=OuterRef("first_partner_id"), program_id=OuterRef("program_id"))
-        )
-    )
+    """customer_key first (the earliest customer with it keeps the attribution), then click_id."""
+    customers = Customer.objects.filter(is_test=is_test)
     customer = None
     if customer_key:
         customer = customers.filter(program=program, customer_key=customer_key).order_by("pk").first()
@@ -108,7 +103,9 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
         raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id)
     if customer.program_id != program.pk:
         raise _no_attribution(program, messages.SALE_NO_ATTRIBUTION, request_id)
-    if customer.first_partner_id is not None and not customer.enrolled:  # type: ignore[attr-defined]
+    if customer.first_partner_id is not None and not enrolment_exists(
+        partner_id=customer.first_partner_id, program_id=program.pk
+    ):
         raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id)
 
     fields = _sale_fields(data=data, program=program, now=now, is_test=False)
