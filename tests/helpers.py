@@ -14,3 +14,24 @@ def platform_error(status: int, name: str, message: str, code: str | None = None
     if code is not None:
         error["code"] = code
     return {"data": None, "error": error}
+
+
+def assert_rate_limited(response) -> int:
+    """The spec's typed 429: body, Retry-After and an empty bucket. Returns retry_after_seconds."""
+    from core import messages
+
+    assert response.status_code == 429
+    body = response.json()
+    retry = body["error"]["retry_after_seconds"]
+    assert body == {
+        "error": {
+            "code": "rate_limited",
+            "message": messages.RATE_LIMITED.format(seconds=retry),
+            "status": 429,
+            "retry_after_seconds": retry,
+        }
+    }
+    assert 1 <= retry <= 60
+    assert response["Retry-After"] == str(retry)
+    assert response["X-RateLimit-Remaining"] == "0"
+    return retry

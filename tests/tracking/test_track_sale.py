@@ -14,7 +14,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import bearer, platform_error
+from tests.helpers import assert_rate_limited, bearer, platform_error
 from tracking.models import SaleEvent, TrackingLog
 
 pytestmark = pytest.mark.django_db
@@ -921,20 +921,7 @@ class TestRateLimit:
         for _ in range(120):
             assert post_sale(api_client, program).status_code == 400  # cheap calls count too
         response = post_sale(api_client, program, **sale_body())
-        assert response.status_code == 429
-        body = response.json()
-        retry = body["error"]["retry_after_seconds"]
-        assert body == {
-            "error": {
-                "code": "rate_limited",
-                "message": messages.RATE_LIMITED.format(seconds=retry),
-                "status": 429,
-                "retry_after_seconds": retry,
-            }
-        }
-        assert 1 <= retry <= 60
-        assert response["Retry-After"] == str(retry)
-        assert response["X-RateLimit-Remaining"] == "0"
+        assert_rate_limited(response)
         assert nothing_recorded()
 
     def test_sale_and_refund_share_one_bucket_per_key(self, api_client, program, customer):
