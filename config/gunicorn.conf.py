@@ -1,0 +1,26 @@
+"""gunicorn settings for every way this project serves HTTP (`make run`, the served tests):
+gunicorn -c config/gunicorn.conf.py
+
+gunicorn reads this file once, in the master, before it forks the workers."""
+
+import os
+import secrets
+
+from core.counter_cache import instance_counter_file, remove_counter_file
+
+wsgi_app = "config.wsgi:application"
+bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+accesslog = "-"
+
+# One server is one instance for the spec's rate limits, whatever its number of workers. Set here, in the master,
+# the id reaches every worker through the environment, so all of them count in the same place (see CACHES in
+# config/settings.py). INSTANCE_ID set by the operator wins, e.g. to keep counts across a restart.
+_instance_id_generated = "INSTANCE_ID" not in os.environ
+os.environ.setdefault("INSTANCE_ID", f"gunicorn-{secrets.token_hex(8)}")
+
+
+def on_exit(server) -> None:
+    # Embedded counters under a generated id are this run's alone: nobody reads them once it stops.
+    if _instance_id_generated:
+        remove_counter_file(instance_counter_file(os.environ["INSTANCE_ID"]))

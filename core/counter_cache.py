@@ -1,0 +1,158 @@
+"""A Django cache backend over one SQLite file, shared by every process of one server instance.
+
+The rate limits count per API server instance, and an instance is usually several gunicorn workers. Local memory
+would give each worker its own count; this file gives them one, with the two operations django-ratelimit needs
+(`add` and `incr`) each a single SQL statement, so they are atomic across processes. Nothing here needs to be
+durable: the counters live a minute, so the file skips fsync.
+
+Integers are stored as SQLite integers (so `incr` is arithmetic in SQL); anything else is pickled."""
+
+import os
+import pickle
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
+
+# Rows past their expiry are deleted at most this often per process; reads ignore them meanwhile.
+CULL_INTERVAL_SECONDS = 60.0
+BUSY_TIMEOUT_SECONDS = 5.0
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value, expires REAL NOT NULL) WITHOUT ROWID"
+# SQLite has no infinity literal in older versions; a year 5000 timestamp stands for "never".
+_NEVER = 95617584000.0
+
+
+def instance_counter_file(instance_id: str) -> Path:
+    """Where one server instance keeps its counters: a temporary file named after the instance."""
+    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
+    return Path(tempfile.gettempdir()) / f"svc-ratelimit-{safe_id}.sqlite3"
+
+
+def remove_counter_file(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _encode(value: Any) -> Any:
+    if type(value) is int:
+        return value
+    return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+
+
+def _decode(stored: Any) -> Any:
+    if isinstance(stored, int):
+        return stored
+    return pickle.loads(stored)
+
+
+class SQLiteCounterCache(BaseCache):
+    """LOCATION is the SQLite file's path."""
+
+    def __init__(self, location: str, params: dict):
+        super().__init__(params)
+        self._path = location
+        self._local = threading.local()
+        self._last_cull = 0.0
+
+    def _connection(self) -> sqlite3.Connection:
+        # One connection per thread, and never one inherited across a fork.
+        connection = getattr(self._local, "connection", None)
+        if connection is not None and self._local.pid == os.getpid():
+            return connection
+        connection = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=OFF")
+        connection.execute(_SCHEMA)
+        self._local.connection = connection
+        self._local.pid = os.getpid()
+        return connection
+
+    def _expiry(self, timeout) -> float:
+        seconds = self.get_backend_timeout(timeout)
+        return _NEVER if seconds is None else seconds
+
+    def _maybe_cull(self, connection: sqlite3.Connection, now: float) -> None:
+        if now - self._last_cull < CULL_INTERVAL_SECONDS:
+            return
+        self._last_cull = now
+        connection.execute("DELETE FROM cache WHERE expires <= ?", (now,))
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        now = time.time()
+        connection = self._connection()
+        self._maybe_cull(connection, now)
+        # One statement: inserts, or replaces a row that has expired, or leaves a live row alone.
+        cursor = connection.execute(
+            "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
+            "WHERE cache.expires <= ?",
+            (key, _encode(value), self._expiry(timeout), now),
+        )
+        return cursor.rowcount == 1
+
+    def get(self, key, default=None, version=None):
+        key = self.make_and_validate_key(key, version=version)
+        row = (
+            self._connection()
+            .execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, time.time()))
+            .fetchone()
+        )
+        return default if row is None else _decode(row[0])
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> None:
+        key = self.make_and_validate_key(key, version=version)
+        self._connection().execute(
+            "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires",
+            (key, _encode(value), self._expiry(timeout)),
+        )
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        cursor = self._connection().execute(
+            "UPDATE cache SET expires = ? WHERE key = ? AND expires > ?", (self._expiry(timeout), key, time.time())
+        )
+        return cursor.rowcount == 1
+
+    def incr(self, key, delta=1, version=None) -> int:
+        key = self.make_and_validate_key(key, version=version)
+        # One statement, so two processes incrementing at once both count.
+        row = (
+            self._connection()
+            .execute(
+                "UPDATE cache SET value = value + ? WHERE key = ? AND expires > ? AND typeof(value) = 'integer' "
+                "RETURNING value",
+                (delta, key, time.time()),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise ValueError(f"Key '{key}' not found")
+        return row[0]
+
+    def delete(self, key, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        return self._connection().execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
+
+    def has_key(self, key, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        row = (
+            self._connection()
+            .execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, time.time()))
+            .fetchone()
+        )
+        return row is not None
+
+    def clear(self) -> None:
+        self._connection().execute("DELETE FROM cache")
+
+    def close(self, **kwargs) -> None:
+        # Django closes caches after every request; the connection is kept (opening one costs more than a count).
+        pass
