@@ -24,3 +24,12 @@ def on_exit(server) -> None:
     # Embedded counters under a generated id are this run's alone: nobody reads them once it stops.
     if _instance_id_generated:
         remove_counter_file(instance_counter_file(os.environ["INSTANCE_ID"]))
+
+
+def when_ready(server) -> None:
+    # `make run` asks for the address it serves on, so `manage.py demo` prints curl lines for the real port.
+    target = os.environ.get("SERVER_URL_FILE")
+    if target and server.LISTENERS:
+        host, port = server.LISTENERS[0].sock.getsockname()[:2]
+        with open(target, "w") as handle:
+            handle.write(f"http://{host}:{port}\n")

@@ -105,3 +105,41 @@ def test_without_json_it_prints_a_summary_with_curl_commands():
     call_command("demo", stdout=out)
     text = out.getvalue()
     assert "curl -s -X POST" in text and "/api/v1/track/click" in text and "Bearer aff_" in text
+
+
+def run_demo_text(*args: str) -> str:
+    out = StringIO()
+    call_command("demo", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def server_url_file(tmp_path, monkeypatch):
+    from programs.management.commands import demo
+
+    path = tmp_path / ".server-url"
+    monkeypatch.setattr(demo, "SERVER_URL_FILE", path)
+    monkeypatch.delenv("PORT", raising=False)
+    return path
+
+
+def test_the_curl_lines_use_the_address_the_local_server_serves_on(settings, server_url_file):
+    settings.PUBLIC_BASE_URL = ""
+    server_url_file.write_text("http://127.0.0.1:9137\n")
+    text = run_demo_text()
+    assert "curl -s -X POST http://127.0.0.1:9137/api/v1/track/click" in text
+    assert "http://127.0.0.1:8000" not in text
+
+
+def test_the_curl_lines_fall_back_to_port_then_8000(settings, server_url_file, monkeypatch):
+    settings.PUBLIC_BASE_URL = ""
+    assert "http://127.0.0.1:8000/api/v1/track/sale" in run_demo_text()
+    monkeypatch.setenv("PORT", "9200")
+    assert "http://127.0.0.1:9200/api/v1/track/sale" in run_demo_text()
+
+
+def test_the_public_address_and_an_explicit_base_url_win(settings, server_url_file):
+    server_url_file.write_text("http://127.0.0.1:9137")
+    settings.PUBLIC_BASE_URL = "https://track.example.test"
+    assert "https://track.example.test/api/v1/track/refund" in run_demo_text()
+    assert "http://track.internal:81/api/v1/track/refund" in run_demo_text("--base-url", "http://track.internal:81/")

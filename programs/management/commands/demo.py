@@ -1,8 +1,27 @@
 import json
+import os
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from programs.demo import demo_create
+
+# `make run` has gunicorn write the address it actually serves on here (see config/gunicorn.conf.py).
+SERVER_URL_FILE = settings.BASE_DIR / ".server-url"
+
+
+def default_base_url() -> str:
+    """Where the examples should point: the public address when configured, else the address the local
+    server last started on, else PORT (what `make run` honours), else 8000."""
+    if settings.PUBLIC_BASE_URL:
+        return settings.PUBLIC_BASE_URL
+    try:
+        served = SERVER_URL_FILE.read_text().strip()
+    except OSError:
+        served = ""
+    if served.startswith(("http://", "https://")):
+        return served
+    return f"http://127.0.0.1:{os.environ.get('PORT') or 8000}"
 
 
 class Command(BaseCommand):
@@ -10,14 +29,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print one JSON object (for scripts)")
-        parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="Used in the curl examples")
+        parser.add_argument(
+            "--base-url",
+            default=None,
+            help="Used in the curl examples (default: PUBLIC_BASE_URL, else the address `make run` serves on)",
+        )
 
     def handle(self, *args, **options):
         demo = demo_create()
         if options["json"]:
             self.stdout.write(json.dumps(demo))
             return
-        base = options["base_url"].rstrip("/")
+        base = (options["base_url"] or default_base_url()).rstrip("/")
         main = demo["programs"]["main"]
         lines = [
             f"Demo workspace #{demo['workspace_id']} created. Keys are shown only now.",
@@ -50,6 +73,9 @@ class Command(BaseCommand):
             f"  curl -s -X POST {base}/api/v1/track/sale -H 'Authorization: Bearer {main['api_key']}' \\",
             "    -H 'Content-Type: application/json' \\",
             '    -d \'{"transaction_id": "txn-1", "amount_cents": 4900, "customer_key": "user-1"}\'',
+            f"  curl -s -X POST {base}/api/v1/track/refund -H 'Authorization: Bearer {main['api_key']}' \\",
+            "    -H 'Content-Type: application/json' \\",
+            '    -d \'{"transaction_id": "txn-1", "refund_amount_cents": 1000, "refund_id": "re-1"}\'',
             f"  curl -s {base}/api/v1/programs/me/readiness -H 'Authorization: Bearer {main['api_key']}'",
         ]
         self.stdout.write("\n".join(lines))
