@@ -9,6 +9,7 @@ takes exactly what is left."""
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from enum import StrEnum
 
 from dateutil.relativedelta import relativedelta
 
@@ -26,18 +27,42 @@ def commission_amount(*, sale_amount: int, commission_type: str, rate: Decimal) 
     return round_half_up(Decimal(rate))
 
 
-def commission_applies(
-    *, commission_type: str, first_sale_at: datetime | None, now: datetime, duration_months: int
-) -> bool:
-    """percent/fixed pay on the customer's first sale only. recurring_* pay on every sale while within
-    duration_months of the first sale (0 = lifetime)."""
-    if first_sale_at is None:
-        return True
-    if commission_type not in RECURRING_TYPES:
-        return False
+class NoCommission(StrEnum):
+    """Why an attributed live sale creates no commission (stored on the sale, named in the sale response)."""
+
+    RENEWAL_NOT_RECURRING = "renewal_not_recurring"
+    RECURRING_PERIOD_ENDED = "recurring_period_ended"
+
+
+def recurring_period_end(*, first_commissioned_at: datetime, duration_months: int) -> datetime | None:
+    """The first moment past the recurring period, in calendar months (Jan 31 + 1 month = Feb 28/29).
+    None for duration 0: lifetime."""
     if duration_months == 0:
-        return True
-    return now < first_sale_at + relativedelta(months=duration_months)
+        return None
+    return first_commissioned_at + relativedelta(months=duration_months)
+
+
+def commission_refusal(
+    *,
+    commission_type: str,
+    is_renewal: bool,
+    sale_at: datetime,
+    first_commissioned_at: datetime | None,
+    duration_months: int,
+) -> NoCommission | None:
+    """Whether an attributed live sale pays: None when it does, else the reason it does not.
+
+    percent and fixed: every sale except a renewal (is_recurring). recurring_percent and recurring_fixed: every
+    sale, renewals included, while sale_at is before the end of duration_months from the customer's first
+    commissioned sale (that sale's time; None when this would be the first one, which always pays)."""
+    if commission_type not in RECURRING_TYPES:
+        return NoCommission.RENEWAL_NOT_RECURRING if is_renewal else None
+    if first_commissioned_at is None:
+        return None
+    end = recurring_period_end(first_commissioned_at=first_commissioned_at, duration_months=duration_months)
+    if end is not None and sale_at >= end:
+        return NoCommission.RECURRING_PERIOD_ENDED
+    return None
 
 
 @dataclass(frozen=True)

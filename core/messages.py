@@ -73,7 +73,15 @@ MALFORMED_JSON = "Request body must be valid JSON"
 INTERNAL_ERROR = "Internal server error"
 PERMISSION_DENIED = "You do not have permission to perform this action."
 AUTHENTICATION_REQUIRED = "Authentication required"
-SALE_RECORDED_NO_COMMISSION = "Sale recorded; the program's commission policy pays nothing for this sale"
+# An attributed sale stored without a commission (200, commission_id null): one message per reason.
+SALE_RECORDED_RENEWAL_NOT_PAID = (
+    "Sale recorded without a commission: this is a renewal (is_recurring: true), and only recurring_percent "
+    "and recurring_fixed commissions pay renewals"
+)
+SALE_RECORDED_RECURRING_ENDED = (
+    "Sale recorded without a commission: the recurring commission period ({months} months from the "
+    "customer's first commissioned sale) has ended"
+)
 
 # Program settings (CLI init, settings route)
 PROGRAM_MISSING_FIELDS = "Missing required fields: name, domain, commission_type, commission_rate"

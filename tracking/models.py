@@ -138,6 +138,10 @@ class SaleEvent(models.Model):
     occurred_at = models.DateTimeField(null=True, blank=True)
     line_items = models.JSONField(null=True, blank=True)
     attributed = models.BooleanField(default=True)
+    # Set when the commission policy decided this attributed sale pays nothing (commissions.calculations.
+    # NoCommission), in the decision's transaction: an attributed live sale with neither this nor a
+    # commission is one whose commission was lost, and only such a sale is the reconciler's to complete.
+    no_commission_reason = models.CharField(max_length=32, blank=True, default="")
     is_test = models.BooleanField(default=False)
     sale_date = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)

@@ -6,7 +6,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from commissions.services import commission_create_for_sale
+from commissions.calculations import NoCommission
+from commissions.services import SaleCommission, commission_create_for_sale
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from programs.models import Program, ProgramKey
@@ -161,44 +162,38 @@ def sale_record_for_customer(
         raise BadRequestError(messages.SALE_PARTNER_REQUIRED, code="no_attribution")
 
     try:
-        commission = _commission_for_sale(sale=sale, customer=customer, program=program, now=now)
+        settled = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
     except Exception:
         logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
         raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
 
-    _count_sale(sale=sale, customer=customer, commission_cents=commission.amount_cents if commission else 0)
+    _count_sale(sale=sale, customer=customer)
     return {
         "success": True,
         "sale_id": sale.pk,
-        "commission_id": commission.pk if commission else None,
-        "message": messages.SALE_RECORDED if commission else messages.SALE_RECORDED_NO_COMMISSION,
+        "commission_id": settled.commission.pk if settled.commission else None,
+        "message": sale_message(settled, program=program),
     }
 
 
-def _commission_for_sale(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime):
-    if customer.first_sale_at is not None:
-        # Not the converting sale (first_sale_at is never cleared), so no race to settle: no lock.
-        with transaction.atomic():
-            return commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
-    with transaction.atomic():
-        # Lock the customer: two first sales racing must not both be paid as the first sale.
-        locked = Customer.objects.select_for_update().only("pk", "first_sale_at").get(pk=customer.pk)
-        customer.first_sale_at = locked.first_sale_at
-        commission = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
-        if locked.first_sale_at is None:
-            Customer.objects.filter(pk=customer.pk).update(first_sale_at=now, customer_status=CustomerStatus.CONVERTED)
-        return commission
+def sale_message(settled: SaleCommission, *, program: Program) -> str:
+    """The sale response's message: the commission was created, or the reason it was not."""
+    if settled.no_commission == NoCommission.RENEWAL_NOT_RECURRING:
+        return messages.SALE_RECORDED_RENEWAL_NOT_PAID
+    if settled.no_commission == NoCommission.RECURRING_PERIOD_ENDED:
+        return messages.SALE_RECORDED_RECURRING_ENDED.format(months=program.duration_months)
+    return messages.SALE_RECORDED
 
 
-def _count_sale(*, sale: SaleEvent, customer: Customer, commission_cents: int) -> None:
-    """Partner-program metrics; a failure is logged and never fails the sale (spec rule 5)."""
+def _count_sale(*, sale: SaleEvent, customer: Customer) -> None:
+    """Partner-program metrics (sales and revenue; commission money is read from the commissions themselves,
+    see commissions.selectors). A failure is logged and never fails the sale (spec rule 5)."""
     try:
         partner_program_add(
             partner_id=customer.first_partner_id,  # type: ignore[arg-type]
             program_id=sale.program_id,
             sales=1,
             revenue_cents=sale.amount_cents,
-            commission_cents=commission_cents,
         )
     except Exception:
         logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})

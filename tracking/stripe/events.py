@@ -107,7 +107,11 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
     if result.get("attributed") is False:
         return Outcome("attribution window expired (nothing recorded)")
     sale = SaleEvent.objects.get(pk=result["sale_id"])
-    commission = f", commission #{result['commission_id']}" if result.get("commission_id") else ", no commission due"
+    commission = (
+        f", commission #{result['commission_id']}"
+        if result.get("commission_id")
+        else f", no commission ({result['message']})"
+    )
     return Outcome(f"sale #{sale.pk} attributed by {found_by}{commission}", sale=sale)
 
 
