@@ -23,7 +23,7 @@ migrate: $(STAMP)
 
 run: migrate
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	$(BIN)/gunicorn config.wsgi:application --bind 127.0.0.1:$(PORT) --workers $${WEB_CONCURRENCY:-2} --access-logfile -
+	PORT=$(PORT) $(BIN)/gunicorn -c config/gunicorn.conf.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,19 +1,22 @@
 """Settings read from the environment. Defaults run locally with nothing installed:
 SQLite, local-memory cache, Celery tasks run in-process."""
 
+import os
 import secrets
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import BASE_DIR, env, env_float, env_int
+from .env import BASE_DIR, dev_secret_key, env, env_bool, env_float, env_int
 
-DEBUG = env.bool("DEBUG", default=True)
+DEBUG = env_bool("DEBUG", default=True)
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off")
-    # Development only: sessions do not survive a restart, which is fine locally.
-    SECRET_KEY = "dev-" + secrets.token_urlsafe(40)
+    # Development only: one key per checkout, kept in a git-ignored file, so every worker of `make run` signs
+    # sessions alike and they survive a restart.
+    SECRET_KEY = dev_secret_key(Path(env.str("SECRET_KEY_FILE", default=str(BASE_DIR / ".secret_key"))))
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 if not DEBUG and not ALLOWED_HOSTS:
@@ -76,7 +79,7 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
     "DB_PREPARED_STATEMENTS", default=True
 ):
     # Server-side binding plus a prepare threshold: psycopg prepares a statement after it ran twice on a
@@ -87,25 +90,45 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, Celery ---------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+RATELIMIT_SHARED = env_bool("RATELIMIT_SHARED", default=False)
+if RATELIMIT_SHARED and not REDIS_URL:
+    raise ImproperlyConfigured("RATELIMIT_SHARED=true needs REDIS_URL")
+# The spec counts rate limits per API server instance, and one server is one instance whatever its number of
+# processes. config/gunicorn.conf.py gives all workers of a server one INSTANCE_ID; a gunicorn started without it
+# still has one master, whose pid its workers share. Any other process (runserver) is an instance of its own.
+INSTANCE_ID = env.str("INSTANCE_ID", default="")
+if not INSTANCE_ID and os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
+    INSTANCE_ID = f"gunicorn-{os.getppid()}"
+
+
+def _ratelimit_cache() -> dict:
+    if REDIS_URL:
+        # Atomic INCR in Redis: under the instance's prefix, or under one prefix for all (RATELIMIT_SHARED=true).
+        instance = "shared" if RATELIMIT_SHARED else INSTANCE_ID or f"process-{secrets.token_hex(8)}"
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": f"ratelimit:{instance}",
+        }
+    if INSTANCE_ID:
+        # No Redis: the instance's processes count in one SQLite file (see core/counter_cache.py).
+        from core.counter_cache import instance_counter_file
+
+        return {"BACKEND": "core.counter_cache.SQLiteCounterCache", "LOCATION": str(instance_counter_file(INSTANCE_ID))}
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
+
+
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"}
     ),
-    # The spec counts rate limits per API server instance: local memory by default.
-    # RATELIMIT_SHARED=true shares the counts across instances through Redis (atomic INCR).
-    "ratelimit": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-        if REDIS_URL and env.bool("RATELIMIT_SHARED", default=False)
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
-    ),
+    "ratelimit": _ratelimit_cache(),
 }
-if env.bool("RATELIMIT_SHARED", default=False) and not REDIS_URL:
-    raise ImproperlyConfigured("RATELIMIT_SHARED=true needs REDIS_URL")
 
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True
 # Tests give their worker a queue of its own so no stray worker takes its tasks.
@@ -125,17 +148,18 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Rate limits, proxies ----------------------------------------------------------------------
 RATELIMIT_USE_CACHE = "ratelimit"
-RATELIMIT_ENABLE = env.bool("RATELIMIT_ENABLE", default=True)
+RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 # Multiplies every limit of the spec's table; benchmarks raise it so limiting stays on but never trips.
 RATELIMIT_SCALE = env_float("RATELIMIT_SCALE", 1.0)
 # Seconds a server process keeps a referral link's routing facts (see tracking/link_cache.py).
 LINK_CACHE_SECONDS = env_int("LINK_CACHE_SECONDS", 5)
 # Serves GET /bench/trivial, the baseline `make bench` compares against.
-BENCH_TRIVIAL_ENDPOINT = env.bool("BENCH_TRIVIAL_ENDPOINT", default=False)
+BENCH_TRIVIAL_ENDPOINT = env_bool("BENCH_TRIVIAL_ENDPOINT", default=False)
 # How many reverse proxies we trust to append to X-Forwarded-For. 0: use REMOTE_ADDR only.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 SILENCED_SYSTEM_CHECKS = [
-    # Local memory is deliberate: the spec counts per instance. RATELIMIT_SHARED switches to Redis.
+    # Local memory (a lone process, and tests) is deliberate: the spec counts per instance. The SQLite counter
+    # cache and Django's own Redis cache are atomic but not on django-ratelimit's list.
     "django_ratelimit.E003",
     "django_ratelimit.W001",
 ]
@@ -204,7 +228,7 @@ STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
 STRIPE_CLIENT_ID = env.str("STRIPE_CLIENT_ID", default="")
 
 # Fast hashing in tests only; the test runner sets this.
-if env.bool("FAST_PASSWORD_HASHER", default=False):
+if env_bool("FAST_PASSWORD_HASHER", default=False):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # --- CLI login (svc login) ------------------------------------------------------------------
