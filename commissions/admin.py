@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from .models import Commission, LedgerEntry, Notification, ProductCommissionRate, Withdrawal
+from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
+from .outbox import notification_outbox_deliver
 
 
 @admin.register(Commission)
@@ -78,6 +79,66 @@ class NotificationAdmin(admin.ModelAdmin):
     list_display = ["id", "audience", "kind", "partner", "workspace", "commission", "created_at", "read_at"]
     list_filter = ["audience", "kind"]
     raw_id_fields = ["partner", "workspace", "commission"]
+
+
+class DeliveryFilter(admin.SimpleListFilter):
+    title = "delivery"
+    parameter_name = "delivery"
+
+    def lookups(self, request, model_admin):
+        return [("undelivered", "Undelivered"), ("delivered", "Delivered")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("undelivered", "delivered"):
+            return queryset.filter(delivered_at__isnull=self.value() == "undelivered")
+        return queryset
+
+
+@admin.register(NotificationOutbox)
+class NotificationOutboxAdmin(admin.ModelAdmin):
+    """Refund notifications waiting for delivery. Rows change only through delivery (the action here, the
+    beat sweep or `manage.py deliver_notifications`), so a row is never delivered twice."""
+
+    list_display = [
+        "id",
+        "commission",
+        "refund_step",
+        "was_paid_out",
+        "reversed",
+        "created_at",
+        "delivered_at",
+        "attempts",
+        "last_error",
+    ]
+    list_filter = [DeliveryFilter, "was_paid_out"]
+    raw_id_fields = ["commission"]
+    readonly_fields = [
+        "commission",
+        "refund_step",
+        "was_paid_out",
+        "reversed",
+        "refund_reason",
+        "created_at",
+        "delivered_at",
+        "attempts",
+        "last_error",
+    ]
+    actions = ["deliver_now"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Deliver selected notifications now")
+    def deliver_now(self, request, queryset):
+        delivered = failed = 0
+        for outbox_id in queryset.filter(delivered_at__isnull=True).values_list("pk", flat=True):
+            try:
+                delivered += notification_outbox_deliver(outbox_id=outbox_id)
+            except Exception as error:
+                failed += 1
+                self.message_user(request, f"Outbox row #{outbox_id} failed: {error}", messages.ERROR)
+        level = messages.WARNING if failed else messages.SUCCESS
+        self.message_user(request, f"Delivered {delivered} row(s); {failed} failed.", level)
 
 
 @admin.register(ProductCommissionRate)

@@ -152,3 +152,34 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} to {self.audience} (commission #{self.commission_id})"
+
+
+class NotificationOutbox(models.Model):
+    """A refund's notifications still to be delivered. Written in the refund's own transaction, so a
+    committed refund always has one and a rolled-back refund never does; delivery (creating the
+    Notification rows) happens after commit through Celery, and a periodic sweep retries whatever a broker
+    outage or a failed task left undelivered. Holds what the step was, so a late delivery still describes
+    that refund rather than the commission's later state."""
+
+    commission = models.ForeignKey(Commission, on_delete=models.CASCADE, related_name="+")
+    refund_step = models.PositiveIntegerField()
+    was_paid_out = models.BooleanField()
+    reversed = models.BooleanField()
+    refund_reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        verbose_name_plural = "notification outbox"
+        indexes = [
+            models.Index(fields=["id"], condition=Q(delivered_at__isnull=True), name="outbox_undelivered"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["commission", "refund_step"], name="outbox_one_per_refund_step"),
+        ]
+
+    def __str__(self) -> str:
+        state = "delivered" if self.delivered_at else "undelivered"
+        return f"refund step {self.refund_step} of commission #{self.commission_id} ({state})"

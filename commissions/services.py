@@ -15,7 +15,15 @@ from programs.models import RECURRING_TYPES, Partner, Program
 from tracking.models import Customer, CustomerStatus, SaleEvent
 
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
-from .models import Commission, CommissionStatus, LedgerEntry, Notification, ProductCommissionRate, Withdrawal
+from .models import (
+    Commission,
+    CommissionStatus,
+    LedgerEntry,
+    Notification,
+    NotificationOutbox,
+    ProductCommissionRate,
+    Withdrawal,
+)
 
 PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 
@@ -274,8 +282,9 @@ SKIP_SAME_AMOUNT_RETRY = "same refund amount already applied; treated as a retry
 def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, reason: str) -> RefundResult:
     """Applies one refund of a sale to its commission; the refund endpoint and the processor's refund
     event both come here. The commission row is locked, so concurrent refunds serialise and the
-    cumulative arithmetic never claws back twice. Status, refund bookkeeping and the ledger deduction
-    commit together; notifications are sent after commit and never affect the result."""
+    cumulative arithmetic never claws back twice. Status, refund bookkeeping, the ledger deduction and the
+    notifications' outbox row commit together; the notifications are delivered after commit (or, when the
+    broker is down, by the outbox sweep) and never affect the result."""
     with transaction.atomic():
         commission = Commission.objects.select_for_update().filter(sale_id=sale.pk).first()
         if commission is None:
@@ -313,6 +322,13 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
         # A pending commission partly refunded is cancelled whole: it will never be credited.
         commission.status = CommissionStatus.REVERSED if step.full else CommissionStatus.REFUNDED
         commission.save()
+        outbox = NotificationOutbox.objects.create(
+            commission=commission,
+            refund_step=commission.refund_count,
+            was_paid_out=was_paid_out,
+            reversed=step.full,
+            refund_reason=commission.refund_reason,
+        )
 
         if deduct_from_ledger:
             Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
@@ -327,20 +343,26 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
-        from .tasks import notify_refund_task
+        from .tasks import deliver_notification_task
 
-        step_number = commission.refund_count
-        transaction.on_commit(lambda: enqueue(notify_refund_task, commission.pk, step_number, was_paid_out))
+        transaction.on_commit(lambda: enqueue(deliver_notification_task, outbox.pk))
     return RefundResult(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
 
 
-def refund_notifications_create(*, commission_id: int, step: int, was_paid_out: bool) -> int:
+def refund_notifications_create(
+    *, commission_id: int, step: int, was_paid_out: bool, reversed_: bool | None = None, reason: str | None = None
+) -> int:
     """In-app notice to the partner; a manual-review warning to the advertiser when the commission had
-    already been paid out. Idempotent per refund step, so a retried task never notifies twice."""
+    already been paid out. Idempotent per refund step, so a retried task never notifies twice.
+    reversed_ and reason describe the refund step (the outbox row keeps them); without them the
+    commission's current state is used."""
     commission = Commission.objects.select_related("program", "partner").get(pk=commission_id)
-    reversed_ = commission.status == CommissionStatus.REVERSED
+    if reversed_ is None:
+        reversed_ = commission.status == CommissionStatus.REVERSED
+    if reason is None:
+        reason = commission.refund_reason
     kind = Notification.Kind.COMMISSION_REVERSED if reversed_ else Notification.Kind.COMMISSION_REFUNDED
-    reason = f" Reason: {commission.refund_reason}." if commission.refund_reason else ""
+    reason_text = f" Reason: {reason}." if reason else ""
     wanted = [
         Notification(
             audience=Notification.Audience.PARTNER,
@@ -350,7 +372,7 @@ def refund_notifications_create(*, commission_id: int, step: int, was_paid_out: 
             dedupe_key=f"{commission_id}:{step}",
             message=(
                 f"Commission #{commission_id} in {commission.program.name} was "
-                f"{'reversed' if reversed_ else 'reduced by a partial refund'}.{reason}"
+                f"{'reversed' if reversed_ else 'reduced by a partial refund'}.{reason_text}"
             ),
         )
     ]
@@ -364,7 +386,7 @@ def refund_notifications_create(*, commission_id: int, step: int, was_paid_out: 
                 dedupe_key=f"{commission_id}:{step}",
                 message=(
                     f"Commission #{commission_id} to {commission.partner.name} was already paid out and its sale "
-                    f"was refunded. Review it: the partner's balance is now reduced.{reason}"
+                    f"was refunded. Review it: the partner's balance is now reduced.{reason_text}"
                 ),
             )
         )

@@ -144,6 +144,10 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "approve-due-commissions": {"task": "commissions.approve_due", "schedule": 300.0},
     "purge-cli-login-sessions": {"task": "cli_api.purge_login_sessions", "schedule": 3600.0},
+    # Refund notifications a broker outage or a failed task left in the outbox.
+    "deliver-pending-notifications": {"task": "commissions.deliver_pending_notifications", "schedule": 60.0},
+    # Sales whose request died between storing the sale and settling its commission.
+    "reconcile-commissions": {"task": "commissions.reconcile", "schedule": 60.0},
 }
 
 # --- Rate limits, proxies ----------------------------------------------------------------------

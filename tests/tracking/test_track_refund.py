@@ -324,7 +324,7 @@ def test_notifications_never_change_the_response(client, monkeypatch):
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr("commissions.tasks.notify_refund_task.apply_async", broker_down)
+    monkeypatch.setattr("commissions.tasks.deliver_notification_task.apply_async", broker_down)
     response = post(client, commission, refund_amount_cents=2500)
     assert response.status_code == 200 and response.json()["status"] == "refunded"
     assert deductions(commission) == [-500]
@@ -351,10 +351,11 @@ def test_refund_query_count(client, django_assert_num_queries):
     key = key_for(commission)
     body = {"transaction_id": commission.sale.processor_event_id, "refund_amount_cents": 2500}
     # 1 key lookup (program joined), 2 sale lookup, 3 SAVEPOINT (the refund's transaction; BEGIN outside
-    # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 partner row lock, 7 ledger INSERT,
-    # 8 balance SUM, 9 open withdrawals SELECT ... FOR UPDATE, 10 RELEASE SAVEPOINT (COMMIT).
-    # The notification is sent after commit, which a test transaction never reaches.
-    with django_assert_num_queries(10):
+    # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 notification outbox INSERT,
+    # 7 partner row lock, 8 ledger INSERT, 9 balance SUM, 10 open withdrawals SELECT ... FOR UPDATE,
+    # 11 RELEASE SAVEPOINT (COMMIT). The notification is delivered after commit, which a test transaction
+    # never reaches.
+    with django_assert_num_queries(11):
         response = client.post(URL, body, format="json", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200
 
