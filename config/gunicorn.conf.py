@@ -16,8 +16,9 @@ accesslog = "-"
 # One server is one instance for the spec's rate limits, whatever its number of workers. Set here, in the master,
 # the id reaches every worker through the environment, so all of them count in the same place (see CACHES in
 # config/settings.py). INSTANCE_ID set by the operator wins, e.g. to keep counts across a restart.
-_instance_id_generated = "INSTANCE_ID" not in os.environ
-os.environ.setdefault("INSTANCE_ID", f"gunicorn-{secrets.token_hex(8)}")
+_instance_id_generated = not os.environ.get("INSTANCE_ID")
+if _instance_id_generated:
+    os.environ["INSTANCE_ID"] = f"gunicorn-{secrets.token_hex(8)}"
 
 
 def on_exit(server) -> None:
@@ -33,3 +34,8 @@ def when_ready(server) -> None:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
         with open(target, "w") as handle:
             handle.write(f"http://{host}:{port}\n")
+
+
+# gunicorn's runtime control socket has one default path per user, so two servers on one machine (a test server
+# next to `make run`) would take it from each other; nothing here uses it.
+control_socket_disable = True
