@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 
 from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
 from .outbox import notification_outbox_deliver
+from .selectors import commissions_with_money
 
 
 @admin.register(Commission)
@@ -16,7 +17,8 @@ class CommissionAdmin(admin.ModelAdmin):
         "currency",
         "status",
         "credited",
-        "deducted_cents",
+        "payable",
+        "clawed_back",
         "hold_until",
     ]
     list_filter = ["status", "currency", "credited"]
@@ -43,6 +45,17 @@ class CommissionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    def get_queryset(self, request):
+        return commissions_with_money(super().get_queryset(request))
+
+    @admin.display(description="still pays", ordering="payable_cents")
+    def payable(self, commission: Commission) -> int:
+        return commission.payable_cents
+
+    @admin.display(description="clawed back", ordering="clawed_back_cents")
+    def clawed_back(self, commission: Commission) -> int:
+        return commission.clawed_back_cents
 
 
 @admin.register(LedgerEntry)

@@ -9,10 +9,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
 
-from commissions.models import CommissionStatus
+from commissions.selectors import payable_cents
 from programs.models import ROLE_ACTIONS, Program, ProgramKey
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.services.tracker import referrer_domain_of, utm_params_of
@@ -22,12 +22,6 @@ EVENT_TYPES = ("click", "lead", "conversion")
 EVENTS_CAP_FACTOR = 3
 # Newest first; equal times list the later funnel step first, then the higher id.
 _TYPE_RANK = {"conversion": 2, "lead": 1, "click": 0}
-# Commissions that still pay something: everything but reversed.
-# What a commission still pays: pending, approved and paid ones pay what is left after clawbacks; a refunded
-# one only if it had been credited (a pending commission partly refunded is cancelled whole); reversed nothing.
-STILL_PAYING = Q(
-    commission__status__in=[CommissionStatus.PENDING, CommissionStatus.APPROVED, CommissionStatus.PAID]
-) | Q(commission__status=CommissionStatus.REFUNDED, commission__credited=True)
 # The sources report reads at most this many of the range's newest live clicks (see click_sources_get).
 SOURCES_CLICK_LIMIT = 10_000
 SOURCES_TOP = 20
@@ -282,7 +276,7 @@ def _empty_row() -> dict[str, int]:
 def tracking_performance_get(*, program: Program, date_from: date, date_to: date) -> dict[str, Any]:
     """Live clicks, settled live leads and attributed live sales per UTC day and per partner, over the
     inclusive range. Revenue is the sales' amount_cents; commission is what their commissions still pay
-    (amount_cents - deducted_cents; nothing for reversed ones or for pending ones cancelled by a refund).
+    (commissions.selectors.payable_cents, the definition every page uses).
     Amounts are summed as stored, whatever their currency.
     Six grouped queries: clicks, leads and sales, each by day and by partner."""
     window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
@@ -293,10 +287,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
     sale_sums = {
         "sales": Count("id"),
         "revenue_cents": Sum("amount_cents"),
-        "commission_cents": Sum(
-            F("commission__amount_cents") - F("commission__deducted_cents"),
-            filter=STILL_PAYING,
-        ),
+        "commission_cents": Sum(payable_cents("commission__")),
     }
 
     days: dict[date, dict[str, int]] = {}

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from commissions.models import Commission, CommissionStatus
+from commissions.selectors import commission_payable_by_partner, commissions_with_money
 from core.errors import ForbiddenError, NotFoundError
 from core.urls import public_url
 from programs.models import (
@@ -98,15 +99,19 @@ def money(cents: int, currency: str | None = None) -> str:
 
 
 def commission_terms(program: Program) -> str:
-    """The program's commission policy in one sentence, e.g. "20% of every sale for 12 months"."""
+    """The program's commission policy in one sentence, e.g. "20% of every sale except renewals"."""
     rate = f"{program.commission_rate.normalize():f}"
     percent = program.commission_type in PERCENT_TYPES
     amount = f"{rate}% of" if percent else f"{rate} (smallest currency unit) on"
     if program.commission_type not in RECURRING_TYPES:
-        return f"{amount} each customer's first sale"
+        return f"{amount} every sale except renewals"
     months = program.duration_months
-    period = "for life" if months == 0 else f"for {months} month{'s' if months != 1 else ''} after the first sale"
-    return f"{amount} every sale {period}"
+    period = (
+        "for life"
+        if months == 0
+        else f"for {months} month{'s' if months != 1 else ''} after the customer's first commissioned sale"
+    )
+    return f"{amount} every sale, renewals included, {period}"
 
 
 def _base_url(request: HttpRequest) -> str:
@@ -250,6 +255,8 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
     )
     page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
     partner_ids = [enrolment.partner_id for enrolment in page]
+    # Commission money comes from the commissions (what they still pay after refunds), never from a counter.
+    payable = commission_payable_by_partner(program_id=program.pk, partner_ids=partner_ids)
     links_by_partner: dict[int, list[ReferralLink]] = {}
     for link in ReferralLink.objects.filter(program=program, partner_id__in=partner_ids).order_by("short_link"):
         links_by_partner.setdefault(link.partner_id, []).append(link)  # type: ignore[arg-type]
@@ -258,7 +265,7 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
             "enrolment": enrolment,
             "partner": enrolment.partner,
             "revenue": money(enrolment.revenue_cents),
-            "commission": money(enrolment.commission_cents),
+            "commission": money(payable.get(enrolment.partner_id, 0)),
             "links": links_by_partner.get(enrolment.partner_id, []),
         }
         for enrolment in page
@@ -285,7 +292,7 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
 def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     program = access.program
     status = request.GET.get("status", "")
-    commissions = Commission.objects.filter(program=program).select_related("partner", "sale")
+    commissions = commissions_with_money(Commission.objects.filter(program=program).select_related("partner", "sale"))
     if status in CommissionStatus.values:
         commissions = commissions.filter(status=status)
     else:
@@ -295,11 +302,15 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
         {
             "commission": commission,
             "amount": money(commission.amount_cents, commission.currency),
+            "payable": money(commission.payable_cents, commission.currency),
             "sale_amount": money(commission.sale.amount_cents, commission.sale.currency),
             "refunded": money(commission.sale_refunded_cents, commission.sale.currency)
             if commission.sale_refunded_cents
             else "",
-            "clawed_back": money(commission.deducted_cents, commission.currency) if commission.deducted_cents else "",
+            # Only a credited commission has anything clawed back: a pending one partly refunded is cancelled.
+            "clawed_back": money(commission.clawed_back_cents, commission.currency)
+            if commission.clawed_back_cents
+            else "",
         }
         for commission in page
     ]

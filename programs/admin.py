@@ -192,9 +192,8 @@ class PartnerProgramAdmin(admin.ModelAdmin):
         "leads",
         "sales",
         "revenue_cents",
-        "commission_cents",
     ]
-    readonly_fields = ["clicks", "leads", "sales", "revenue_cents", "commission_cents"]
+    readonly_fields = ["clicks", "leads", "sales", "revenue_cents"]
 
 
 @admin.register(ReferralLink)

@@ -200,7 +200,8 @@ class Partner(models.Model):
 
 
 class PartnerProgram(models.Model):
-    """A partner's membership in a program, with its running metrics (real events only)."""
+    """A partner's membership in a program, with its running counts (real events only). Sales and revenue are
+    gross (refunds do not change them); what the partner's commissions pay is read from the commissions."""
 
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="program_links")
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="partner_links")
@@ -208,7 +209,6 @@ class PartnerProgram(models.Model):
     leads = models.PositiveBigIntegerField(default=0)
     sales = models.PositiveBigIntegerField(default=0)
     revenue_cents = models.BigIntegerField(default=0)
-    commission_cents = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

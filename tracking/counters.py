@@ -33,7 +33,8 @@ def link_click_count(*, link_id: int, partner_id: int, program_id: int, now: dat
 
 
 def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> int:
-    """Adds to the partner-program metrics (clicks, leads, sales, revenue_cents, commission_cents).
+    """Adds to the partner-program metrics (clicks, leads, sales, revenue_cents). Commission money has no
+    counter: it changes with refunds, so it is always read from the commissions (commissions.selectors).
     Returns the number of rows changed: 0 when the partner is not enrolled in the program."""
     columns = tuple(sorted(amounts))
     with connection.cursor() as cursor:

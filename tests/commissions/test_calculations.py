@@ -5,7 +5,14 @@ from decimal import Decimal
 
 import pytest
 
-from commissions.calculations import commission_amount, commission_applies, refund_step, round_half_up
+from commissions.calculations import (
+    NoCommission,
+    commission_amount,
+    commission_refusal,
+    recurring_period_end,
+    refund_step,
+    round_half_up,
+)
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 
@@ -44,41 +51,54 @@ def test_commission_amounts(amount, commission_type, rate, expected):
     assert commission_amount(sale_amount=amount, commission_type=commission_type, rate=rate) == expected
 
 
+def refusal(kind: str, *, renewal: bool = False, first=None, at=NOW, months: int = 0):
+    return commission_refusal(
+        commission_type=kind, is_renewal=renewal, sale_at=at, first_commissioned_at=first, duration_months=months
+    )
+
+
 class TestWhichSalesPay:
-    def test_the_first_sale_always_pays(self):
-        for kind in ("percent", "fixed", "recurring_percent", "recurring_fixed"):
-            assert commission_applies(commission_type=kind, first_sale_at=None, now=NOW, duration_months=3)
+    @pytest.mark.parametrize("kind", ["percent", "fixed"])
+    def test_one_off_types_pay_every_sale_that_is_not_a_renewal(self, kind):
+        assert refusal(kind) is None
+        # The customer's history does not matter: a tenth sale, years later, pays as the first did.
+        assert refusal(kind, first=NOW - timedelta(days=3650), months=3) is None
 
     @pytest.mark.parametrize("kind", ["percent", "fixed"])
-    def test_one_off_types_pay_only_the_first_sale(self, kind):
-        assert not commission_applies(
-            commission_type=kind, first_sale_at=NOW - timedelta(days=1), now=NOW, duration_months=0
-        )
+    def test_one_off_types_never_pay_a_renewal(self, kind):
+        assert refusal(kind, renewal=True) == NoCommission.RENEWAL_NOT_RECURRING
+        assert refusal(kind, renewal=True, first=None, months=0) == NoCommission.RENEWAL_NOT_RECURRING
 
     @pytest.mark.parametrize("kind", ["recurring_percent", "recurring_fixed"])
-    def test_recurring_types_pay_within_the_duration(self, kind):
+    @pytest.mark.parametrize("renewal", [False, True])
+    def test_the_first_commissioned_sale_of_a_recurring_type_always_pays(self, kind, renewal):
+        assert refusal(kind, renewal=renewal, first=None, months=1) is None
+
+    @pytest.mark.parametrize("kind", ["recurring_percent", "recurring_fixed"])
+    @pytest.mark.parametrize("renewal", [False, True])
+    def test_recurring_types_pay_within_the_duration_renewals_included(self, kind, renewal):
         first = datetime(2026, 1, 31, tzinfo=UTC)
-        # 3 months after Jan 31 is Apr 30 (calendar months, clamped to the month's end).
-        assert commission_applies(
-            commission_type=kind,
-            first_sale_at=first,
-            now=datetime(2026, 4, 29, tzinfo=UTC),
-            duration_months=3,
+        # 3 months after Jan 31 is Apr 30 (calendar months, clamped to the month's end); the end is excluded.
+        assert (
+            refusal(kind, renewal=renewal, first=first, at=datetime(2026, 4, 29, 23, 59, tzinfo=UTC), months=3) is None
         )
-        assert not commission_applies(
-            commission_type=kind,
-            first_sale_at=first,
-            now=datetime(2026, 4, 30, tzinfo=UTC),
-            duration_months=3,
+        assert (
+            refusal(kind, renewal=renewal, first=first, at=datetime(2026, 4, 30, tzinfo=UTC), months=3)
+            == NoCommission.RECURRING_PERIOD_ENDED
         )
 
     def test_duration_zero_is_lifetime(self):
-        assert commission_applies(
-            commission_type="recurring_percent",
-            first_sale_at=NOW - timedelta(days=3650),
-            now=NOW,
-            duration_months=0,
+        assert refusal("recurring_percent", renewal=True, first=NOW - timedelta(days=3650), months=0) is None
+
+    def test_the_period_end(self):
+        first = datetime(2024, 1, 31, 10, tzinfo=UTC)
+        assert recurring_period_end(first_commissioned_at=first, duration_months=1) == datetime(
+            2024, 2, 29, 10, tzinfo=UTC
         )
+        assert recurring_period_end(first_commissioned_at=first, duration_months=12) == datetime(
+            2025, 1, 31, 10, tzinfo=UTC
+        )
+        assert recurring_period_end(first_commissioned_at=first, duration_months=0) is None
 
 
 class TestRefundSteps:

@@ -35,9 +35,9 @@ def nothing_recorded() -> bool:
     return not (SaleEvent.objects.exists() or Commission.objects.exists() or LedgerEntry.objects.exists())
 
 
-def metrics(link) -> tuple[int, int, int]:
+def metrics(link) -> tuple[int, int]:
     row = PartnerProgram.objects.get(partner=link.partner, program=link.program)
-    return row.sales, row.revenue_cents, row.commission_cents
+    return row.sales, row.revenue_cents
 
 
 @pytest.fixture
@@ -346,7 +346,7 @@ class TestCurrency:
         )
         assert response.json()["error"]["message"] == messages.SALE_UNSUPPORTED_CURRENCY.format(currency="GBP")
         assert nothing_recorded()
-        assert metrics(customer.first_link) == (0, 0, 0)
+        assert metrics(customer.first_link) == (0, 0)
 
     def test_a_refused_currency_does_not_consume_the_transaction_id(self, api_client, program, customer):
         post_sale(api_client, program, **sale_body(currency="GBP"))
@@ -515,7 +515,7 @@ class TestAttributionWindow:
         assert response.status_code == 200
         assert response.json() == self.expired_body(program, 31.0)
         assert nothing_recorded()
-        assert metrics(customer.first_link) == (0, 0, 0)
+        assert metrics(customer.first_link) == (0, 0)
         customer.refresh_from_db()
         assert customer.first_sale_at is None
 
@@ -607,28 +607,77 @@ class TestCommissionAmounts:
         post_sale(api_client, program, **sale_body(amount_cents=amount))
         assert Commission.objects.get().amount_cents == expected
 
-    def test_percent_pays_only_the_first_sale(self, api_client, program, link, customer):
-        post_sale(api_client, program, **sale_body(transaction_id="t1"))
+    def test_percent_pays_every_sale_of_a_customer(self, api_client, program, link, customer):
+        first = post_sale(api_client, program, **sale_body(transaction_id="t1"))
         second = post_sale(api_client, program, **sale_body(transaction_id="t2", amount_cents=3000))
         assert second.status_code == 200
         sale = SaleEvent.objects.get(processor_event_id="t2")
+        commission = Commission.objects.get(sale=sale)
         assert second.json() == {
             "success": True,
             "sale_id": sale.pk,
-            "commission_id": None,
-            "message": messages.SALE_RECORDED_NO_COMMISSION,
+            "commission_id": commission.pk,
+            "message": messages.SALE_RECORDED,
         }
-        assert Commission.objects.count() == 1
-        assert metrics(link) == (2, 13000, 2000)
+        assert first.json()["commission_id"] != commission.pk
+        assert sorted(Commission.objects.values_list("amount_cents", flat=True)) == [600, 2000]
+        assert metrics(link) == (2, 13000)
 
-    def test_fixed_pays_the_rate_once_whatever_the_amount(self, api_client, link):
+    def test_fixed_pays_the_rate_on_every_sale_whatever_the_amount(self, api_client, link):
         program = program_with(link, commission_type="fixed", commission_rate=Decimal("500"))
         CustomerFactory(link=link, customer_key="user_1")
         first = post_sale(api_client, program, **sale_body(transaction_id="t1", amount_cents=99))
         second = post_sale(api_client, program, **sale_body(transaction_id="t2", amount_cents=100000))
         assert Commission.objects.get(pk=first.json()["commission_id"]).amount_cents == 500
-        assert second.json()["commission_id"] is None
-        assert second.json()["message"] == messages.SALE_RECORDED_NO_COMMISSION
+        assert Commission.objects.get(pk=second.json()["commission_id"]).amount_cents == 500
+        assert second.json()["message"] == messages.SALE_RECORDED
+
+    @pytest.mark.parametrize("commission_type", ["percent", "fixed"])
+    def test_a_renewal_on_a_one_off_program_is_stored_without_commission(self, api_client, link, commission_type):
+        program = program_with(link, commission_type=commission_type, commission_rate=Decimal("20"))
+        CustomerFactory(link=link, customer_key="user_1")
+        post_sale(api_client, program, **sale_body(transaction_id="sub_first", sale_type="subscription"))
+        renewal = post_sale(
+            api_client, program, **sale_body(transaction_id="sub_cycle_2", sale_type="subscription", is_recurring=True)
+        )
+        assert renewal.status_code == 200
+        sale = SaleEvent.objects.get(processor_event_id="sub_cycle_2")
+        assert renewal.json() == {
+            "success": True,
+            "sale_id": sale.pk,
+            "commission_id": None,
+            "message": messages.SALE_RECORDED_RENEWAL_NOT_PAID,
+        }
+        assert sale.no_commission_reason == "renewal_not_recurring"
+        assert Commission.objects.count() == 1
+        assert metrics(link) == (2, 20000)  # the renewal still counts as a sale
+
+    def test_a_renewal_as_the_first_sale_converts_the_customer_without_commission(
+        self, api_client, program, customer, frozen
+    ):
+        renewal = post_sale(api_client, program, **sale_body(is_recurring=True))
+        assert renewal.json()["commission_id"] is None
+        assert renewal.json()["message"] == messages.SALE_RECORDED_RENEWAL_NOT_PAID
+        customer.refresh_from_db()
+        assert (customer.customer_status, customer.first_sale_at) == ("converted", frozen)
+        assert not Commission.objects.exists()
+
+    def test_a_renewal_resent_is_a_duplicate_and_stays_unpaid(self, api_client, program, customer):
+        post_sale(api_client, program, **sale_body(is_recurring=True))
+        again = post_sale(api_client, program, **sale_body(is_recurring=True))
+        assert again.status_code == 409
+        assert not Commission.objects.exists()
+
+    @pytest.mark.parametrize("commission_type", ["recurring_percent", "recurring_fixed"])
+    def test_recurring_types_pay_renewals(self, api_client, link, commission_type):
+        program = program_with(link, commission_type=commission_type, commission_rate=Decimal("10"), duration_months=12)
+        CustomerFactory(link=link, customer_key="user_1")
+        post_sale(api_client, program, **sale_body(transaction_id="inv_1", sale_type="subscription"))
+        renewal = post_sale(
+            api_client, program, **sale_body(transaction_id="inv_2", sale_type="subscription", is_recurring=True)
+        )
+        assert renewal.json()["message"] == messages.SALE_RECORDED
+        assert Commission.objects.get(pk=renewal.json()["commission_id"]).sale.is_recurring is True
 
     def test_recurring_percent_pays_every_sale(self, api_client, link):
         program = program_with(link, commission_type="recurring_percent", commission_rate=Decimal("30"))
@@ -637,7 +686,7 @@ class TestCommissionAmounts:
             response = post_sale(api_client, program, **sale_body(transaction_id=f"inv_{n}", amount_cents=amount))
             assert response.json()["message"] == messages.SALE_RECORDED
         assert sorted(Commission.objects.values_list("amount_cents", flat=True)) == [300, 600, 1000]
-        assert metrics(link) == (3, 6333, 1900)
+        assert metrics(link) == (3, 6333)
 
     def test_recurring_fixed_pays_every_sale(self, api_client, link):
         program = program_with(link, commission_type="recurring_fixed", commission_rate=Decimal("250"))
@@ -655,12 +704,55 @@ class TestCommissionAmounts:
         time_machine.move_to(datetime(2025, 4, 15, 8, 59, 59, tzinfo=UTC), tick=False)
         assert post_sale(api_client, program, **sale_body(transaction_id="apr")).json()["commission_id"]
         time_machine.move_to(datetime(2025, 4, 15, 9, tzinfo=UTC), tick=False)
-        late = post_sale(api_client, program, **sale_body(transaction_id="apr_late"))
+        late = post_sale(api_client, program, **sale_body(transaction_id="apr_late", is_recurring=True))
         assert late.status_code == 200
-        assert late.json()["commission_id"] is None
-        assert late.json()["message"] == messages.SALE_RECORDED_NO_COMMISSION
+        sale = SaleEvent.objects.get(processor_event_id="apr_late")
+        assert late.json() == {
+            "success": True,
+            "sale_id": sale.pk,
+            "commission_id": None,
+            "message": messages.SALE_RECORDED_RECURRING_ENDED.format(months=3),
+        }
+        assert "3 months" in late.json()["message"]
+        assert sale.no_commission_reason == "recurring_period_ended"
         assert Commission.objects.count() == 2
         assert SaleEvent.objects.count() == 3
+
+    def test_the_recurring_period_runs_from_the_first_commissioned_sale(self, api_client, link, time_machine):
+        """A renewal stored without commission while the program was percent does not start the period."""
+        program = program_with(link, commission_type="percent", commission_rate=Decimal("10"), duration_months=1)
+        time_machine.move_to(datetime(2025, 1, 10, tzinfo=UTC), tick=False)
+        CustomerFactory(link=link, customer_key="user_1")
+        assert (
+            post_sale(api_client, program, **sale_body(transaction_id="jan", is_recurring=True)).json()["commission_id"]
+            is None
+        )
+        program = program_with(link, commission_type="recurring_percent")
+        time_machine.move_to(datetime(2025, 3, 1, tzinfo=UTC), tick=False)
+        assert post_sale(api_client, program, **sale_body(transaction_id="mar", is_recurring=True)).json()[
+            "commission_id"
+        ]
+        time_machine.move_to(datetime(2025, 3, 31, tzinfo=UTC), tick=False)
+        assert post_sale(api_client, program, **sale_body(transaction_id="mar_end", is_recurring=True)).json()[
+            "commission_id"
+        ]
+        time_machine.move_to(datetime(2025, 4, 1, tzinfo=UTC), tick=False)
+        late = post_sale(api_client, program, **sale_body(transaction_id="apr", is_recurring=True))
+        assert late.json()["message"] == messages.SALE_RECORDED_RECURRING_ENDED.format(months=1)
+
+    def test_a_refund_does_not_restart_the_recurring_period(self, api_client, link, time_machine):
+        program = program_with(
+            link, commission_type="recurring_fixed", commission_rate=Decimal("100"), duration_months=1
+        )
+        time_machine.move_to(datetime(2025, 1, 10, tzinfo=UTC), tick=False)
+        CustomerFactory(link=link, customer_key="user_1")
+        post_sale(api_client, program, **sale_body(transaction_id="jan"))
+        refund = api_client.post(REFUND_URL, {"transaction_id": "jan"}, format="json", **bearer(program.raw_api_key))
+        assert refund.json()["status"] == "reversed"
+        time_machine.move_to(datetime(2025, 2, 10, tzinfo=UTC), tick=False)
+        late = post_sale(api_client, program, **sale_body(transaction_id="feb", is_recurring=True))
+        assert late.json()["commission_id"] is None
+        assert late.json()["message"] == messages.SALE_RECORDED_RECURRING_ENDED.format(months=1)
 
     def test_duration_zero_is_lifetime(self, api_client, link, time_machine):
         program = program_with(
@@ -695,7 +787,7 @@ class TestCommissionAmounts:
         post_sale(api_client, program, **sale_body(product_id="pro_yearly", amount_cents=50000))
         assert Commission.objects.get().amount_cents == 10000
 
-    def test_a_recurring_product_rate_pays_later_sales_of_that_product(self, api_client, program, customer):
+    def test_a_recurring_product_rate_pays_renewals_of_that_product_only(self, api_client, program, customer):
         ProductCommissionRate.objects.create(
             program=program,
             product_id="addon",
@@ -703,17 +795,60 @@ class TestCommissionAmounts:
             commission_rate=Decimal("50"),
         )
         post_sale(api_client, program, **sale_body(transaction_id="t1", product_id="base"))
-        addon = post_sale(api_client, program, **sale_body(transaction_id="t2", product_id="addon", amount_cents=800))
-        base_again = post_sale(api_client, program, **sale_body(transaction_id="t3", product_id="base"))
+        addon = post_sale(
+            api_client,
+            program,
+            **sale_body(transaction_id="t2", product_id="addon", amount_cents=800, is_recurring=True),
+        )
+        base_renewal = post_sale(
+            api_client, program, **sale_body(transaction_id="t3", product_id="base", is_recurring=True)
+        )
+        base_again = post_sale(api_client, program, **sale_body(transaction_id="t4", product_id="base"))
         assert Commission.objects.get(pk=addon.json()["commission_id"]).amount_cents == 400
-        assert base_again.json()["commission_id"] is None
+        assert base_renewal.json()["commission_id"] is None
+        assert base_renewal.json()["message"] == messages.SALE_RECORDED_RENEWAL_NOT_PAID
+        assert Commission.objects.get(pk=base_again.json()["commission_id"]).amount_cents == 2000
+
+    def test_a_one_off_product_rate_on_a_recurring_program_does_not_pay_renewals(self, api_client, link):
+        program = program_with(link, commission_type="recurring_percent", commission_rate=Decimal("10"))
+        CustomerFactory(link=link, customer_key="user_1")
+        ProductCommissionRate.objects.create(
+            program=program, product_id="setup_fee", commission_type="fixed", commission_rate=Decimal("700")
+        )
+        setup = post_sale(api_client, program, **sale_body(transaction_id="t1", product_id="setup_fee"))
+        again = post_sale(
+            api_client, program, **sale_body(transaction_id="t2", product_id="setup_fee", is_recurring=True)
+        )
+        plan = post_sale(api_client, program, **sale_body(transaction_id="t3", product_id="plan", is_recurring=True))
+        assert Commission.objects.get(pk=setup.json()["commission_id"]).amount_cents == 700
+        assert again.json()["message"] == messages.SALE_RECORDED_RENEWAL_NOT_PAID
+        assert Commission.objects.get(pk=plan.json()["commission_id"]).amount_cents == 1000
+
+    def test_the_recurring_period_of_a_product_rate_uses_the_programs_duration(self, api_client, program, time_machine):
+        program.duration_months = 2
+        program.save()
+        ProductCommissionRate.objects.create(
+            program=program, product_id="plan", commission_type="recurring_fixed", commission_rate=Decimal("300")
+        )
+        time_machine.move_to(datetime(2025, 1, 10, tzinfo=UTC), tick=False)
+        CustomerFactory(link=ReferralLinkFactory(program=program), customer_key="user_1")
+        post_sale(api_client, program, **sale_body(transaction_id="jan", product_id="plan"))
+        time_machine.move_to(datetime(2025, 3, 9, tzinfo=UTC), tick=False)
+        assert post_sale(
+            api_client, program, **sale_body(transaction_id="mar", product_id="plan", is_recurring=True)
+        ).json()["commission_id"]
+        time_machine.move_to(datetime(2025, 3, 10, tzinfo=UTC), tick=False)
+        late = post_sale(
+            api_client, program, **sale_body(transaction_id="mar_late", product_id="plan", is_recurring=True)
+        )
+        assert late.json()["message"] == messages.SALE_RECORDED_RECURRING_ENDED.format(months=2)
 
     def test_vnd_amounts_are_whole_units_without_conversion(self, api_client, program, link, customer):
         post_sale(api_client, program, **sale_body(amount_cents=1_499_999, currency="VND"))
         commission = Commission.objects.get()
         assert (commission.amount_cents, commission.currency) == (300_000, "VND")  # 299999.8 rounds up
         assert SaleEvent.objects.get().amount_cents == 1_499_999
-        assert metrics(link) == (1, 1_499_999, 300_000)
+        assert metrics(link) == (1, 1_499_999)
 
 
 class TestHoldAndLedger:
@@ -751,22 +886,20 @@ class TestHoldAndLedger:
         program = program_with(link, hold_days=0)
         CustomerFactory(link=link, customer_key="user_1")
         post_sale(api_client, program, **sale_body(transaction_id="t1"))
-        post_sale(api_client, program, **sale_body(transaction_id="t2"))
+        post_sale(api_client, program, **sale_body(transaction_id="t2", is_recurring=True))
         assert LedgerEntry.objects.count() == 1
 
 
 class TestMetrics:
-    def test_the_partner_program_counts_the_sale_revenue_and_commission(self, api_client, program, link, customer):
-        PartnerProgram.objects.filter(partner=link.partner, program=program).update(
-            sales=4, revenue_cents=40000, commission_cents=8000
-        )
+    def test_the_partner_program_counts_the_sale_and_its_revenue(self, api_client, program, link, customer):
+        PartnerProgram.objects.filter(partner=link.partner, program=program).update(sales=4, revenue_cents=40000)
         post_sale(api_client, program, **sale_body(amount_cents=5000))
-        assert metrics(link) == (5, 45000, 9000)
+        assert metrics(link) == (5, 45000)
 
     def test_other_partner_programs_are_untouched(self, api_client, program, customer):
         other = ReferralLinkFactory(program=program)
         post_sale(api_client, program, **sale_body())
-        assert metrics(other) == (0, 0, 0)
+        assert metrics(other) == (0, 0)
 
     def test_a_failed_metric_update_is_logged_and_the_sale_still_succeeds(
         self, api_client, program, link, customer, monkeypatch, caplog
@@ -780,7 +913,7 @@ class TestMetrics:
         assert response.status_code == 200
         assert response.json()["commission_id"] == Commission.objects.get().pk
         assert SaleEvent.objects.count() == 1
-        assert metrics(link) == (0, 0, 0)
+        assert metrics(link) == (0, 0)
         assert any(record.message == "sale.metrics_failed" for record in caplog.records)
 
 
@@ -858,7 +991,7 @@ class TestTestMode:
         assert sale.is_test is True
         assert sale.processor_event_id == "txn_1"
         assert not Commission.objects.exists() and not LedgerEntry.objects.exists()
-        assert metrics(link) == (0, 0, 0)
+        assert metrics(link) == (0, 0)
         log = TrackingLog.objects.get()
         assert (log.event, log.outcome, log.is_test, log.program_id) == ("sale", "test", True, program.pk)
 
@@ -954,8 +1087,8 @@ class TestQueryCount:
         # 4-6 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
         # 7 SAVEPOINT: the commission's transaction
         # 8 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
-        # 9 INSERT commission (pending: no ledger entry)
-        # 10 UPDATE customer first_sale_at, customer_status
+        # 9 UPDATE customer first_sale_at, customer_status
+        # 10 INSERT commission (pending: no ledger entry)
         # 11 RELEASE SAVEPOINT
         # 12 UPDATE partner-program metrics
         # Same count on SQLite and PostgreSQL. The savepoints exist as the test runs in a transaction;
@@ -975,9 +1108,9 @@ class TestQueryCount:
         # 4-6 SAVEPOINT, INSERT sale, RELEASE: the sale's own transaction
         # 7 SAVEPOINT: the commission's transaction
         # 8 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
-        # 9 INSERT commission (approved)
-        # 10 INSERT ledger credit
-        # 11 UPDATE customer first_sale_at, customer_status
+        # 9 UPDATE customer first_sale_at, customer_status
+        # 10 INSERT commission (approved)
+        # 11 INSERT ledger credit
         # 12 RELEASE SAVEPOINT
         # 13 UPDATE partner-program metrics
         # (Savepoints as in the test above; verified on SQLite and PostgreSQL.)
@@ -994,3 +1127,31 @@ class TestQueryCount:
         with django_assert_num_queries(11):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", customer_key="user_2"))
         assert response.status_code == 200
+
+    def test_a_repeat_sale_takes_no_customer_lock(self, api_client, program, customer, django_assert_num_queries):
+        assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
+        # 1 program key lookup, 2 customer by customer_key (the enrolment is cached by the first sale)
+        # 3-5 SAVEPOINT, INSERT sale, RELEASE
+        # 6 SAVEPOINT, 7 INSERT commission, 8 RELEASE: the customer is converted already, so no lock
+        # 9 UPDATE partner-program metrics
+        with django_assert_num_queries(9):
+            response = post_sale(api_client, program, **sale_body(transaction_id="txn_2"))
+        assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
+
+    def test_a_repeat_sale_within_a_recurring_period_reads_its_start(
+        self, api_client, link, django_assert_num_queries
+    ):
+        program = program_with(link, commission_type="recurring_percent", duration_months=6)
+        CustomerFactory(link=link, customer_key="user_1")
+        assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
+        # As above, plus 7 the customer's first commissioned sale (MIN over the customer's commissions).
+        with django_assert_num_queries(10):
+            response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", is_recurring=True))
+        assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
+
+    def test_a_renewal_without_commission(self, api_client, program, customer, django_assert_num_queries):
+        assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
+        # As a repeat sale, with 7 UPDATE sale no_commission_reason instead of the commission's INSERT.
+        with django_assert_num_queries(9):
+            response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", is_recurring=True))
+        assert response.json()["commission_id"] is None

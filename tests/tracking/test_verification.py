@@ -40,8 +40,7 @@ def nothing_real_touched(link) -> bool:
         and not SaleEvent.objects.filter(is_test=False).exists()
         and not Commission.objects.exists()
         and not LedgerEntry.objects.exists()
-        and (metrics.clicks, metrics.leads, metrics.sales, metrics.revenue_cents, metrics.commission_cents)
-        == (0, 0, 0, 0, 0)
+        and (metrics.clicks, metrics.leads, metrics.sales, metrics.revenue_cents) == (0, 0, 0, 0)
         and link.clicks == 0
     )
 

@@ -29,7 +29,13 @@ def commission(link, *, age_days: int = 0, **fields):
 
 def test_it_shows_each_commission_with_its_refund_facts(member_client, program, link):
     refunded = commission(
-        link, status="refunded", sale_refunded_cents=2500, deducted_cents=500, refund_reason="chargeback", age_days=1
+        link,
+        status="refunded",
+        credited=True,
+        sale_refunded_cents=2500,
+        deducted_cents=500,
+        refund_reason="chargeback",
+        age_days=1,
     )
     pending = commission(link, status="pending")
 
@@ -41,11 +47,36 @@ def test_it_shows_each_commission_with_its_refund_facts(member_client, program, 
     assert "20.00 USD" in row  # commission
     assert "100.00 USD" in row  # sale
     assert "25.00 USD" in row  # refunded part of the sale
-    assert "5.00 USD" in row  # clawed back from the partner
+    assert cells(row)[4:9] == ["20.00 USD", "15.00 USD", "100.00 USD", "25.00 USD", "5.00 USD"]
     assert "chargeback" in row
     assert link.partner.name in row
     pending_row = page[page.index(f'id="commission-{pending.pk}"') :].split("</tr>")[0]
     assert pending_row.count("–") == 2  # nothing refunded, nothing clawed back
+    assert cells(pending_row)[4:6] == ["20.00 USD", "20.00 USD"]  # a pending commission still pays all of it
+
+
+def cells(row: str) -> list[str]:
+    """The text of each <td> of one table row."""
+    return [cell.split(">", 1)[1].split("</td>")[0].strip() for cell in row.split("<td")[1:]]
+
+
+def row_of(page: str, commission) -> list[str]:
+    return cells(page[page.index(f'id="commission-{commission.pk}"') :].split("</tr>")[0])
+
+
+def test_a_pending_commission_partly_refunded_pays_nothing_and_shows_no_clawback(member_client, program, link):
+    cancelled = commission(link, status="refunded", credited=False, sale_refunded_cents=1000, deducted_cents=200)
+    page = member_client.get(url(program)).content.decode()
+    # commission, still pays, sale, refunded sale, clawed back
+    assert row_of(page, cancelled)[4:9] == ["20.00 USD", "0.00 USD", "100.00 USD", "10.00 USD", "–"]
+
+
+def test_a_reversed_commission_pays_nothing_and_shows_a_clawback_only_if_it_was_credited(member_client, program, link):
+    credited = commission(link, status="reversed", credited=True, sale_refunded_cents=10000, deducted_cents=2000)
+    never_credited = commission(link, status="reversed", credited=False, sale_refunded_cents=10000, deducted_cents=2000)
+    page = member_client.get(url(program)).content.decode()
+    assert row_of(page, credited)[5:9] == ["0.00 USD", "100.00 USD", "100.00 USD", "20.00 USD"]
+    assert row_of(page, never_credited)[5:9] == ["0.00 USD", "100.00 USD", "100.00 USD", "–"]
 
 
 def test_it_paginates_newest_first(member_client, program, link, django_assert_max_num_queries):

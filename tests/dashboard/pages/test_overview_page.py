@@ -25,7 +25,7 @@ def test_it_shows_the_key_facts(owner_client, program):
     page = owner_client.get(f"/programs/{program.pk}/").content.decode()
 
     assert "acme.example.com" in page
-    assert "20% of each customer&#x27;s first sale" in page
+    assert "20% of every sale except renewals" in page
     assert "30 days" in page and "14 days" in page
     assert "Browser leads settle at once" in page
     assert ProgramKey.objects.get(program=program, mode="live").masked in page
@@ -67,12 +67,22 @@ def test_a_backwards_or_broken_range_falls_back_to_the_default(owner_client, pro
 @pytest.mark.parametrize(
     ("commission_type", "rate", "months", "expected"),
     [
-        ("percent", "20", 0, "20% of each customer's first sale"),
-        ("percent", "12.5", 0, "12.5% of each customer's first sale"),
-        ("fixed", "500", 0, "500 (smallest currency unit) on each customer's first sale"),
-        ("recurring_percent", "30", 12, "30% of every sale for 12 months after the first sale"),
-        ("recurring_percent", "30", 1, "30% of every sale for 1 month after the first sale"),
-        ("recurring_fixed", "250", 0, "250 (smallest currency unit) on every sale for life"),
+        ("percent", "20", 0, "20% of every sale except renewals"),
+        ("percent", "12.5", 0, "12.5% of every sale except renewals"),
+        ("fixed", "500", 0, "500 (smallest currency unit) on every sale except renewals"),
+        (
+            "recurring_percent",
+            "30",
+            12,
+            "30% of every sale, renewals included, for 12 months after the customer's first commissioned sale",
+        ),
+        (
+            "recurring_percent",
+            "30",
+            1,
+            "30% of every sale, renewals included, for 1 month after the customer's first commissioned sale",
+        ),
+        ("recurring_fixed", "250", 0, "250 (smallest currency unit) on every sale, renewals included, for life"),
     ],
 )
 def test_commission_terms_read_as_a_sentence(commission_type, rate, months, expected):

@@ -6,7 +6,15 @@ import pytest
 
 from dashboard.views import PARTNERS_PER_PAGE
 from programs.models import PartnerProgram
-from tests.factories import PartnerFactory, PartnerProgramFactory, ProgramFactory, ReferralLinkFactory
+from tests.factories import (
+    CommissionFactory,
+    CustomerFactory,
+    PartnerFactory,
+    PartnerProgramFactory,
+    ProgramFactory,
+    ReferralLinkFactory,
+    SaleFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -21,14 +29,17 @@ def test_it_lists_partners_with_their_metrics_and_links(member_client, program):
     )
     ReferralLinkFactory(program=program, partner=link.partner, short_link="winter", is_active=False)
     PartnerProgram.objects.filter(partner=link.partner, program=program).update(
-        clicks=42, leads=7, sales=3, revenue_cents=1234567, commission_cents=246913
+        clicks=42, leads=7, sales=3, revenue_cents=1234567
     )
+    customer = CustomerFactory(link=link)
+    CommissionFactory(sale=SaleFactory(customer=customer), amount_cents=246900, status="approved", credited=True)
+    CommissionFactory(sale=SaleFactory(customer=customer), amount_cents=13, status="pending")
 
     page = member_client.get(url(program)).content.decode()
 
     assert link.partner.name in page and link.partner.email in page
     assert "<dd>42</dd>" in page and "<dd>7</dd>" in page and "<dd>3</dd>" in page
-    assert "12,345.67" in page and "2,469.13" in page
+    assert "12,345.67" in page and "<dd>2,469.13</dd>" in page
     assert page.index("<code>summer</code>") < page.index("<code>winter</code>")
     assert "2026-02-03 04:05" in page
     assert '<span class="badge ok">active</span>' in page and '<span class="badge muted">off</span>' in page
@@ -69,3 +80,35 @@ def test_it_paginates_partners(member_client, program, django_assert_max_num_que
     assert "Page 1 of 2" in first and f"{PARTNERS_PER_PAGE + 1} partners enrolled" in first
     second = member_client.get(url(program) + "?page=2").content.decode()
     assert "Page 2 of 2" in second and second.count('class="card partner"') == 1
+
+
+def test_the_commission_is_what_the_partners_commissions_still_pay(member_client, program):
+    link = ReferralLinkFactory(program=program)
+    other = ReferralLinkFactory(program=program)
+    customer = CustomerFactory(link=link)
+
+    def paid(amount: int, **fields):
+        return CommissionFactory(sale=SaleFactory(customer=customer), amount_cents=amount, **fields)
+
+    paid(1000, status="pending")  # 10.00
+    paid(2000, status="approved", credited=True)  # 20.00
+    paid(3000, status="refunded", credited=True, sale_refunded_cents=5000, deducted_cents=1500)  # 15.00
+    paid(4000, status="refunded", credited=False, sale_refunded_cents=100, deducted_cents=20)  # cancelled: 0
+    paid(5000, status="reversed", credited=True, sale_refunded_cents=25000, deducted_cents=5000)  # 0
+    paid(700, status="paid", credited=True)  # 7.00
+    CommissionFactory(sale=SaleFactory(customer=CustomerFactory(link=other)), amount_cents=99900)  # other partner
+    CommissionFactory(amount_cents=88800)  # another program
+
+    page = member_client.get(url(program)).content.decode()
+
+    card = page[page.index(f'id="partner-{link.partner_id}"') :].split("</section>")[0]
+    assert "<dd>52.00</dd>" in card
+    other_card = page[page.index(f'id="partner-{other.partner_id}"') :].split("</section>")[0]
+    assert "<dd>999.00</dd>" in other_card
+
+
+def test_a_partner_without_commissions_shows_zero(member_client, program):
+    link = ReferralLinkFactory(program=program)
+    page = member_client.get(url(program)).content.decode()
+    card = page[page.index(f'id="partner-{link.partner_id}"') :].split("</section>")[0]
+    assert "<dt>Commission</dt><dd>0.00</dd>" in card

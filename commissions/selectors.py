@@ -1,0 +1,56 @@
+"""What a commission still pays, defined once, and the reads every page, API and admin list builds on it.
+
+From the spec's commission states:
+- pending (in its hold), approved, paid: the amount less what refunds clawed back (nothing for pending);
+- refunded after it was credited (approved or paid, then partly refunded): the amount less the proportional
+  deduction;
+- refunded while pending: nothing, as a pending commission partly refunded is cancelled whole and never
+  credited (its deducted share is informational only);
+- reversed (the whole sale refunded): nothing.
+
+"Clawed back" is what refunds took from the partner's balance: the deducted share of a credited commission,
+and nothing for one that was never credited."""
+
+from collections.abc import Iterable
+
+from django.db.models import BigIntegerField, Case, F, QuerySet, Sum, Value, When
+
+from .models import Commission, CommissionStatus
+
+
+def payable_cents(prefix: str = "") -> Case:
+    """SQL expression: what the commission still pays, in its currency. `prefix` reaches it through a
+    relation ("commission__" from a sale); a row without a commission gives NULL, which sums ignore."""
+    return Case(
+        When(**{f"{prefix}status": CommissionStatus.REVERSED}, then=Value(0)),
+        When(**{f"{prefix}status": CommissionStatus.REFUNDED, f"{prefix}credited": False}, then=Value(0)),
+        default=F(f"{prefix}amount_cents") - F(f"{prefix}deducted_cents"),
+        output_field=BigIntegerField(),
+    )
+
+
+def clawed_back_cents(prefix: str = "") -> Case:
+    """SQL expression: what refunds took back from the partner's balance for this commission."""
+    return Case(
+        When(**{f"{prefix}credited": True}, then=F(f"{prefix}deducted_cents")),
+        default=Value(0),
+        output_field=BigIntegerField(),
+    )
+
+
+def commissions_with_money(queryset: QuerySet[Commission] | None = None) -> QuerySet[Commission]:
+    """The commissions annotated with `payable_cents` and `clawed_back_cents`."""
+    queryset = Commission.objects.all() if queryset is None else queryset
+    return queryset.annotate(payable_cents=payable_cents(), clawed_back_cents=clawed_back_cents())
+
+
+def commission_payable_by_partner(*, program_id: int, partner_ids: Iterable[int]) -> dict[int, int]:
+    """What the program's commissions still pay each of these partners, summed as stored whatever the
+    currency (as the performance report sums). One grouped query; partners without commissions are absent."""
+    rows = (
+        Commission.objects.filter(program_id=program_id, partner_id__in=list(partner_ids))
+        .order_by()
+        .values("partner_id")
+        .annotate(total=Sum(payable_cents()))
+    )
+    return {row["partner_id"]: row["total"] or 0 for row in rows}
