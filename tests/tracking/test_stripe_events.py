@@ -5,6 +5,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from commissions.models import Commission
+from core import messages
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.stripe_payloads import (
     ACCOUNT,
@@ -219,6 +220,27 @@ class TestSubscriptions:
         assert [s.is_recurring for s in sales] == [False, True]
         assert all(s.sale_type == "subscription" and s.subscription_interval == "monthly" for s in sales)
         assert Commission.objects.count() == 2 and "processor_customer_id" in stored.outcome
+
+    def test_a_renewal_on_a_one_off_program_is_a_sale_without_commission(self, deliver, link, program):
+        assert program.commission_type == "percent"
+        customer = customer_of(link)
+        deliver(
+            event("invoice.payment_succeeded", invoice(metadata={"svc_click_id": customer.click_id}, customer="cus_P"))
+        )
+        renewal = invoice(metadata={}, customer="cus_P", billing_reason="subscription_cycle")
+        stored = deliver(event("invoice.payment_succeeded", renewal))
+        sale = SaleEvent.objects.get(is_recurring=True)
+        assert stored.status == "processed" and stored.sale == sale
+        assert messages.SALE_RECORDED_RENEWAL_NOT_PAID in stored.outcome
+        assert sale.no_commission_reason == "renewal_not_recurring"
+        assert Commission.objects.count() == 1 and Commission.objects.get().sale.is_recurring is False
+
+    def test_a_repeat_one_off_payment_earns_a_commission_as_the_sale_endpoint_does(self, deliver, link):
+        customer = customer_of(link)
+        for n in range(2):
+            session = checkout_session(metadata={"svc_click_id": customer.click_id}, payment_intent=f"pi_repeat_{n}")
+            deliver(event("checkout.session.completed", session))
+        assert Commission.objects.filter(sale__customer=customer).count() == 2
 
     def test_the_metadata_is_read_from_the_subscription(self, deliver, link):
         customer = customer_of(link)
