@@ -16,6 +16,8 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from core.ids import id_parse
+
 SERVICE_ISSUER = "urn:svc-tracking"
 SERVICE_AUDIENCE = "urn:svc-tracking:cli-login"
 SERVICE_TOKEN_LIFETIME = timedelta(minutes=2)
@@ -105,9 +107,10 @@ def _service_identity(id_token: str, *, session_digest: str) -> Identity:
     except jwt.PyJWTError:
         raise IdTokenInvalid from None
     # Minted for one login session: a token lifted from one confirmation cannot complete another.
-    if claims["sid"] != session_digest or not str(claims["sub"]).isdigit():
+    user_id = id_parse(claims["sub"])
+    if claims["sid"] != session_digest or user_id is None:
         raise IdTokenInvalid
-    return Identity(provider=False, user_id=int(claims["sub"]))
+    return Identity(provider=False, user_id=user_id)
 
 
 def _provider_identity(id_token: str) -> Identity:

@@ -47,6 +47,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.middleware.RequestIdMiddleware",
+    # Before anything reads the request: oversized or unstorable input gets a JSON 4xx (core/limits.py).
+    "core.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -169,12 +171,16 @@ SILENCED_SYSTEM_CHECKS = [
 ]
 
 # --- REST framework, OpenAPI, CORS ---------------------------------------------------------
+# Largest request body, in bytes: 413 above it (core.middleware.RequestLimitsMiddleware), also for chunked bodies.
+# 2.5 MiB, Django's default, is far above any tracking body (a sale with a hundred line items is about 20 KB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.api.handler.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Refuses deep nesting, NaN, duplicate keys and text PostgreSQL cannot store (see the module).
+    "DEFAULT_PARSER_CLASSES": ["core.api.parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

@@ -60,6 +60,16 @@ class GoneError(ApiError):
     name = "GoneError"
 
 
+class PayloadTooLargeError(ApiError):
+    status = 413
+    name = "PayloadTooLargeError"
+
+
+class UriTooLongError(ApiError):
+    status = 414
+    name = "URITooLongError"
+
+
 class UnprocessableEntityError(ApiError):
     status = 422
     name = "UnprocessableEntityError"
@@ -68,6 +78,11 @@ class UnprocessableEntityError(ApiError):
 class RateLimitedError(ApiError):
     status = 429
     name = "TooManyRequestsError"
+
+
+class HeadersTooLargeError(ApiError):
+    status = 431
+    name = "RequestHeaderFieldsTooLargeError"
 
 
 class InternalServerError(ApiError):

@@ -93,3 +93,16 @@ PROGRAM_RATE_OVER_100 = "commission_rate is a percentage for this type and canno
 PROGRAM_DURATION_INVALID = "duration_months must be a whole number of months (0 = lifetime)"
 PROGRAM_COOKIE_INVALID = "cookie_duration must be a whole number of days from 1 to 365"
 PROGRAM_TEXT_INVALID = "{field} must be a non-empty string of at most {limit} characters"
+
+# Bad input refused before it reaches a service (core/api/parsers.py, core/middleware.py)
+JSON_TOO_DEEP = "Request body must not nest objects and arrays more than {depth} levels deep"
+JSON_NOT_FINITE = "Request body numbers must be finite: NaN, Infinity and out-of-range numbers are not JSON"
+JSON_DUPLICATE_KEY = "Request body must not repeat a key in one object: {key}"
+TEXT_NOT_STORABLE = "{field} must not contain NUL characters or unpaired surrogates"
+QUERY_NOT_STORABLE = "Query parameter {name} must not contain NUL characters"
+HEADER_NOT_STORABLE = "Header {name} must not contain NUL characters"
+PAYLOAD_TOO_LARGE = "Request body must be at most {limit} bytes"
+URI_TOO_LONG = "Request URL must be at most {limit} bytes"
+HEADERS_TOO_LARGE = (
+    "Request headers must be at most {fields} fields, {field_bytes} bytes each and {total_bytes} bytes in all"
+)

@@ -1,7 +1,14 @@
+import io
 import re
 import uuid
 
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
+
+from . import errors, limits, messages
+from .api.handler import error_response_for_route, payload_too_large
 from .logging import current_request_id
+from .text import storable_text
 
 # A caller may pass its own id to correlate logs; anything odd is replaced rather than echoed.
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
@@ -21,3 +28,74 @@ class RequestIdMiddleware:
             return self.get_response(request)
         finally:
             current_request_id.reset(token)
+
+
+class RequestLimitsMiddleware:
+    """Refuses, before anything reads the request, what would otherwise fail later with a 500 or an HTML page:
+    a URL or headers over the limits of core/limits.py (414, 431), a body over DATA_UPLOAD_MAX_MEMORY_SIZE (413,
+    by Content-Length or, for a chunked body, by reading at most one byte past the limit), and NUL in a query
+    parameter or a header (400: PostgreSQL stores no NUL, and a NUL session cookie reaches a session lookup).
+    Each answer is JSON in the route's envelope, with the route's error codes."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        error = self.refusal(request)
+        if error is None:
+            return self.get_response(request)
+        response = error_response_for_route(request, error)
+        response["X-Request-ID"] = getattr(request, "request_id", "")
+        return response
+
+    def refusal(self, request) -> errors.ApiError | None:
+        meta = request.META
+        if len(request.get_full_path()) > limits.MAX_URL_BYTES:
+            return errors.UriTooLongError(messages.URI_TOO_LONG.format(limit=limits.MAX_URL_BYTES))
+        headers = [(name, value) for name, value in meta.items() if name.startswith(_HEADER_KEYS)]
+        if (
+            len(headers) > limits.MAX_HEADER_FIELDS
+            or any(len(name) + len(str(value)) > limits.MAX_HEADER_FIELD_BYTES for name, value in headers)
+            or sum(len(name) + len(str(value)) for name, value in headers) > limits.MAX_HEADER_BYTES
+        ):
+            return errors.HeadersTooLargeError(
+                messages.HEADERS_TOO_LARGE.format(
+                    fields=limits.MAX_HEADER_FIELDS,
+                    field_bytes=limits.MAX_HEADER_FIELD_BYTES,
+                    total_bytes=limits.MAX_HEADER_BYTES,
+                )
+            )
+        for name, value in headers:
+            if not storable_text(str(value)):
+                return errors.BadRequestError(messages.HEADER_NOT_STORABLE.format(name=_header_name(name)))
+        for name, values in request.GET.lists():
+            if not (storable_text(name) and all(storable_text(value) for value in values)):
+                return errors.BadRequestError(messages.QUERY_NOT_STORABLE.format(name=name.replace("\x00", "\\u0000")))
+        return self.body_refusal(request)
+
+    def body_refusal(self, request) -> errors.ApiError | None:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared:
+            try:
+                too_big = int(declared) > limit
+            except ValueError:
+                too_big = False  # Django and DRF read an unreadable length as no body
+            return payload_too_large() if too_big else None
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            # WSGI gives Django no length for a chunked body, so Django would read it as empty. Read it here,
+            # at most one byte past the limit, and hand it on with its length like any other body.
+            body = request.environ["wsgi.input"].read(limit + 1)
+            if len(body) > limit:
+                return payload_too_large()
+            request._stream = LimitedStream(io.BytesIO(body), len(body))
+            request.META["CONTENT_LENGTH"] = str(len(body))
+        return None
+
+
+# WSGI names of request headers: HTTP_* and the two CGI ones.
+_HEADER_KEYS = ("HTTP_", "CONTENT_TYPE", "CONTENT_LENGTH")
+
+
+def _header_name(meta_key: str) -> str:
+    return meta_key.removeprefix("HTTP_").replace("_", "-").title()

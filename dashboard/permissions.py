@@ -8,6 +8,7 @@ from rest_framework.permissions import BasePermission
 
 from core import messages
 from core.errors import BadRequestError, UnauthorizedError
+from core.ids import integer_parse
 from programs.models import Program
 from programs.permissions import program_for_action
 
@@ -22,14 +23,11 @@ def body_program_id(data: Any) -> int:
         raise BadRequestError(BODY_NOT_OBJECT)
     if data.get("program_id") in (None, ""):
         raise BadRequestError(messages.PROGRAM_ID_REQUIRED)
-    value = data["program_id"]
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    # Any whole number is well-formed here; one that names no program is the 404 of program_for_action.
+    program_id = integer_parse(data["program_id"], minimum=0)
+    if program_id is None:
         raise BadRequestError(PROGRAM_ID_INVALID)
-    if isinstance(value, str):
-        if not (value.strip().isascii() and value.strip().isdigit()):
-            raise BadRequestError(PROGRAM_ID_INVALID)
-        return int(value.strip())
-    return value
+    return program_id
 
 
 def require_sign_in(request) -> None:

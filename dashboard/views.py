@@ -22,6 +22,7 @@ from django.views.decorators.http import require_safe
 from commissions.models import Commission, CommissionStatus
 from commissions.selectors import commission_payable_by_partner, commissions_with_money
 from core.errors import ForbiddenError, NotFoundError
+from core.ids import page_number_parse
 from core.urls import public_url
 from programs.models import (
     PERCENT_TYPES,
@@ -174,7 +175,6 @@ def program_overview(request: HttpRequest, access: ProgramAccess) -> HttpRespons
 def program_events(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     event_type = request.GET.get("type", "")
     start, end = _day(request.GET.get("from")), _day(request.GET.get("to"))
-    page = request.GET.get("page", "1")
     return render(
         request,
         "dashboard/program_events.html",
@@ -183,7 +183,7 @@ def program_events(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             event_type=event_type if event_type in EVENT_TYPES else "",
             date_from=start.isoformat() if start else "",
             date_to=end.isoformat() if end else "",
-            page=int(page) if page.isdigit() and int(page) > 0 else 1,
+            page=page_number_parse(request.GET.get("page")),
             page_size=EVENTS_PER_PAGE,
             events_url=f"/api/tracking/events/{access.program.pk}",
         ),

@@ -2,6 +2,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from core import messages
 from core.errors import ForbiddenError, NotFoundError, UnauthorizedError
+from core.ids import id_parse
 
 from .models import Program
 from .selectors import membership_get
@@ -12,10 +13,10 @@ def program_for_action(*, user: AbstractBaseUser | AnonymousUser, program_id: ob
     401 signed out, 404 no such program, 403 no membership or a role without the action."""
     if not user.is_authenticated:
         raise UnauthorizedError(messages.AUTHENTICATION_REQUIRED)
-    try:
-        program = Program.objects.get(pk=int(str(program_id)))
-    except (Program.DoesNotExist, ValueError):
-        raise NotFoundError("Program not found") from None
+    pk = id_parse(program_id)
+    program = Program.objects.filter(pk=pk).first() if pk is not None else None
+    if program is None:
+        raise NotFoundError("Program not found")
     membership = membership_get(user=user, program=program)
     if membership is None or not membership.allows(action):
         raise ForbiddenError(messages.PERMISSION_DENIED)

@@ -7,6 +7,7 @@ from typing import Any
 
 from core import messages
 from core.errors import BadRequestError
+from core.ids import integer_parse
 
 from .models import PERCENT_TYPES, CommissionType, LeadAuth, Program
 
@@ -23,6 +24,10 @@ EDITABLE_SETTINGS = (
 )
 SETTINGS_UNKNOWN_FIELDS = "Unknown or read-only field(s): {fields}. Editable: " + ", ".join(EDITABLE_SETTINGS)
 HOLD_DAYS_INVALID = "hold_days must be a whole number of days from 0 to 365"
+# The column holds 14 digits, 4 after the point; a larger rate would fail in the database, not here.
+COMMISSION_RATE_MAX = Decimal("9999999999.9999")
+# A hundred years. Larger values would overflow the date arithmetic of the recurring period.
+DURATION_MONTHS_MAX = 1200
 LEAD_AUTH_INVALID = "lead_auth must be browser_allowed or server_required"
 
 
@@ -37,10 +42,7 @@ def _whole(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
-    if isinstance(value, str) and value.strip().isascii() and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
+    return integer_parse(value)
 
 
 def program_settings_validate(data: dict[str, Any], *, current: Program | None = None) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def program_settings_validate(data: dict[str, Any], *, current: Program | None =
             rate = Decimal(str(raw).strip())
         except (InvalidOperation, ValueError):
             raise BadRequestError(messages.PROGRAM_RATE_NOT_POSITIVE) from None
-        if not rate.is_finite() or rate <= 0:
+        if not rate.is_finite() or rate <= 0 or rate > COMMISSION_RATE_MAX:
             raise BadRequestError(messages.PROGRAM_RATE_NOT_POSITIVE)
         clean["commission_rate"] = rate.quantize(Decimal("0.0001"))
     kind = clean.get("commission_type", current.commission_type if current else None)
@@ -79,7 +81,7 @@ def program_settings_validate(data: dict[str, Any], *, current: Program | None =
         raise BadRequestError(messages.PROGRAM_RATE_OVER_100)
     if "duration_months" in data and data["duration_months"] is not None:
         months = _whole(data["duration_months"])
-        if months is None or months < 0:
+        if months is None or not 0 <= months <= DURATION_MONTHS_MAX:
             raise BadRequestError(messages.PROGRAM_DURATION_INVALID)
         clean["duration_months"] = months
     if "cookie_duration" in data and data["cookie_duration"] is not None:

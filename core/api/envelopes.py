@@ -11,18 +11,26 @@ from core.errors import ApiError
 PLATFORM = "platform"
 TYPED = "typed"
 
+# Codes of the refusals that come before a route's own checks (method, size limits). Routes whose errors always
+# carry a code (sale, refund, the typed envelope) use these; the spec names none of the four statuses.
+PROTOCOL_ERROR_CODES = {
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    414: "uri_too_long",
+    431: "headers_too_large",
+}
 # Typed envelopes always carry a code; these fill in when the error did not name one.
 TYPED_DEFAULT_CODES = {
     400: "invalid_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
-    405: "method_not_allowed",
     409: "conflict",
     410: "gone",
     422: "unprocessable_entity",
     429: "rate_limited",
     500: "internal_error",
+    **PROTOCOL_ERROR_CODES,
 }
 
 

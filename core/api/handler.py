@@ -3,8 +3,11 @@
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -27,6 +30,8 @@ def _first_message(detail: Any) -> str:
 def to_api_error(exc: Exception, view: Any) -> errors.ApiError:
     if isinstance(exc, errors.ApiError):
         return exc
+    if isinstance(exc, RequestDataTooBig):
+        return payload_too_large()
     if isinstance(exc, drf.ParseError):
         return errors.BadRequestError(messages.MALFORMED_JSON)
     if isinstance(exc, drf.UnsupportedMediaType):
@@ -40,7 +45,8 @@ def to_api_error(exc: Exception, view: Any) -> errors.ApiError:
     if isinstance(exc, drf.NotFound | Http404):
         return errors.NotFoundError(messages.NOT_FOUND)
     if isinstance(exc, drf.MethodNotAllowed):
-        return errors.MethodNotAllowedError(str(exc.detail))
+        method = getattr(getattr(view, "request", None), "method", "")
+        return errors.MethodNotAllowedError(messages.METHOD_NOT_ALLOWED.format(method=method))
     if isinstance(exc, drf.APIException):
         error = errors.ApiError(str(exc.detail))
         error.status = exc.status_code
@@ -64,3 +70,24 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if error.status == 401:
         headers.setdefault("WWW-Authenticate", "Bearer")
     return Response(render_error(error, envelope), status=error.status, headers=headers)
+
+
+def payload_too_large() -> errors.PayloadTooLargeError:
+    return errors.PayloadTooLargeError(messages.PAYLOAD_TOO_LARGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+
+
+def error_response_for_route(request: HttpRequest, error: errors.ApiError) -> JsonResponse:
+    """An error answered before any view runs (by a middleware), in the envelope and with the codes the route
+    would have used; the platform envelope for paths that are no API route."""
+    try:
+        view_class = getattr(resolve(request.path_info).func, "view_class", None)
+    except Resolver404:
+        view_class = None
+    codes = getattr(view_class, "default_error_codes", {})
+    if error.code is None and error.status in codes:
+        error.code = codes[error.status]
+    envelope = getattr(view_class, "envelope", PLATFORM)
+    response = JsonResponse(render_error(error, envelope), status=error.status)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response

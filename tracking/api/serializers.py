@@ -1,6 +1,7 @@
 """Request bodies of the tracking API. Field order is validation order: the first failing field's
 message is the one the caller sees, so fields are declared in the order the spec checks them."""
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -17,9 +18,8 @@ from core.api.fields import (
     StrictIntegerField,
     spec_messages,
 )
+from tracking.amounts import MAX_AMOUNT_CENTS
 
-# Amounts are stored as 64-bit integers; anything larger is a caller error, not a server failure.
-MAX_AMOUNT = 2**63 - 1
 PROVIDERS = (
     "stripe",
     "polar",
@@ -118,17 +118,24 @@ class ClickInputSerializer(LeanSerializer):
 def _dimensions(value: str, message: str) -> str:
     if not value:
         return value
-    width, sep, height = value.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit():
+# ASCII digits only: str.isdigit() also takes "²", which int() then refuses.
+_DIMENSIONS = re.compile(r"([0-9]+)x([0-9]+)")
+
+
+    match = _DIMENSIONS.fullmatch(value.lower())
+    if match is None:
         raise serializers.ValidationError(message)
-    return f"{int(width)}x{int(height)}"
+    return f"{int(match[1])}x{int(match[2])}"
 
 
 class LeadInputSerializer(LeanSerializer):
     click_id = optional_text("click_id", 255)
     customer_key = optional_text("customer_key", 255)
     email = serializers.EmailField(
-        required=False, allow_blank=True, error_messages=spec_messages("email must be a valid email address")
+        required=False,
+        allow_blank=True,
+        max_length=254,  # the column's length; Django's validator alone lets 320 characters through
+        error_messages=spec_messages("email must be a valid email address"),
     )
     session_id = optional_text("session_id", 255)
     page_url = optional_text("page_url", 4096)
@@ -144,7 +151,7 @@ class SaleInputSerializer(LeanSerializer):
     )
     amount_cents = StrictIntegerField(
         min_value=1,
-        max_value=MAX_AMOUNT,
+        max_value=MAX_AMOUNT_CENTS,
         error_messages={
             **spec_messages(messages.SALE_AMOUNT_REQUIRED),
             "max_value": messages.SALE_AMOUNT_REQUIRED,
@@ -184,7 +191,7 @@ class SaleInputSerializer(LeanSerializer):
         required=False,
         allow_null=True,
         min_value=0,
-        max_value=MAX_AMOUNT,
+        max_value=MAX_AMOUNT_CENTS,
         error_messages={
             **spec_messages("tax_cents must be a non-negative integer"),
             "max_value": "tax_cents is too large",
@@ -261,7 +268,7 @@ class RefundInputSerializer(LeanSerializer):
         required=False,
         allow_null=True,
         min_value=0,
-        max_value=MAX_AMOUNT,
+        max_value=MAX_AMOUNT_CENTS,
         error_messages={
             **spec_messages("refund_amount_cents must be a positive integer (0 or omitted refunds the rest)"),
             "max_value": "refund_amount_cents must be a positive integer (0 or omitted refunds the rest)",

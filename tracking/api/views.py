@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from core import messages
 from core.api import auth, ratelimit
 from core.api.base import ProgramKeyApi
+from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
 from tracking.services.click import ClickContext, click_record
@@ -24,6 +25,7 @@ MONEY_ERROR_CODES = {
     409: "duplicate_transaction",
     422: "unsupported_currency",
     500: "internal_error",
+    **PROTOCOL_ERROR_CODES,
 }
 
 

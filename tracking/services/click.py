@@ -8,6 +8,8 @@ from django.utils import timezone
 from core import messages
 from core.clientip import parse_ip
 from core.errors import BadRequestError, GoneError
+from core.ids import id_parse
+from core.text import storable_text
 from programs.models import Program, ProgramKey
 
 from ..counters import link_click_count
@@ -17,7 +19,6 @@ from ..models import ClickEvent, Customer
 from .common import (
     check_test_program,
     new_click_id,
-    parse_program_id,
     test_mode_body,
     tracking_log,
 )
@@ -38,6 +39,9 @@ def referral_code_from(affiliate_url: str) -> str:
     query = parse_qs(parts.query)
     for name in ("aff", "via"):
         code = next((value.strip() for value in query.get(name, []) if value.strip()), "")
+        if code and not storable_text(code):
+            # ?aff=%00 decodes to a NUL, which no referral code holds and PostgreSQL cannot even compare.
+            raise BadRequestError(messages.INVALID_AFFILIATE_URL)
         if code:
             return code
     raise BadRequestError(messages.NO_AFF_PARAMETER)
@@ -46,7 +50,7 @@ def referral_code_from(affiliate_url: str) -> str:
 def _link_for(code: str, program_id: Any) -> LinkTarget:
     link = link_target_get(code)
     if program_id is not None:
-        scoped = parse_program_id(program_id)
+        scoped = id_parse(program_id)
         if scoped is None:
             raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
         if link is not None and link.program_id != scoped:

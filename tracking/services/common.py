@@ -5,6 +5,7 @@ from typing import Any
 
 from core import messages
 from core.errors import ForbiddenError
+from core.ids import id_parse
 from programs.models import ProgramKey
 
 from ..models import TrackingLog
@@ -21,22 +22,11 @@ def is_test_mode(additional_data: dict[str, Any] | None, key: ProgramKey | None)
     return bool((additional_data or {}).get("test_mode") is True or (key is not None and key.is_test))
 
 
-def parse_program_id(value: object) -> int | None:
-    """program_id as the spec takes it: an integer or a numeric string. None when it is neither."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
 def check_test_program(*, additional_data: dict[str, Any] | None, key: ProgramKey | None) -> None:
     """Test-mode calls with a key may not name another program in additional_data.program_id."""
     if key is None or not additional_data or "program_id" not in additional_data:
         return
-    if parse_program_id(additional_data["program_id"]) != key.program_id:
+    if id_parse(additional_data["program_id"]) != key.program_id:
         raise ForbiddenError(messages.PROGRAM_ID_MISMATCH)
 
 

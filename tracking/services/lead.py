@@ -6,11 +6,12 @@ from django.utils import timezone
 
 from core import messages
 from core.errors import BadRequestError
+from core.ids import id_parse
 from programs.models import LeadAuth, ProgramKey
 
 from ..counters import partner_program_add
 from ..models import Customer, CustomerStatus, LeadEvent
-from .common import check_test_program, is_test_mode, parse_program_id, test_mode_body, tracking_log
+from .common import check_test_program, is_test_mode, test_mode_body, tracking_log
 
 logger = logging.getLogger("svc.tracking")
 
@@ -28,7 +29,7 @@ def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | No
     if key is not None:
         if customer.program_id != key.program_id:
             raise BadRequestError(messages.LEAD_CUSTOMER_OTHER_PROGRAM)
-    elif "program_id" in additional and parse_program_id(additional["program_id"]) != customer.program_id:
+    elif "program_id" in additional and id_parse(additional["program_id"]) != customer.program_id:
         raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
     return customer
 

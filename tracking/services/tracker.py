@@ -5,10 +5,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from core import messages
 from core.errors import BadRequestError, NotFoundError
+from core.ids import id_parse
+from core.text import storable_text
 from programs.models import Program
 
 from ..models import PageVisit
-from .common import parse_program_id
 
 UTM_FIELDS = ("utm_source", "utm_medium", "utm_campaign")
 UTM_MAX_LENGTH = 255
@@ -30,10 +31,9 @@ def utm_params_of(page_url: str) -> dict[str, str]:
         query = parse_qs(urlsplit(page_url.strip()).query)
     except ValueError:
         query = {}
-    return {
-        name: next((value.strip() for value in query.get(name, []) if value.strip()), "")[:UTM_MAX_LENGTH]
-        for name in UTM_FIELDS
-    }
+    # A percent-encoded NUL (utm_source=%00) decodes to text PostgreSQL cannot store: such a value is left out.
+    usable = {name: [value.strip() for value in query.get(name, []) if storable_text(value)] for name in UTM_FIELDS}
+    return {name: next((value for value in values if value), "")[:UTM_MAX_LENGTH] for name, values in usable.items()}
 
 
 def visit_record(*, data: dict[str, Any]) -> PageVisit:
@@ -41,7 +41,7 @@ def visit_record(*, data: dict[str, Any]) -> PageVisit:
     is analytics, it moves no customer and proves no attribution.
 
     Raises BadRequestError (`Unknown program_id`) when program_id names no program."""
-    program_id = parse_program_id(data.get("program_id"))
+    program_id = id_parse(data.get("program_id"))
     if program_id is None or not Program.objects.filter(pk=program_id).exists():
         raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
     page_url = data.get("page_url", "")
@@ -64,7 +64,7 @@ def tracker_config_get(*, program_id: Any) -> dict[str, Any]:
     """What the browser tracker needs to know about a program. Nothing secret: the route is keyless.
 
     Raises NotFoundError (`Unknown program_id`) when program_id names no program."""
-    parsed = parse_program_id(program_id)
+    parsed = id_parse(program_id)
     program = None
     if parsed is not None:
         program = (
