@@ -62,8 +62,20 @@ SALE_OK = inline_serializer(
     fields={
         "success": serializers.BooleanField(),
         "sale_id": serializers.IntegerField(allow_null=True),
-        "commission_id": serializers.IntegerField(allow_null=True),
-        "message": serializers.CharField(required=False),
+        "commission_id": serializers.IntegerField(
+            allow_null=True,
+            help_text=(
+                "The commission the sale created. percent and fixed programs pay every sale except a renewal "
+                "(is_recurring: true); recurring_percent and recurring_fixed pay every sale, renewals included, "
+                "within duration_months of the customer's first commissioned sale (0 = lifetime). null when the "
+                "sale is stored without one (message says why) or the attribution window expired."
+            ),
+        ),
+        "message": serializers.CharField(
+            required=False,
+            help_text="Whether a commission was created, or why not (a renewal on a non-recurring program, or "
+            "past the recurring period)",
+        ),
         "attributed": serializers.BooleanField(required=False, help_text="false when the attribution window expired"),
         "reason": serializers.CharField(required=False),
         "click_age_days": serializers.FloatField(required=False),
