@@ -182,7 +182,7 @@ REST_FRAMEWORK = {
     # Refuses deep nesting, NaN, duplicate keys and text PostgreSQL cannot store (see the module).
     "DEFAULT_PARSER_CLASSES": ["core.api.parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.ApiAutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Affiliate tracking service",
@@ -190,6 +190,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "GET_LIB_DOC_EXCLUDES": "core.api.schema.lib_doc_excludes",
+    "ENUM_NAME_OVERRIDES": {"CommissionTypeEnum": "programs.models.CommissionType"},
 }
 # The tracker runs on every program's own site, so its routes answer any origin.
 CORS_URLS_REGEX = r"^/(api/v1/track/|js/).*$"

@@ -8,6 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import BadRequestError
+
 from .keys import (
     AGENT_KEY_PREFIX,
     PROGRAM_KEY_PREFIX,
@@ -17,8 +19,9 @@ from .keys import (
     key_prefix_of,
 )
 from .models import AgentKey, Program, ProgramKey, Workspace
-from .validation import program_settings_changes_validate
+from .validation import EDITABLE_SETTINGS, program_settings_changes_validate
 
+SETTINGS_EMPTY_PATCH = "Send at least one setting to change. Editable: " + ", ".join(EDITABLE_SETTINGS)
 _PREFIX_BY_MODE = {ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX, ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX}
 
 
@@ -115,6 +118,9 @@ def program_settings_update(*, program_id: int, data: dict[str, Any]) -> Program
     """Validates and saves an update in one transaction. The row is locked first and checked as it is now:
     two concurrent updates (one to a percent type, one raising the rate) would otherwise each pass against
     the old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is saved then."""
+    if not data:
+        # An empty patch is a caller mistake (a dropped body, a misspelt client), not a successful no-op.
+        raise BadRequestError(SETTINGS_EMPTY_PATCH)
     with transaction.atomic():
         program = Program.objects.select_for_update().get(pk=program_id)
         changes = program_settings_changes_validate(data, current=program)

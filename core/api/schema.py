@@ -1,8 +1,18 @@
-"""OpenAPI: how our authentication classes and envelopes appear in the generated description."""
+"""OpenAPI: how our authentication classes, envelopes and per-view policy (rate limits, request ids,
+key rotation) appear in the generated description. The view's class attributes are the single source:
+the description follows what BaseApi really sends."""
 
+from types import SimpleNamespace
+
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import inline_serializer
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc, get_lib_doc_excludes
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers
+
+from core.api import auth
+from core.api.envelopes import TYPED
 
 
 class ProgramKeyScheme(OpenApiAuthenticationExtension):
@@ -19,6 +29,12 @@ class ProgramKeyScheme(OpenApiAuthenticationExtension):
             ),
         }
 
+    def get_security_requirement(self, auto_schema):
+        # Click never needs the key and lead works without one (browser mode): both also accept no credential.
+        if getattr(auto_schema.view, "program_key_mode", auth.REQUIRED) != auth.REQUIRED:
+            return [{self.name: []}, {}]
+        return {self.name: []}
+
 
 class DashboardSessionScheme(OpenApiAuthenticationExtension):
     target_class = "core.api.auth.DashboardSessionAuthentication"
@@ -29,21 +45,29 @@ class DashboardSessionScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "cookie",
             "name": "sessionid",
-            "description": "Signed-in dashboard session",
+            "description": (
+                "Signed-in dashboard session. POST and PATCH also need the CSRF token: "
+                "the `csrftoken` cookie repeated in the `X-CSRFToken` header."
+            ),
         }
+
+
+@extend_schema_field({"type": "null"})
+class AlwaysNullField(serializers.Field):
+    """`data` of an error: always JSON null."""
 
 
 PLATFORM_ERROR = inline_serializer(
     "PlatformError",
     fields={
-        "data": serializers.JSONField(allow_null=True, help_text="Always null"),
+        "data": AlwaysNullField(help_text="Always null"),
         "error": inline_serializer(
             "PlatformErrorBody",
             fields={
-                "status": serializers.IntegerField(),
+                "status": serializers.IntegerField(help_text="The HTTP status"),
                 "name": serializers.CharField(help_text="BadRequestError, UnauthorizedError, …"),
-                "message": serializers.CharField(),
-                "details": serializers.DictField(),
+                "message": serializers.CharField(help_text="What went wrong; match on status and message"),
+                "details": serializers.DictField(help_text="Empty unless noted"),
                 "code": serializers.CharField(required=False, help_text="Always present on sale and refund"),
             },
         ),
@@ -60,6 +84,7 @@ TYPED_ERROR = inline_serializer(
                     help_text="rate_limited, api_key_rotation_required, link_disabled, invalid_key, internal_error"
                 ),
                 "message": serializers.CharField(),
+                "status": serializers.IntegerField(required=False, help_text="With rate_limited"),
                 "hint": serializers.CharField(required=False),
                 "docs_url": serializers.CharField(required=False),
                 "retry_after_seconds": serializers.IntegerField(required=False),
@@ -83,3 +108,125 @@ TEST_MODE = inline_serializer(
         ),
     },
 )
+
+# A program-key route answers a retired key with the typed envelope, other 401s with the route's own.
+PLATFORM_OR_TYPED_ERROR = {
+    "anyOf": [{"$ref": "#/components/schemas/PlatformError"}, {"$ref": "#/components/schemas/TypedError"}]
+}
+RATE_LIMITED = OpenApiResponse(TYPED_ERROR, description="rate_limited; nothing recorded; wait Retry-After seconds")
+
+
+def _header(description: str, *, required: bool, schema: dict | None = None) -> dict:
+    return {"schema": schema or {"type": "string"}, "description": description, "required": required}
+
+
+INTEGER = {"type": "integer"}
+# A request refused before it is counted (a NUL in the query, a body, URL or headers over the limits) has none.
+COUNTED_NOTE = "; on every response except a request refused before it was counted (malformed or oversized)"
+
+
+def rate_limit_headers(*, required: bool) -> dict:
+    note = "" if required else COUNTED_NOTE
+    return {
+        "X-RateLimit-Limit": _header(
+            f"Calls allowed per minute in this bucket{note}", required=required, schema=INTEGER
+        ),
+        "X-RateLimit-Remaining": _header(f"Calls left in the current minute{note}", required=required, schema=INTEGER),
+        "X-RateLimit-Reset": _header(f"Unix time when the bucket refills{note}", required=required, schema=INTEGER),
+    }
+
+
+RETRY_AFTER = {"Retry-After": _header("Seconds to wait before retrying", required=True, schema=INTEGER)}
+REQUEST_ID = {"X-Request-ID": _header("This request's id, as logged by the server", required=True)}
+ROTATION_HEADERS = {
+    "Deprecation": _header("`@<unix seconds>` when the key was marked for rotation", required=False),
+    "Sunset": _header("HTTP-date of the key's rotation deadline", required=False),
+    "Link": _header('`<…/docs/errors#api_key_rotation_required>; rel="deprecation"`', required=False),
+}
+WWW_AUTHENTICATE = {"WWW-Authenticate": _header("The credential this route expects", required=True)}
+
+
+class ApiAutoSchema(AutoSchema):
+    """Adds what every route of a kind shares, read from the view's policy attributes (core.api.base):
+    the 429 and X-RateLimit-* of rate-limited routes, X-Request-ID, the key-rotation headers of
+    program-key routes, the 413 of routes with a body, and minLength 1 on request strings DRF refuses
+    when blank."""
+
+    def _view_policy(self, name: str, default=None):
+        return getattr(self.view, name, default)
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if self._view_policy("rate_scope") is not None and "429" not in responses:
+            responses["429"] = self._get_response_for_code(RATE_LIMITED, "429", direction=direction)
+        if self.method in ("POST", "PUT", "PATCH") and "413" not in responses:
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            error = TYPED_ERROR if self._view_policy("envelope") == TYPED else PLATFORM_ERROR
+            described = OpenApiResponse(error, description=f"Body larger than {limit} bytes; nothing recorded")
+            responses["413"] = self._get_response_for_code(described, "413", direction=direction)
+        return responses
+
+    def _get_response_headers_for_code(self, status_code, direction="response"):
+        headers = {}
+        if self._view_policy("rate_scope") is not None:
+            # A success or a 429 was always counted; an error may come from the request filter before the count.
+            headers.update(rate_limit_headers(required=status_code.startswith("2") or status_code == "429"))
+            if status_code == "429":
+                headers.update(RETRY_AFTER)
+        if self._request_id_sent(status_code):
+            headers.update(REQUEST_ID)
+        if status_code == "401":
+            headers.update(WWW_AUTHENTICATE)
+        if self._view_policy("program_key_mode") is not None:
+            headers.update(ROTATION_HEADERS)
+        headers.update(super()._get_response_headers_for_code(status_code, direction))
+        return headers
+
+    def _request_id_sent(self, status_code: str) -> bool:
+        # The view decides per response (GET /api/v1/cli/status sends it on its 500s only).
+        decide = getattr(self.view, "should_send_request_id", None)
+        return decide is not None and bool(decide(SimpleNamespace(status_code=int(status_code))))
+
+    def get_description(self) -> str:
+        # Only the view's own docstring: a base class's docstring is a note for maintainers.
+        method_doc = get_doc(getattr(self.view, self.method.lower(), None))
+        own_doc = type(self.view).__dict__.get("__doc__")
+        return method_doc or (get_doc(type(self.view)) if own_doc else "")
+
+    def _get_parameters(self):
+        parameters = super()._get_parameters()
+        # Views that read their query through dashboard.api.serializers.present() treat `?name=` as absent.
+        if self._view_policy("blank_query_means_absent", False):
+            for parameter in parameters:
+                if parameter["in"] == "query":
+                    parameter["schema"] = {"anyOf": [parameter["schema"], {"type": "string", "maxLength": 0}]}
+        return parameters
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        # A serializer may declare how many fields the route needs at least (an empty PATCH is refused).
+        min_properties = getattr(serializer, "min_properties", None)
+        if min_properties:
+            schema["minProperties"] = min_properties
+        return schema
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        # DRF refuses "" for a CharField without allow_blank; say so where the caller sends it.
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and not isinstance(field, serializers.ChoiceField)
+            and not field.allow_blank
+            and "minLength" not in schema
+            and "type" in schema
+        ):
+            schema["minLength"] = 1
+        return schema
+
+
+def lib_doc_excludes() -> list[type]:
+    """LeanSerializer's docstring is a performance note; input serializers document themselves."""
+    from core.api.fields import LeanSerializer
+
+    return [*get_lib_doc_excludes(), LeanSerializer]

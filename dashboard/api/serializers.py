@@ -223,16 +223,34 @@ class CheckTestEventsInputSerializer(LeanSerializer):
     )
 
 
-class SettingsPatchSerializer(serializers.Serializer):
-    """Documentation only: PATCH bodies are checked by programs.validation plus hold_days and lead_auth."""
+def _whole_number(minimum: int, maximum: int | None, help_text: str) -> serializers.JSONField:
+    """A whole number, sent as a JSON number or a string of digits (the settings route accepts both)."""
+    schema: dict[str, Any] = {"type": ["integer", "string"], "minimum": minimum, "pattern": r"^\s*[0-9]+\s*$"}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return extend_schema_field(schema)(serializers.JSONField(required=False, help_text=help_text))
 
-    name = serializers.CharField(required=False, max_length=200)
-    domain = serializers.CharField(required=False, max_length=253)
+
+@extend_schema_field({"type": ["number", "string"], "exclusiveMinimum": 0})
+class _RateField(serializers.JSONField):
+    pass
+
+
+class SettingsPatchSerializer(serializers.Serializer):
+    """The settings to change; send at least one. Fields left out keep their value. Checked in this order,
+    the first failure answers 400 and nothing is saved."""
+
+    min_properties = 1  # programs.services.program_settings_update refuses an empty patch
+    name = serializers.CharField(required=False, max_length=200, help_text="Surrounding spaces are trimmed")
+    domain = serializers.CharField(required=False, max_length=253, help_text="Surrounding spaces are trimmed")
     commission_type = serializers.ChoiceField(choices=CommissionType.choices, required=False)
-    commission_rate = serializers.DecimalField(max_digits=14, decimal_places=4, required=False)
-    duration_months = serializers.IntegerField(min_value=0, required=False, help_text="0 = lifetime")
-    cookie_duration = serializers.IntegerField(min_value=1, max_value=365, required=False)
-    hold_days = serializers.IntegerField(min_value=0, max_value=365, required=False)
+    commission_rate = _RateField(
+        required=False,
+        help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent",
+    )
+    duration_months = _whole_number(0, None, "Recurring commissions: months from the first sale (0 = lifetime)")
+    cookie_duration = _whole_number(1, 365, "Attribution window in days")
+    hold_days = _whole_number(0, 365, "Days a new commission stays pending before it can be paid")
     lead_auth = serializers.ChoiceField(choices=LeadAuth.values, required=False)
 
 

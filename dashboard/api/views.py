@@ -71,6 +71,7 @@ class DashboardApi(BaseApi):
     authentication_classes = [DashboardSessionAuthentication]
     permission_classes = [HasProgramAction]
     metadata_class = None  # no OPTIONS description: it would skip the program check
+    blank_query_means_absent = True  # query parameters are read through serializers.present()
     program_id_from = "path"
     program_actions: dict[str, str] = {}
     program: Program
@@ -212,7 +213,7 @@ class ProgramSettingsApi(DashboardApi):
     @extend_schema(
         summary="A program's settings",
         parameters=[PROGRAM_ID],
-        responses={200: s.SETTINGS_OK, 429: OpenApiResponse(TYPED_ERROR), **DASHBOARD_ERRORS},
+        responses={200: s.SETTINGS_OK, **DASHBOARD_ERRORS},
     )
     def get(self, request, program_id: str):
         return Response(_settings_body(self.program))
@@ -221,7 +222,13 @@ class ProgramSettingsApi(DashboardApi):
         summary="Change a program's settings (owners and admins); answers the updated settings",
         parameters=[PROGRAM_ID],
         request=s.SettingsPatchSerializer,
-        responses={200: s.SETTINGS_OK, 429: OpenApiResponse(TYPED_ERROR), **DASHBOARD_ERRORS},
+        responses={
+            200: s.SETTINGS_OK,
+            **DASHBOARD_ERRORS,
+            400: OpenApiResponse(
+                PLATFORM_ERROR, description="Empty patch, unknown field or bad value; the message names it"
+            ),
+        },
     )
     def patch(self, request, program_id: str):
         if not isinstance(request.data, dict):
@@ -271,6 +278,7 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
     program's live clicks too: test clicks never count in reports)."""
 
     rate_scope = ratelimit.ANALYTICS_SOURCES
+    blank_query_means_absent = True
     failure_message = SOURCES_FAILED
 
     @extend_schema(

@@ -6,7 +6,7 @@ from .views import ProgramKeyRegenerateApi
 
 urlpatterns = [
     path(
-        "api/programs/<int:program_id>/regenerate-key",
+        "api/programs/<str:program_id>/regenerate-key",
         ProgramKeyRegenerateApi.as_view(),
         name="program-key-regenerate",
     ),

@@ -1,9 +1,10 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.api.auth import DashboardSessionAuthentication
 from core.api.base import BaseApi
+from core.api.schema import PLATFORM_ERROR
 from programs.models import Action, ProgramKey
 from programs.permissions import program_for_action
 from programs.services import program_key_regenerate
@@ -15,6 +16,7 @@ class ProgramKeyRegenerateApi(BaseApi):
     authentication_classes = [DashboardSessionAuthentication]
     sends_request_id = False
 
+    @extend_schema_serializer(component_name="RegenerateKeyInput")
     class InputSerializer(serializers.Serializer):
         mode = serializers.ChoiceField(
             choices=ProgramKey.Mode.choices,
@@ -39,7 +41,12 @@ class ProgramKeyRegenerateApi(BaseApi):
                         },
                     )
                 },
-            )
+            ),
+            400: OpenApiResponse(PLATFORM_ERROR, description="mode must be live or test"),
+            401: OpenApiResponse(PLATFORM_ERROR, description="Not signed in"),
+            403: OpenApiResponse(PLATFORM_ERROR, description="Not an owner of the program's workspace, or CSRF failed"),
+            404: OpenApiResponse(PLATFORM_ERROR, description="Program not found"),
+            500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the old key still works"),
         },
     )
     def post(self, request, program_id: int):

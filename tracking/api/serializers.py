@@ -72,6 +72,9 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
 
 
 class ClickInputSerializer(LeanSerializer):
+    """A click on a referral link, as the tracker script sends it: `affiliate_url` carries the partner's
+    `?aff=` (or `?via=`) code; the other fields describe the visit."""
+
     affiliate_url = StrictCharField(
         max_length=4096,
         error_messages={
@@ -129,6 +132,9 @@ _DIMENSIONS = re.compile(r"([0-9]+)x([0-9]+)")
 
 
 class LeadInputSerializer(LeanSerializer):
+    """A signup. Browser mode (no key) proves attribution with `click_id`; server mode (program key) sends
+    `click_id` with `customer_key` so later sales can use `customer_key` alone."""
+
     click_id = optional_text("click_id", 255)
     customer_key = optional_text("customer_key", 255)
     email = serializers.EmailField(
@@ -146,6 +152,12 @@ class LeadInputSerializer(LeanSerializer):
 
 
 class SaleInputSerializer(LeanSerializer):
+    """A payment to record. `transaction_id` is your unique payment id: a second call with it answers 409,
+    so retry a failed call with the same id. The sale is attributed through `customer_key` or `click_id`.
+    Amounts are integers in the smallest currency unit. Test mode (test key, `livemode: false` or
+    `additional_data.test_mode: true`) records a test sale and may leave out `transaction_id` and
+    `amount_cents`."""
+
     transaction_id = StrictCharField(
         max_length=255, error_messages=spec_messages(messages.SALE_TRANSACTION_ID_REQUIRED)
     )
@@ -254,6 +266,10 @@ class SaleInputSerializer(LeanSerializer):
 
 
 class RefundInputSerializer(LeanSerializer):
+    """A refund of a sale recorded with `transaction_id`. Leave out `refund_amount_cents` (or send 0) to
+    refund the rest; a partial amount is added to what was already refunded, capped at the sale amount.
+    Send `refund_id` so a retried partial refund is applied once."""
+
     transaction_id = StrictCharField(
         max_length=255, error_messages=spec_messages(messages.REFUND_TRANSACTION_ID_REQUIRED)
     )

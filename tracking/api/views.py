@@ -1,6 +1,6 @@
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -8,7 +8,7 @@ from core import messages
 from core.api import auth, ratelimit
 from core.api.base import ProgramKeyApi
 from core.api.envelopes import PROTOCOL_ERROR_CODES
-from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
+from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITED, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
 from tracking.services.click import ClickContext, click_record
 from tracking.services.lead import lead_record
@@ -31,12 +31,14 @@ MONEY_ERROR_CODES = {
 
 COMMON_ERRORS = {
     400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request (message says which field)"),
-    429: OpenApiResponse(TYPED_ERROR, description="rate_limited; nothing recorded; see Retry-After"),
+    429: RATE_LIMITED,
     500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
 }
 MONEY_ERRORS = {
     **COMMON_ERRORS,
-    401: OpenApiResponse(PLATFORM_ERROR, description="unauthorized, or api_key_rotation_required (typed envelope)"),
+    401: OpenApiResponse(
+        PLATFORM_OR_TYPED_ERROR, description="unauthorized; a retired key gets api_key_rotation_required (typed)"
+    ),
 }
 
 CLICK_OK = inline_serializer(
@@ -86,7 +88,9 @@ REFUND_OK = inline_serializer(
     "RefundResult",
     fields={
         "success": serializers.BooleanField(),
-        "status": serializers.ChoiceField(["reversed", "refunded", "skipped", "no_commission"]),
+        "status": serializers.ChoiceField(
+            ["reversed", "refunded", "skipped", "no_commission"], required=False, help_text="Absent for a test key"
+        ),
         "deductionAmount": serializers.IntegerField(required=False),
         "commission_id": serializers.IntegerField(required=False),
         "reason": serializers.CharField(required=False),
@@ -94,6 +98,13 @@ REFUND_OK = inline_serializer(
         "test": serializers.BooleanField(required=False, help_text="Test key: nothing refunded"),
     },
 )
+
+
+def with_test_mode(name: str, result) -> PolymorphicProxySerializer:
+    """A live result, or (test key or test_mode body) the TestModeResult shape."""
+    return PolymorphicProxySerializer(
+        component_name=name, serializers=[result, TEST_MODE], resource_type_field_name=None
+    )
 
 
 def _body(request) -> dict[str, Any]:
@@ -114,7 +125,9 @@ class ClickTrackApi(ProgramKeyApi):
         summary="Record a click on a referral link",
         request=ClickInputSerializer,
         responses={
-            200: OpenApiResponse(CLICK_OK, description="Recorded (test mode answers the TestModeResult shape)"),
+            200: OpenApiResponse(
+                with_test_mode("ClickResponse", CLICK_OK), description="Recorded (test mode: TestModeResult)"
+            ),
             403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
             410: OpenApiResponse(TYPED_ERROR, description="link_disabled; no click recorded"),
             **COMMON_ERRORS,
@@ -140,8 +153,13 @@ class LeadTrackApi(ProgramKeyApi):
         summary="Record a lead (browser mode without a key, server mode with one)",
         request=LeadInputSerializer,
         responses={
-            200: OpenApiResponse(LEAD_OK),
-            401: OpenApiResponse(PLATFORM_ERROR, description="Only for a key matching no program"),
+            200: OpenApiResponse(
+                with_test_mode("LeadResponse", LEAD_OK), description="Recorded (test mode: TestModeResult)"
+            ),
+            401: OpenApiResponse(
+                PLATFORM_OR_TYPED_ERROR,
+                description="Only for a key matching no program; a retired key gets api_key_rotation_required (typed)",
+            ),
             403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
             **COMMON_ERRORS,
         },
@@ -160,7 +178,10 @@ class SaleTrackApi(ProgramKeyApi):
         summary="Record a sale and its commission",
         request=SaleInputSerializer,
         responses={
-            200: OpenApiResponse(SALE_OK, description="Attributed, window expired, or (test mode) TestModeResult"),
+            200: OpenApiResponse(
+                with_test_mode("SaleResponse", SALE_OK),
+                description="Attributed, not commissioned, window expired, or (test mode) TestModeResult",
+            ),
             409: OpenApiResponse(
                 PLATFORM_ERROR,
                 description="duplicate_transaction; details.sale_id is the first sale; do not retry",
