@@ -23,7 +23,7 @@ migrate: $(STAMP)
 
 run: migrate
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	PORT=$(PORT) $(BIN)/gunicorn -c config/gunicorn.conf.py
+	PORT=$(PORT) SERVER_URL_FILE=.server-url $(BIN)/gunicorn -c config/gunicorn.conf.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
