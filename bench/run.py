@@ -1,8 +1,10 @@
 """`make bench`: throughput and latency of the tracking endpoints against a trivial DRF baseline.
 
 Creates a fresh PostgreSQL database, migrates it, loads the demo set, serves the app with gunicorn and drives
-GET /bench/trivial, POST /api/v1/track/click and POST /api/v1/track/sale with wrk. Prints a table and the
-targets, and writes bench/results/latest.json. Exits 0 whether or not the targets are met; non-zero only
+GET /bench/trivial, POST /api/v1/track/click and POST /api/v1/track/sale with wrk. Every measured sale is a
+non-renewal sale of an attributed customer on a percent program with no hold, so each one creates a
+commission and its ledger credit; the run counts them afterwards and reports any sale without one. Prints a
+table and the targets, and writes bench/results/latest.json. Exits 0 whether or not the targets are met; non-zero only
 when the harness itself could not run.
 
 Environment: BENCH_SECONDS (15), BENCH_CONNECTIONS (32), BENCH_WORKERS (2), BENCH_THREADS (unset: sync
@@ -151,8 +153,8 @@ def wait_healthy(proc: subprocess.Popen, base: str, log_path: Path, timeout: flo
             with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
                 if response.status == 200:
                     return
-        except (urllib.error.URLError, ConnectionError):
-            pass
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass  # not listening yet, or a worker still booting on a busy machine
         time.sleep(0.2)
     fail(f"GET /healthz did not answer 200 within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
 
@@ -270,15 +272,44 @@ def endpoint_plans(base: str, demo: dict, wanted: list[str]) -> dict[str, dict]:
             "amount_cents": 4900,
             "click_id": click_ids[0],
         }
-        expect_200("sale", url, first_sale, auth)
-        plans["sale"] = {
+        if expect_200("sale", url, first_sale, auth).get("commission_id") is None:
+            fail("sale: the checked sale created no commission, so the benchmark would not measure commissions")
+        plan: dict = {
             "url": url,
             "script": "sale.lua",
             "headers": [f"{k}: {v}" for k, v in auth.items()],
-            # A fresh prefix per wrk run keeps transaction ids unique across warm-up and measured runs.
-            "script_args": lambda: [secrets.token_hex(6), str(WRK_THREADS), *click_ids],
         }
+
+        def sale_args() -> list[str]:
+            # A fresh prefix per wrk run keeps transaction ids unique across warm-up and measured runs; the
+            # last one names the measured run's sales for the commission count.
+            plan["transaction_prefix"] = secrets.token_hex(6)
+            return [plan["transaction_prefix"], str(WRK_THREADS), *click_ids]
+
+        plan["script_args"] = sale_args
+        plans["sale"] = plan
     return plans
+
+
+def sale_commissions(env: dict[str, str], transaction_prefix: str, settle_seconds: float = 5.0) -> dict[str, int]:
+    """How many of the measured run's sales were stored, and how many of them created a commission. wrk stops
+    with requests still in flight, whose sale may be stored before its commission: the count is read again
+    until it stops changing."""
+    query = (
+        "SELECT count(s.id), count(c.id) FROM tracking_saleevent s "
+        "LEFT JOIN commissions_commission c ON c.sale_id = s.id WHERE s.processor_event_id LIKE %s"
+    )
+    deadline = time.monotonic() + settle_seconds
+    previous = None
+    with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+        while True:
+            counted = conn.execute(query, [f"{transaction_prefix}-%"]).fetchone()
+            if counted == previous or time.monotonic() > deadline:
+                break
+            previous = counted
+            time.sleep(0.5)
+    sales, with_commission = counted
+    return {"sales": sales, "with_commission": with_commission}
 
 
 def measure(wrk: str, plan: dict, config: dict) -> dict:
@@ -326,6 +357,16 @@ def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
                 "note": "" if clean else "run had errors",
             }
         )
+    if "sale" in results and "commissions" in results["sale"]:
+        counted = results["sale"]["commissions"]
+        targets.append(
+            {
+                "target": "every sale created a commission",
+                "value": f"{counted['with_commission']}/{counted['sales']}",
+                "passed": counted["sales"] > 0 and counted["with_commission"] == counted["sales"],
+                "note": "",
+            }
+        )
     for name in MIN_RATIO:
         if name not in results:
             continue
@@ -363,7 +404,7 @@ def print_report(results: dict[str, dict], ratios: dict[str, float], targets: li
         print(f"{ratio_name:<16}{value:.3f}")
     for t in targets:
         note = f"  ({t['note']})" if t["note"] else ""
-        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']:<26} measured {t['value']}{note}")
+        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']:<32} measured {t['value']}{note}")
     errored = [name for name, r in results.items() if has_errors(r)]
     if errored:
         print(
@@ -436,6 +477,8 @@ def bench(config: dict, wanted: list[str]) -> None:
         for name, plan in plans.items():
             print(f"bench: {name} ({config['seconds']} s)", flush=True)
             results[name] = measure(wrk, plan, config)
+            if "transaction_prefix" in plan:
+                results[name]["commissions"] = sale_commissions(env, plan["transaction_prefix"])
 
     ratios, targets = evaluate(results)
     print_report(results, ratios, targets, config)
