@@ -46,7 +46,9 @@ class SaleCommission:
     created: bool = False  # False when an earlier run had already settled the sale
 
 
-def commission_create_for_sale(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime) -> SaleCommission:
+def commission_create_for_sale(
+    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime
+) -> SaleCommission:
     """The single entry point that gives an attributed live sale its commission: the sale endpoint, the
     processor's payment events and the reconciler all come here.
 
@@ -77,12 +79,13 @@ def commission_create_for_sale(*, sale: SaleEvent, customer: Customer, program: 
                 sale.no_commission_reason = refusal
                 return SaleCommission(commission=None, no_commission=refusal)
             instant = program.hold_days == 0
+            amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
             commission = Commission.objects.create(
                 program=program,
                 partner_id=sale.partner_id,
                 sale=sale,
                 customer=customer,
-                amount_cents=commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate),
+                amount_cents=amount,
                 currency=sale.currency,
                 status=CommissionStatus.APPROVED if instant else CommissionStatus.PENDING,
                 credited=instant,
