@@ -61,10 +61,10 @@ class Membership(models.Model):
 
 
 class CommissionType(models.TextChoices):
-    PERCENT = "percent", "Percent of each first sale"
-    FIXED = "fixed", "Fixed amount on first sale"
-    RECURRING_PERCENT = "recurring_percent", "Percent of every sale"
-    RECURRING_FIXED = "recurring_fixed", "Fixed amount on every sale"
+    PERCENT = "percent", "Percent of every sale except renewals"
+    FIXED = "fixed", "Fixed amount on every sale except renewals"
+    RECURRING_PERCENT = "recurring_percent", "Percent of every sale, renewals included, for duration_months"
+    RECURRING_FIXED = "recurring_fixed", "Fixed amount on every sale, renewals included, for duration_months"
 
 
 PERCENT_TYPES = frozenset({CommissionType.PERCENT, CommissionType.RECURRING_PERCENT})
