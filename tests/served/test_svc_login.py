@@ -16,6 +16,8 @@ from tests.factories import MembershipFactory, ProgramFactory, UserFactory
 
 from .conftest import sign_in
 
+LOGIN_SECONDS = 20
+
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
@@ -27,10 +29,12 @@ class Person:
         self.pages: list[httpx.Response] = []
         self.errors: list[BaseException] = []
         self.thread: threading.Thread | None = None
+        self.opened = threading.Event()
 
     def open(self, url: str, *args, **kwargs) -> bool:
         self.thread = threading.Thread(target=self._authorize, args=(url,))
         self.thread.start()
+        self.opened.set()
         return True
 
     def _authorize(self, url: str) -> None:
@@ -49,8 +53,8 @@ class Person:
             self.errors.append(error)
 
     def join(self) -> None:
-        assert self.thread is not None, "svc login never opened the browser"
-        self.thread.join(timeout=30)
+        assert self.opened.wait(LOGIN_SECONDS) and self.thread is not None, "svc login never opened the browser"
+        self.thread.join(timeout=LOGIN_SECONDS)
         assert self.errors == []
 
 
@@ -60,9 +64,17 @@ def test_svc_login_completes_and_its_token_works(served, tmp_path):
     env = {"SVC_CONFIG_DIR": str(tmp_path), "SVC_BASE_URL": served.url, "SVC_POLL_INTERVAL": "0.1", "SVC_API_KEY": None}
     person = Person(served.url, "ada")
 
+    results = []
     with mock.patch("svc_cli.main.webbrowser.open", side_effect=person.open):
-        result = CliRunner().invoke(app, ["login"], env=env, catch_exceptions=False)
-    person.join()
+        # In a thread: a login the browser never completes would keep the terminal polling for minutes.
+        terminal = threading.Thread(
+            target=lambda: results.append(CliRunner().invoke(app, ["login"], env=env)), daemon=True
+        )
+        terminal.start()
+        person.join()
+        terminal.join(timeout=LOGIN_SECONDS)
+    assert results, f"svc login still waits {LOGIN_SECONDS} s after the browser step: {person.pages}"
+    result = results[0]
 
     confirm, done = person.pages
     assert confirm.url.path == "/cli/login", "the sign-in did not reach the confirmation page"
