@@ -16,10 +16,12 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 
 from core import messages
+from core.api.handler import payload_too_large
 from core.errors import BadRequestError
 from core.text import storable_text
 
@@ -110,4 +112,10 @@ class StrictJSONParser(BaseParser):
     renderer_class = JSONRenderer
 
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
-        return parse_json_body(stream.read())
+        # RequestLimitsMiddleware refuses a declared length over the limit; reading at most one byte past it
+        # here keeps the limit wherever that middleware did not run (DRF hands JSON parsers the raw stream).
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise payload_too_large()
+        return parse_json_body(raw)

@@ -87,11 +87,10 @@ class Caller:
     def path(self, route: Route) -> str:
         return route.path.format(program=self.program.pk)
 
-    def send(self, route: Route, body: bytes | str | None = None, content_type: str = "application/json", **extra):
+    def send(self, route: Route, body: bytes | str = "", content_type: str = "application/json", **extra):
         client = self.client(route)
         before = stored_rows()
-        kwargs = {"data": body, "content_type": content_type} if body is not None else {}
-        response = getattr(client, route.method)(self.path(route), **kwargs, **extra)
+        response = client.generic(route.method.upper(), self.path(route), body or "", content_type, **extra)
         self.rows_before = before
         return response
 
