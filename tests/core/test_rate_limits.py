@@ -1,12 +1,23 @@
+import json
+import os
+import runpy
+import sqlite3
+import subprocess
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
+from core.counter_cache import SQLiteCounterCache, instance_counter_file
 from tests.core.urls import CALLS
 from tests.factories import ProgramFactory
 from tests.helpers import assert_rate_limited
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.urls")]
+
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def test_every_response_carries_the_rate_limit_headers(api_client):
@@ -71,3 +82,137 @@ def test_the_scale_setting_multiplies_every_limit(api_client, settings):
     settings.RATELIMIT_SCALE = 10
     response = api_client.post("/t/optional", {}, format="json")
     assert response["X-RateLimit-Limit"] == "300"
+
+
+# --- Where the counts live: one place per server instance, whatever its number of processes ----------------------
+
+
+def _ratelimit_cache_in_a_new_process(**environment: str) -> dict:
+    """CACHES["ratelimit"] as config.settings resolves it in a fresh interpreter with these variables."""
+    script = "import json; from config import settings; print(json.dumps(settings.CACHES['ratelimit']))"
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=BASE_DIR,
+        env={**os.environ, "INSTANCE_ID": "", "REDIS_URL": "", "RATELIMIT_SHARED": "", **environment},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+class TestCountsPerInstance:
+    def test_without_redis_an_instances_processes_count_in_its_file(self):
+        cache = _ratelimit_cache_in_a_new_process(INSTANCE_ID="web-1")
+        assert cache == {
+            "BACKEND": "core.counter_cache.SQLiteCounterCache",
+            "LOCATION": str(instance_counter_file("web-1")),
+        }
+
+    def test_with_redis_the_counts_are_keyed_by_the_instance(self):
+        cache = _ratelimit_cache_in_a_new_process(INSTANCE_ID="web-1", REDIS_URL="redis://127.0.0.1:6379/9")
+        assert cache == {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:6379/9",
+            "KEY_PREFIX": "ratelimit:web-1",
+        }
+
+    def test_rate_limit_shared_counts_once_for_every_instance(self):
+        cache = _ratelimit_cache_in_a_new_process(
+            INSTANCE_ID="web-1", REDIS_URL="redis://127.0.0.1:6379/9", RATELIMIT_SHARED="true"
+        )
+        assert cache["KEY_PREFIX"] == "ratelimit:shared"
+
+    def test_a_lone_process_is_an_instance_of_its_own(self):
+        cache = _ratelimit_cache_in_a_new_process()
+        assert cache["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
+
+    def test_a_gunicorn_worker_without_the_config_file_shares_its_masters_counts(self):
+        # gunicorn's master exports SERVER_SOFTWARE; its workers' parent is the master (here: this process).
+        cache = _ratelimit_cache_in_a_new_process(SERVER_SOFTWARE="gunicorn/27.0.1")
+        assert cache["LOCATION"] == str(instance_counter_file(f"gunicorn-{os.getpid()}"))
+
+    def test_the_gunicorn_config_gives_its_workers_one_instance_id(self, monkeypatch):
+        monkeypatch.setenv("INSTANCE_ID", "")
+        runpy.run_path(str(BASE_DIR / "config" / "gunicorn.conf.py"))
+        generated = os.environ["INSTANCE_ID"]
+        assert generated.startswith("gunicorn-") and len(generated) > len("gunicorn-")
+        monkeypatch.setenv("INSTANCE_ID", "web-7")
+        config = runpy.run_path(str(BASE_DIR / "config" / "gunicorn.conf.py"))
+        assert os.environ["INSTANCE_ID"] == "web-7"
+        assert config["workers"] >= 2 and config["wsgi_app"] == "config.wsgi:application"
+
+
+@pytest.fixture
+def counter_file(tmp_path) -> str:
+    return str(tmp_path / "counters.sqlite3")
+
+
+def _count_calls(path: str, calls: int) -> None:
+    """What django-ratelimit does per request: add the key at 1, or increment it."""
+    cache = SQLiteCounterCache(path, {})
+    for _ in range(calls):
+        if not cache.add("bucket", 1, 60):
+            cache.incr("bucket")
+
+
+class TestSQLiteCounterCache:
+    def test_counts_from_several_processes_at_once_all_add_up(self, counter_file):
+        with ProcessPoolExecutor(4) as pool:
+            list(pool.map(_count_calls, [counter_file] * 4, [250] * 4))
+        assert SQLiteCounterCache(counter_file, {}).get("bucket") == 1000
+
+    def test_add_keeps_a_live_count_and_restarts_an_expired_one(self, counter_file, time_machine):
+        time_machine.move_to("2025-03-10 12:00:00", tick=False)
+        cache = SQLiteCounterCache(counter_file, {})
+        assert cache.add("bucket", 1, 65) is True
+        assert cache.add("bucket", 1, 65) is False
+        assert cache.incr("bucket") == 2
+        time_machine.shift(66)
+        assert cache.get("bucket") is None
+        assert cache.add("bucket", 1, 65) is True
+        assert cache.get("bucket") == 1
+
+    def test_incr_of_a_missing_or_expired_key_raises_as_django_caches_do(self, counter_file, time_machine):
+        cache = SQLiteCounterCache(counter_file, {})
+        with pytest.raises(ValueError):
+            cache.incr("nothing")
+        time_machine.move_to("2025-03-10 12:00:00", tick=False)
+        cache.set("bucket", 5, 10)
+        time_machine.shift(11)
+        with pytest.raises(ValueError):
+            cache.incr("bucket")
+
+    def test_the_rest_of_the_cache_api(self, counter_file):
+        cache = SQLiteCounterCache(counter_file, {})
+        cache.set("thing", {"a": [1, 2]}, None)
+        assert cache.get("thing") == {"a": [1, 2]}
+        assert cache.has_key("thing") and not cache.has_key("other")
+        assert cache.touch("thing", 30) is True
+        assert cache.delete("thing") is True and cache.get("thing", "gone") == "gone"
+        cache.set("count", 3)
+        assert cache.incr("count", 4) == 7 and cache.decr("count") == 6
+        cache.clear()
+        assert cache.get("count") is None
+
+    def test_the_limit_headers_and_typed_429_are_unchanged_on_it(self, api_client, settings, counter_file):
+        settings.CACHES = {
+            **settings.CACHES,
+            "ratelimit": {"BACKEND": "core.counter_cache.SQLiteCounterCache", "LOCATION": counter_file},
+        }
+        for sent in range(1, 31):
+            response = api_client.post("/t/optional", {}, format="json")
+            assert response.status_code == 200
+            assert response["X-RateLimit-Remaining"] == str(30 - sent)
+        CALLS.clear()
+        assert_rate_limited(api_client.post("/t/optional", {}, format="json"))
+        assert CALLS == []
+        assert SQLiteCounterCache(counter_file, {}).get(_only_key(counter_file)) == 31
+
+
+def _only_key(path: str) -> str:
+    with sqlite3.connect(path) as connection:
+        [(key,)] = connection.execute("SELECT key FROM cache").fetchall()
+    # Stored with Django's key prefix and version; get() adds them again.
+    return key.split(":", 2)[2]
