@@ -9,7 +9,8 @@ import secrets
 from core.counter_cache import instance_counter_file, remove_counter_file
 
 wsgi_app = "config.wsgi:application"
-bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
+# Command-line options win over these (`--bind 0.0.0.0:8000 --workers 4` in production).
+bind = f"127.0.0.1:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 accesslog = "-"
 
