@@ -13,6 +13,7 @@ from commissions.services import refund_apply
 from core.errors import BadRequestError, ConflictError
 from programs.models import Program
 
+from ..amounts import MAX_AMOUNT_CENTS
 from ..models import CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
 from ..services.lead import lead_settle
 from ..services.sale import (
@@ -58,6 +59,13 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
         return ignored(f"currency {currency} is not supported")
     if payment.amount <= 0:
         return ignored("nothing was paid")
+    if payment.amount > MAX_AMOUNT_CENTS:
+        # Refused as the sale route refuses it: acknowledged (a retry would bring the same amount) and logged.
+        logger.warning(
+            "stripe.amount_out_of_range",
+            extra={"transaction_id": payment.transaction_id, "amount": payment.amount, "program_id": program.pk},
+        )
+        return ignored(f"amount {payment.amount} is above the ceiling of {MAX_AMOUNT_CENTS}")
     now = timezone.now()
     fields: dict[str, Any] = {
         "program": program,
