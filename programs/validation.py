@@ -74,7 +74,11 @@ def program_settings_validate(data: dict[str, Any], *, current: Program | None =
             raise BadRequestError(messages.PROGRAM_RATE_NOT_POSITIVE) from None
         if not rate.is_finite() or rate <= 0 or rate > COMMISSION_RATE_MAX:
             raise BadRequestError(messages.PROGRAM_RATE_NOT_POSITIVE)
-        clean["commission_rate"] = rate.quantize(Decimal("0.0001"))
+        rate = rate.quantize(Decimal("0.0001"))
+        # Stored with 4 decimals: a positive rate below 0.00005 would be stored as 0 (and break a check constraint).
+        if rate <= 0:
+            raise BadRequestError(messages.PROGRAM_RATE_NOT_POSITIVE)
+        clean["commission_rate"] = rate
     kind = clean.get("commission_type", current.commission_type if current else None)
     rate_after = clean.get("commission_rate", current.commission_rate if current else None)
     if kind in PERCENT_TYPES and rate_after is not None and rate_after > 100:

@@ -5,10 +5,9 @@ auth enforced where declared. Bounded and deterministic (derandomized, no exampl
 A signed-in owner, a program with a known key, a referral link, a customer and a recorded sale exist, and
 half of the well-formed cases are rewritten to use them, so generated calls reach past the lookups."""
 
-from dataclasses import dataclass
-
 import pytest
 import schemathesis
+from django.contrib.sessions.models import Session
 from django.core import signals
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
@@ -16,7 +15,10 @@ from django.test import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from cli_api.models import CliToken
 from cli_api.services import cli_token_create
+from programs.keys import key_digest
+from programs.services import program_key_install
 from tests.factories import (
     CommissionFactory,
     CustomerFactory,
@@ -41,23 +43,18 @@ CONFIG = schemathesis.Config.from_dict(
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(), config=CONFIG)
 
 
-@dataclass
-class World:
-    program_id: int
-    spare_program_id: int
-    program_key: str
-    affiliate_url: str
-    click_id: str
-    customer_key: str
-    refundable_transaction_id: str
-    session_id: str
-    owner: object
-
-    def login_token(self) -> str:
-        return cli_token_create(user=self.owner)[1]
-
-
-WORLD: dict[str, World] = {}
+# Fixed credentials and ids: schemathesis builds its coverage-phase cases when the tests are collected, before
+# any fixture runs, so what those cases carry must be known in advance. Each operation's test creates them anew.
+WORKSPACE_ID = 910001
+PROGRAM_ID = 910001
+PROGRAM_KEY = "aff_fuzz" + "k" * 40
+LOGIN_TOKEN = "svcl_fuzz" + "t" * 40
+SESSION_ID = "fuzz" + "s" * 28
+LINK_CODE = "fuzzlink"
+AFFILIATE_URL = f"https://shop.fuzz.example/pricing?aff={LINK_CODE}"
+CLICK_ID = "fuzz-click"
+CUSTOMER_KEY = "fuzz-customer"
+SALE_TRANSACTION_ID = "fuzz-sale-1"
 
 
 @pytest.fixture(autouse=True)
@@ -68,94 +65,85 @@ def world(db, settings):
     # (django.test.Client does the same).
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
-    membership = MembershipFactory()
-    program = ProgramFactory(workspace=membership.workspace)
-    link = ReferralLinkFactory(program=program)
-    customer = CustomerFactory(link=link, customer_key="fuzz-customer")
-    sale = SaleFactory(customer=customer, processor_event_id="fuzz-sale-1")
-    CommissionFactory(sale=sale)
+    membership = MembershipFactory(workspace__id=WORKSPACE_ID)
+    owner = membership.user
+    program = ProgramFactory(id=PROGRAM_ID, workspace=membership.workspace, domain="shop.fuzz.example")
+    program_key_install(program=program, raw_key=PROGRAM_KEY)
+    link = ReferralLinkFactory(program=program, short_link=LINK_CODE)
+    customer = CustomerFactory(link=link, click_id=CLICK_ID, customer_key=CUSTOMER_KEY)
+    CommissionFactory(sale=SaleFactory(customer=customer, processor_event_id=SALE_TRANSACTION_ID))
+    token, _ = cli_token_create(user=owner)
+    CliToken.objects.filter(pk=token.pk).update(digest=key_digest(LOGIN_TOKEN), last4=LOGIN_TOKEN[-4:])
     browser = Client()
-    browser.force_login(membership.user)
-    WORLD["current"] = World(
-        program_id=program.pk,
-        spare_program_id=ProgramFactory(workspace=membership.workspace).pk,
-        program_key=program.raw_api_key,
-        affiliate_url=f"https://{program.domain}/pricing?aff={link.short_link}",
-        click_id=customer.click_id,
-        customer_key=customer.customer_key,
-        refundable_transaction_id=sale.processor_event_id,
-        session_id=browser.cookies["sessionid"].value,
-        owner=membership.user,
-    )
+    browser.force_login(owner)
+    Session.objects.filter(session_key=browser.session.session_key).update(session_key=SESSION_ID)
     yield
-    WORLD.clear()
     signals.request_started.connect(close_old_connections)
     signals.request_finished.connect(close_old_connections)
 
 
-def _security(case) -> set[str]:
-    return {name for requirement in case.operation.definition.raw.get("security", []) for name in requirement}
-
-
 @schema.auth(refresh_interval=None)
 class Credentials:
-    """The real credential each operation declares: program key, login token or dashboard session."""
+    """The credential each operation declares: program key, login token or dashboard session (with CSRF)."""
 
     def get(self, case, ctx):
-        return WORLD.get("current")
+        return {name for requirement in case.operation.definition.raw.get("security", []) for name in requirement}
 
-    def set(self, case, world: World, ctx):
-        schemes = _security(case)
+    def set(self, case, schemes: set[str], ctx):
         if "programKey" in schemes:
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {world.program_key}"}
+            case.headers["Authorization"] = f"Bearer {PROGRAM_KEY}"
         if "loginToken" in schemes:
-            # A fresh token per call: logout revokes the one it is sent.
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {world.login_token()}"}
+            case.headers["Authorization"] = f"Bearer {LOGIN_TOKEN}"
         if "dashboardSession" in schemes:
-            case.cookies = {**(case.cookies or {}), "sessionid": world.session_id, "csrftoken": CSRF_TOKEN}
-            case.headers = {**(case.headers or {}), "X-CSRFToken": CSRF_TOKEN}
+            case.cookies = {**(case.cookies or {}), "sessionid": SESSION_ID, "csrftoken": CSRF_TOKEN}
+            case.headers["X-CSRFToken"] = CSRF_TOKEN
 
 
-def _known_body(case, world: World) -> dict:
-    known = {
-        "affiliate_url": world.affiliate_url,
-        "click_id": world.click_id,
-        "existing_click_id": world.click_id,
-        "customer_key": world.customer_key,
-        "program_id": world.program_id,
-    }
-    if case.operation.path == "/api/v1/track/refund":
-        known["transaction_id"] = world.refundable_transaction_id
-    return {**case.body, **{name: value for name, value in known.items() if name in case.body}}
+KNOWN_BODY_VALUES = {
+    "affiliate_url": AFFILIATE_URL,
+    "click_id": CLICK_ID,
+    "existing_click_id": CLICK_ID,
+    "customer_key": CUSTOMER_KEY,
+    "program_id": PROGRAM_ID,
+    "advertiser_id": WORKSPACE_ID,
+}
+
+
+def _known_body(case) -> dict:
+    body = {**case.body, **{name: value for name, value in KNOWN_BODY_VALUES.items() if name in case.body}}
+    path = case.operation.path
+    if path == "/api/v1/track/refund":
+        body["transaction_id"] = SALE_TRANSACTION_ID
+    elif path == "/api/v1/track/sale" and "click_id" not in body:
+        body["customer_key"] = CUSTOMER_KEY
+    elif path == "/api/v1/track/lead" and "click_id" not in body:
+        body["click_id"] = CLICK_ID
+    return body
 
 
 @schema.hook
 def flatmap_path_parameters(context, path_parameters):
-    """A well-formed (integer) program id in the path is also tried as the fixture's program. Done here, not in
+    """A well-formed (integer) program id in the path becomes the fixture's program (the coverage phase still
+    sends unknown ids). Done here, not in
     flatmap_case: schemathesis re-checks a changed path parameter in its string form and would call it invalid."""
-    world = WORLD.get("current")
     generated = (path_parameters or {}).get("program_id")
-    if world is None or isinstance(generated, bool) or not isinstance(generated, int):
+    if isinstance(generated, bool) or not isinstance(generated, int):
         return st.just(path_parameters)
-    # Regenerating the fixture program's key would lock the other operations out.
-    regenerates = context.operation.path.endswith("/regenerate-key")
-    known = world.spare_program_id if regenerates else world.program_id
-    return st.sampled_from([path_parameters, {**path_parameters, "program_id": known}])
+    return st.just({**path_parameters, "program_id": PROGRAM_ID})
 
 
 @schema.hook
 def flatmap_case(context, case):
-    """Well-formed bodies and queries also come with the fixture's ids, so the deep paths run. Schema-invalid
-    cases are left as generated: their point is the invalid part."""
-    world = WORLD.get("current")
-    if world is None or case.meta is None or not case.meta.generation.mode.is_positive:
+    """Well-formed bodies and queries use the fixture's ids, so the deep paths run (the coverage phase still
+    sends unknown ones). Schema-invalid cases are left as generated: their point is the invalid part."""
+    if case.meta is None or not case.meta.generation.mode.is_positive:
         return st.just(case)
     enriched = case.derive(keep_auth=True)
     if isinstance(case.body, dict):
-        enriched.body = _known_body(case, world)
+        enriched.body = _known_body(case)
     if "program_id" in case.query:
-        enriched.query["program_id"] = world.program_id
-    return st.sampled_from([case, enriched])
+        enriched.query["program_id"] = PROGRAM_ID
+    return st.just(enriched)
 
 
 @schema.parametrize()

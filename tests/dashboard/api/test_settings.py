@@ -10,6 +10,7 @@ from django.db import connection
 
 from core import messages
 from programs.models import Program, ProgramKey, Role
+from programs.services import SETTINGS_EMPTY_PATCH
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
 from tracking.link_cache import link_target_get
 
@@ -122,13 +123,6 @@ class TestPatch:
         response = owner.patch(url(program), {"commission_rate": "12.5"}, format="json")
         assert response.json()["data"]["commission_rate"] == 12.5
         assert settings_of(program) == {**before, "commission_rate": Decimal("12.5")}
-
-    def test_an_empty_patch_changes_nothing_and_answers_the_settings(self, owner, program):
-        before = settings_of(program)
-        response = owner.patch(url(program), {}, format="json")
-        assert response.status_code == 200
-        assert response.json()["data"]["name"] == "Shop"
-        assert settings_of(program) == before
 
     def test_a_new_cookie_window_reaches_clicks_at_once(self, owner, program):
         link = ReferralLinkFactory(program=program)
@@ -294,3 +288,19 @@ def test_concurrent_patches_cannot_combine_into_a_percent_rate_over_100():
     program.refresh_from_db()
     assert sorted(statuses) == [200, 400]
     assert not (program.commission_type == "percent" and program.commission_rate > 100)
+
+
+class TestPatchRefusals:
+    def test_an_empty_patch_is_refused_and_changes_nothing(self, owner, program):
+        before = settings_of(program)
+        response = owner.patch(url(program), {}, format="json")
+        assert response.status_code == 400
+        assert response.json() == bad_request(SETTINGS_EMPTY_PATCH)
+        assert "name, domain, commission_type" in SETTINGS_EMPTY_PATCH
+        assert settings_of(program) == before
+
+    def test_a_rate_that_rounds_to_zero_is_refused_not_a_server_error(self, owner, program):
+        # Stored with 4 decimals: 0.00001 would become 0 and break the positive-rate constraint.
+        response = owner.patch(url(program), {"commission_type": "fixed", "commission_rate": 1e-38}, format="json")
+        assert response.status_code == 400
+        assert response.json() == bad_request(messages.PROGRAM_RATE_NOT_POSITIVE)
