@@ -21,7 +21,11 @@ from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
 
 # Rows past their expiry are deleted at most this often per process; reads ignore them meanwhile.
 CULL_INTERVAL_SECONDS = 60.0
+# A write waits for another process's write this long at most. SQLite's own busy handler sleeps 1 ms, then
+# longer; a count holds the lock for microseconds, so waiting here starts much shorter.
 BUSY_TIMEOUT_SECONDS = 5.0
+_FIRST_WAIT_SECONDS = 0.00005
+_LONGEST_WAIT_SECONDS = 0.002
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value, expires REAL NOT NULL) WITHOUT ROWID"
 # SQLite has no infinity literal in older versions; a year 5000 timestamp stands for "never".
@@ -65,31 +69,49 @@ class SQLiteCounterCache(BaseCache):
         connection = getattr(self._local, "connection", None)
         if connection is not None and self._local.pid == os.getpid():
             return connection
-        connection = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=OFF")
-        connection.execute(_SCHEMA)
+        connection = sqlite3.connect(self._path, timeout=0, isolation_level=None)
+        for statement in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=OFF", _SCHEMA):
+            self._retry_busy(connection, statement, ())
         self._local.connection = connection
         self._local.pid = os.getpid()
         return connection
+
+    def _execute(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
+        return self._retry_busy(self._connection(), sql, parameters)
+
+    @staticmethod
+    def _retry_busy(connection: sqlite3.Connection, sql: str, parameters: tuple) -> sqlite3.Cursor:
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        wait = _FIRST_WAIT_SECONDS
+        while True:
+            try:
+                return connection.execute(sql, parameters)
+            except sqlite3.OperationalError as error:
+                busy = error.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                if not busy or time.monotonic() > deadline:
+                    raise
+            time.sleep(wait)
+            wait = min(wait * 2, _LONGEST_WAIT_SECONDS)
 
     def _expiry(self, timeout) -> float:
         seconds = self.get_backend_timeout(timeout)
         return _NEVER if seconds is None else seconds
 
-    def _maybe_cull(self, connection: sqlite3.Connection, now: float) -> None:
+    def _maybe_cull(self, now: float) -> None:
         if now - self._last_cull < CULL_INTERVAL_SECONDS:
             return
         self._last_cull = now
-        connection.execute("DELETE FROM cache WHERE expires <= ?", (now,))
+        self._execute("DELETE FROM cache WHERE expires <= ?", (now,))
 
     def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         now = time.time()
-        connection = self._connection()
-        self._maybe_cull(connection, now)
+        self._maybe_cull(now)
+        # Most calls find the window's count already there: a read settles them without taking the write lock.
+        if self._execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, now)).fetchone():
+            return False
         # One statement: inserts, or replaces a row that has expired, or leaves a live row alone.
-        cursor = connection.execute(
+        cursor = self._execute(
             "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
             "WHERE cache.expires <= ?",
@@ -99,16 +121,12 @@ class SQLiteCounterCache(BaseCache):
 
     def get(self, key, default=None, version=None):
         key = self.make_and_validate_key(key, version=version)
-        row = (
-            self._connection()
-            .execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, time.time()))
-            .fetchone()
-        )
+        row = self._execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
         return default if row is None else _decode(row[0])
 
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> None:
         key = self.make_and_validate_key(key, version=version)
-        self._connection().execute(
+        self._execute(
             "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires",
             (key, _encode(value), self._expiry(timeout)),
@@ -116,7 +134,7 @@ class SQLiteCounterCache(BaseCache):
 
     def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        cursor = self._connection().execute(
+        cursor = self._execute(
             "UPDATE cache SET expires = ? WHERE key = ? AND expires > ?", (self._expiry(timeout), key, time.time())
         )
         return cursor.rowcount == 1
@@ -124,34 +142,26 @@ class SQLiteCounterCache(BaseCache):
     def incr(self, key, delta=1, version=None) -> int:
         key = self.make_and_validate_key(key, version=version)
         # One statement, so two processes incrementing at once both count.
-        row = (
-            self._connection()
-            .execute(
-                "UPDATE cache SET value = value + ? WHERE key = ? AND expires > ? AND typeof(value) = 'integer' "
-                "RETURNING value",
-                (delta, key, time.time()),
-            )
-            .fetchone()
-        )
+        row = self._execute(
+            "UPDATE cache SET value = value + ? WHERE key = ? AND expires > ? AND typeof(value) = 'integer' "
+            "RETURNING value",
+            (delta, key, time.time()),
+        ).fetchone()
         if row is None:
             raise ValueError(f"Key '{key}' not found")
         return row[0]
 
     def delete(self, key, version=None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        return self._connection().execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
+        return self._execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
 
     def has_key(self, key, version=None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        row = (
-            self._connection()
-            .execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, time.time()))
-            .fetchone()
-        )
+        row = self._execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
         return row is not None
 
     def clear(self) -> None:
-        self._connection().execute("DELETE FROM cache")
+        self._execute("DELETE FROM cache")
 
     def close(self, **kwargs) -> None:
         # Django closes caches after every request; the connection is kept (opening one costs more than a count).
