@@ -11,6 +11,7 @@ from drf_spectacular.plumbing import get_doc, get_lib_doc_excludes
 from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from core import limits
 from core.api import auth
 from core.api.envelopes import TYPED
 
@@ -149,8 +150,8 @@ WWW_AUTHENTICATE = {"WWW-Authenticate": _header("The credential this route expec
 class ApiAutoSchema(AutoSchema):
     """Adds what every route of a kind shares, read from the view's policy attributes (core.api.base):
     the 429 and X-RateLimit-* of rate-limited routes, X-Request-ID, the key-rotation headers of
-    program-key routes, the 413 of routes with a body, and minLength 1 on request strings DRF refuses
-    when blank."""
+    program-key routes, the request filter's 400/413/414/431, and minLength 1 on request strings DRF
+    refuses when blank."""
 
     def _view_policy(self, name: str, default=None):
         return getattr(self.view, name, default)
@@ -159,11 +160,22 @@ class ApiAutoSchema(AutoSchema):
         responses = super()._get_response_bodies(direction)
         if self._view_policy("rate_scope") is not None and "429" not in responses:
             responses["429"] = self._get_response_for_code(RATE_LIMITED, "429", direction=direction)
-        if self.method in ("POST", "PUT", "PATCH") and "413" not in responses:
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            error = TYPED_ERROR if self._view_policy("envelope") == TYPED else PLATFORM_ERROR
-            described = OpenApiResponse(error, description=f"Body larger than {limit} bytes; nothing recorded")
-            responses["413"] = self._get_response_for_code(described, "413", direction=direction)
+        # core.middleware.RequestLimitsMiddleware answers these before the view, in the view's envelope.
+        refusals = {
+            "400": "A query parameter or header that cannot be stored (NUL, lone surrogate)",
+            "414": f"URL longer than {limits.MAX_URL_BYTES} bytes",
+            "431": (
+                f"More than {limits.MAX_HEADER_FIELDS} headers, a header over {limits.MAX_HEADER_FIELD_BYTES} bytes "
+                f"or {limits.MAX_HEADER_BYTES} bytes of headers in all"
+            ),
+        }
+        if self.method in ("POST", "PUT", "PATCH"):
+            refusals["413"] = f"Body larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes; nothing recorded"
+        error = TYPED_ERROR if self._view_policy("envelope") == TYPED else PLATFORM_ERROR
+        for status, description in refusals.items():
+            if status not in responses:
+                described = OpenApiResponse(error, description=description)
+                responses[status] = self._get_response_for_code(described, status, direction=direction)
         return responses
 
     def _get_response_headers_for_code(self, status_code, direction="response"):

@@ -185,3 +185,14 @@ def test_the_settings_patch_needs_at_least_one_field(schema):
     patch = operation(schema, "/api/v1/programs/{program_id}/settings", "patch")
     assert schema["components"]["schemas"]["PatchedSettingsPatch"]["minProperties"] == 1
     assert "Empty patch" in patch["responses"]["400"]["description"]
+
+
+def test_requests_refused_before_the_view_match_the_route_documentation(schema, api_client):
+    program = ProgramFactory()
+    readiness = "/api/v1/programs/me/readiness"
+    nul = api_client.get(readiness, {"x": "a\x00b"}, **bearer(program.raw_api_key))
+    assert nul.status_code == 400
+    assert_documented(schema, readiness, "get", nul)  # the typed envelope, as readiness' other errors
+    long_url = api_client.post(f"{SALE}?pad={'a' * 9000}", {}, format="json", **bearer(program.raw_api_key))
+    assert long_url.status_code == 414
+    assert_documented(schema, SALE, "post", long_url)
