@@ -6,6 +6,7 @@ gunicorn reads this file once, in the master, before it forks the workers."""
 import os
 import secrets
 
+from core import limits
 from core.counter_cache import instance_counter_file, remove_counter_file
 
 wsgi_app = "config.wsgi:application"
@@ -13,6 +14,14 @@ wsgi_app = "config.wsgi:application"
 bind = f"127.0.0.1:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 accesslog = "-"
+
+# Oversized URLs and headers are answered by the application (JSON 414 and 431 in the route's envelope, see
+# core/limits.py), so gunicorn's own limits sit above the application's and its HTML error page is only the last
+# fence. 0 lifts the request-line limit (gunicorn allows at most 8190 otherwise, below a long URL's 414); a slow or
+# endless line is still cut by the worker timeout. Header buffering is bounded by fields x field size (about 20 MB).
+limit_request_line = 0
+limit_request_fields = limits.MAX_HEADER_FIELDS * 3
+limit_request_field_size = limits.MAX_HEADER_BYTES
 
 # One server is one instance for the spec's rate limits, whatever its number of workers. Set here, in the master,
 # the id reaches every worker through the environment, so all of them count in the same place (see CACHES in

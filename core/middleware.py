@@ -46,6 +46,8 @@ class RequestLimitsMiddleware:
             return self.get_response(request)
         response = error_response_for_route(request, error)
         response["X-Request-ID"] = getattr(request, "request_id", "")
+        # The middleware that would add it runs after this one.
+        response["Content-Length"] = str(len(response.content))
         return response
 
     def refusal(self, request) -> errors.ApiError | None:

@@ -9,6 +9,7 @@ class SaleTrackApi(ProgramKeyApi):
 
 from typing import Any
 
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -32,8 +33,13 @@ class BaseApi(APIView):
     request_id_in_errors: bool = False
 
     def initial(self, request, *args: Any, **kwargs: Any) -> None:
-        # Rate limits come first: a refused request must not parse, authenticate or record anything.
+        # A method the route does not offer is the first thing wrong with the request, whoever sends it: 405, not
+        # the 401 of a missing key, and not counted against the route's rate limit.
         self.rate_usage = None
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise MethodNotAllowed(request.method)
+        # Rate limits come next: a refused request must not parse, authenticate or record anything.
         if self.rate_scope is not None:
             self.rate_usage = ratelimit.rate_limit_check(self.rate_scope, request._request)
         super().initial(request, *args, **kwargs)

@@ -120,6 +120,12 @@ class TestMethod:
         }
         assert "POST" in response["Allow"]
 
+    @pytest.mark.parametrize("route", [SALE, REFUND], ids=route_id)
+    def test_the_method_is_checked_before_the_key(self, api_client, route):
+        response = api_client.get(route.path)
+        assert response.status_code == 405
+        assert response.json()["error"]["code"] == "method_not_allowed"
+
     @pytest.mark.parametrize("route", ALL_ROUTES, ids=route_id)
     def test_every_route_answers_405_in_its_envelope(self, route):
         caller = make_caller()
