@@ -8,6 +8,7 @@ import secrets
 
 from core import limits
 from core.counter_cache import instance_counter_file, remove_counter_file
+from core.gunicorn_errors import install_json_error_pages
 
 wsgi_app = "config.wsgi:application"
 # Command-line options win over these (`--bind 0.0.0.0:8000 --workers 4` in production).
@@ -22,6 +23,8 @@ accesslog = "-"
 limit_request_line = 0
 limit_request_fields = limits.MAX_HEADER_FIELDS * 3
 limit_request_field_size = limits.MAX_HEADER_BYTES
+# What gunicorn still refuses itself (past those limits, a NUL in a header, a malformed chunk) is JSON too.
+install_json_error_pages()
 
 # One server is one instance for the spec's rate limits, whatever its number of workers. Set here, in the master,
 # the id reaches every worker through the environment, so all of them count in the same place (see CACHES in

@@ -102,6 +102,7 @@ TEXT_NOT_STORABLE = "{field} must not contain NUL characters or unpaired surroga
 QUERY_NOT_STORABLE = "Query parameter {name} must not contain NUL characters"
 HEADER_NOT_STORABLE = "Header {name} must not contain NUL characters"
 PAYLOAD_TOO_LARGE = "Request body must be at most {limit} bytes"
+BODY_UNREADABLE = "Request body could not be read: malformed chunked encoding or a broken connection"
 URI_TOO_LONG = "Request URL must be at most {limit} bytes"
 HEADERS_TOO_LARGE = (
     "Request headers must be at most {fields} fields, {field_bytes} bytes each and {total_bytes} bytes in all"

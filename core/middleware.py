@@ -87,7 +87,10 @@ class RequestLimitsMiddleware:
         if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
             # WSGI gives Django no length for a chunked body, so Django would read it as empty. Read it here,
             # at most one byte past the limit, and hand it on with its length like any other body.
-            body = request.environ["wsgi.input"].read(limit + 1)
+            try:
+                body = request.environ["wsgi.input"].read(limit + 1)
+            except Exception:  # the server's chunk parser (malformed chunk) or the connection: the client's doing
+                return errors.BadRequestError(messages.BODY_UNREADABLE)
             if len(body) > limit:
                 return payload_too_large()
             request._stream = LimitedStream(io.BytesIO(body), len(body))

@@ -275,3 +275,34 @@ class TestMethodAndQuery:
     def test_a_nul_in_the_query_string_is_400(self, server):
         answer = exchange(server, request_head("GET", "/api/v1/cli/auth/poll?state=%00"))
         assert_platform(answer, 400, messages.QUERY_NOT_STORABLE.format(name="state"))
+
+
+class TestWhatGunicornRefusesItself:
+    """Past gunicorn's own limits, or malformed at the protocol level, gunicorn answers before Django: in the
+    platform envelope (core/gunicorn_errors.py), never its HTML page."""
+
+    def assert_json_error(self, answer: Answer, status: int) -> None:
+        assert answer.status == status, answer.body[:300]
+        error = answer.json()["error"]
+        assert answer.json()["data"] is None
+        assert error["status"] == status and error["message"] and error["details"] == {} and error["code"]
+
+    @pytest.mark.parametrize("header", ["User-Agent", "Cookie", "X-Request-ID"])
+    def test_a_raw_nul_in_a_header_is_a_json_400(self, server, header):
+        answer = exchange(server, request_head("GET", "/api/v1/track/config", {header: "a\x00b"}))
+        self.assert_json_error(answer, 400)
+        assert answer.json()["error"]["name"] == "BadRequestError"
+
+    def test_a_raw_nul_in_the_request_line_is_a_json_400(self, server):
+        answer = exchange(server, b"GET /api/v1/track/sale?\x00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        self.assert_json_error(answer, 400)
+
+    def test_a_header_past_gunicorns_limit_is_a_json_431(self, server):
+        answer = exchange(server, request_head("POST", "/api/v1/track/sale", {"X-Fill": "a" * 200_000}))
+        self.assert_json_error(answer, 431)
+        assert answer.json()["error"]["code"] == "headers_too_large"
+
+    def test_a_malformed_chunk_is_a_json_400_not_a_500(self, server):
+        head = request_head("POST", "/api/v1/track/click", CHUNKED_JSON)
+        answer = exchange(server, head, [b"zz\r\n{}\r\n0\r\n\r\n"])
+        assert_platform(answer, 400, messages.BODY_UNREADABLE)
