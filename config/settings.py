@@ -108,9 +108,11 @@ def _ratelimit_cache() -> dict:
         # Atomic INCR in Redis: under the instance's prefix, or under one prefix for all (RATELIMIT_SHARED=true).
         instance = "shared" if RATELIMIT_SHARED else INSTANCE_ID or f"process-{secrets.token_hex(8)}"
         return {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "core.counter_cache.RedisCounterCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": f"ratelimit:{instance}",
+            # An unreachable Redis must cost a request milliseconds, not the OS's connect timeout.
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
         }
     if INSTANCE_ID:
         # No Redis: the instance's processes count in one SQLite file (see core/counter_cache.py).

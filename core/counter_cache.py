@@ -1,12 +1,17 @@
-"""A Django cache backend over one SQLite file, shared by every process of one server instance.
+"""Cache backends for the rate-limit counts.
+
+SQLiteCounterCache: one SQLite file, shared by every process of one server instance.
 
 The rate limits count per API server instance, and an instance is usually several gunicorn workers. Local memory
 would give each worker its own count; this file gives them one, with the two operations django-ratelimit needs
 (`add` and `incr`) each a single SQL statement, so they are atomic across processes. Nothing here needs to be
 durable: the counters live a minute, so the file skips fsync.
 
-Integers are stored as SQLite integers (so `incr` is arithmetic in SQL); anything else is pickled."""
+Integers are stored as SQLite integers (so `incr` is arithmetic in SQL); anything else is pickled.
 
+RedisCounterCache: Django's Redis cache that keeps counting in the process while Redis is unreachable."""
+
+import logging
 import os
 import pickle
 import re
@@ -18,6 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
 
 # Rows past their expiry are deleted at most this often per process; reads ignore them meanwhile.
 CULL_INTERVAL_SECONDS = 60.0
@@ -166,3 +176,62 @@ class SQLiteCounterCache(BaseCache):
     def close(self, **kwargs) -> None:
         # Django closes caches after every request; the connection is kept (opening one costs more than a count).
         pass
+
+
+class RedisCounterCache(RedisCache):
+    """Counts in Redis. While Redis is unreachable each process counts on its own, so the limits still hold per
+    process and the tracking routes keep answering instead of failing on their rate-limit check."""
+
+    # Seconds between two warnings of one process while Redis stays unreachable.
+    WARN_EVERY_SECONDS = 60.0
+    # A count made locally after Redis failed between add and incr; django-ratelimit's windows last 60 s + 5.
+    LOCAL_COUNT_SECONDS = 65
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._local = LocMemCache(f"redis-counter-fallback-{id(self)}", params)
+        self._last_warning = 0.0
+
+    def _unavailable(self, error: RedisError) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= self.WARN_EVERY_SECONDS:
+            self._last_warning = now
+            logger.warning("ratelimit.redis_unavailable", extra={"error": type(error).__name__})
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+        try:
+            return super().add(key, value, timeout, version)
+        except RedisError as error:
+            self._unavailable(error)
+            return self._local.add(key, value, timeout, version)
+
+    def incr(self, key, delta=1, version=None) -> int:
+        try:
+            return super().incr(key, delta, version)
+        except RedisError as error:
+            self._unavailable(error)
+        try:
+            return self._local.incr(key, delta, version)
+        except ValueError:
+            # Redis took the add, then failed: this process starts the count again rather than refusing the call.
+            self._local.add(key, delta, self.LOCAL_COUNT_SECONDS, version)
+            return delta
+
+    def get(self, key, default=None, version=None):
+        try:
+            return super().get(key, default, version)
+        except RedisError as error:
+            self._unavailable(error)
+            return self._local.get(key, default, version)
+
+    def clear(self) -> None:
+        """Only this cache's keys: Django's RedisCache.clear() empties the whole Redis database, Celery's queue
+        included."""
+        self._local.clear()
+        try:
+            client = self._cache.get_client(None, write=True)
+            keys = list(client.scan_iter(match=f"{self.key_prefix}:*", count=1000))
+            for start in range(0, len(keys), 1000):
+                client.delete(*keys[start : start + 1000])
+        except RedisError as error:
+            self._unavailable(error)

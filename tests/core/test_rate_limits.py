@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.counter_cache import SQLiteCounterCache, instance_counter_file
+from core.counter_cache import RedisCounterCache, SQLiteCounterCache, instance_counter_file
 from tests.core.urls import CALLS
 from tests.factories import ProgramFactory
 from tests.helpers import assert_rate_limited
@@ -113,9 +113,10 @@ class TestCountsPerInstance:
     def test_with_redis_the_counts_are_keyed_by_the_instance(self):
         cache = _ratelimit_cache_in_a_new_process(INSTANCE_ID="web-1", REDIS_URL="redis://127.0.0.1:6379/9")
         assert cache == {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "core.counter_cache.RedisCounterCache",
             "LOCATION": "redis://127.0.0.1:6379/9",
             "KEY_PREFIX": "ratelimit:web-1",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
         }
 
     def test_rate_limit_shared_counts_once_for_every_instance(self):
@@ -216,3 +217,46 @@ def _only_key(path: str) -> str:
         [(key,)] = connection.execute("SELECT key FROM cache").fetchall()
     # Stored with Django's key prefix and version; get() adds them again.
     return key.split(":", 2)[2]
+
+
+class TestRedisCounterCache:
+    UNREACHABLE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+
+    def test_while_redis_is_unreachable_the_process_still_counts_and_answers(self, api_client, settings, caplog):
+        settings.CACHES = {
+            **settings.CACHES,
+            "ratelimit": {
+                "BACKEND": "core.counter_cache.RedisCounterCache",
+                "LOCATION": self.UNREACHABLE,
+                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+            },
+        }
+        for sent in range(1, 31):
+            response = api_client.post("/t/optional", {}, format="json")
+            assert response.status_code == 200
+            assert response["X-RateLimit-Remaining"] == str(30 - sent)
+        assert_rate_limited(api_client.post("/t/optional", {}, format="json"))
+        warnings = [record for record in caplog.records if record.getMessage() == "ratelimit.redis_unavailable"]
+        assert len(warnings) == 1  # once a minute per process, not once per call
+
+    def test_a_failure_between_add_and_incr_restarts_the_count_locally(self):
+        cache = RedisCounterCache(self.UNREACHABLE, {"OPTIONS": {"socket_connect_timeout": 0.5}})
+        # As if Redis took the add and then went away: the local fallback has no count yet.
+        assert cache.incr("bucket") == 1
+        assert cache.incr("bucket") == 2
+
+
+def test_clearing_the_redis_counts_leaves_the_rest_of_redis_alone():
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true needs REDIS_URL", pytrace=False)
+        pytest.skip("needs REDIS_URL")
+    cache = RedisCounterCache(url, {"KEY_PREFIX": "ratelimit:test-clear"})
+    neighbour = RedisCounterCache(url, {"KEY_PREFIX": "ratelimit:test-neighbour"})
+    cache.add("bucket", 1, 60)
+    neighbour.add("bucket", 1, 60)
+    cache.clear()
+    assert cache.get("bucket") is None
+    assert neighbour.get("bucket") == 1
+    neighbour.delete("bucket")

@@ -36,6 +36,7 @@ WINDOW_MARGIN_SECONDS = 20
 class Served:
     url: str
     log: Path
+    redis_url: str
 
     def pids_that_answered(self, path: str) -> set[str]:
         """Worker pids that logged a response to `path` (the access log here starts with the worker's pid)."""
@@ -92,7 +93,7 @@ def _start(tmp_path: Path, *, redis_url: str) -> Iterator[Served]:
         server = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=output, stderr=subprocess.STDOUT)
     try:
         _wait_until_up(server, url, log)
-        yield Served(url=url, log=log)
+        yield Served(url=url, log=log, redis_url=redis_url)
     finally:
         # Quick shutdown: every test's data is committed, and nothing else waits on this server.
         server.send_signal(signal.SIGINT)

@@ -6,6 +6,7 @@ from collections import Counter
 
 import httpx
 import pytest
+import redis
 
 from programs.models import ProgramKey
 from programs.services import program_key_regenerate
@@ -28,6 +29,9 @@ def test_of_61_clicks_from_one_ip_in_a_minute_exactly_60_pass(any_served):
     assert Counter(response.status_code for response in responses) == {200: 60, 429: 1}
     assert_typed_429(next(response for response in responses if response.status_code == 429))
     assert len(any_served.pids_that_answered("/api/v1/track/click")) >= 2
+    if any_served.redis_url:
+        # Under the id the gunicorn master made: instances sharing one Redis count apart.
+        assert redis.Redis.from_url(any_served.redis_url).keys("ratelimit:gunicorn-*:rl:*")
 
 
 def test_of_121_sale_and_refund_calls_on_one_key_the_121st_is_refused(any_served):
