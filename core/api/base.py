@@ -38,6 +38,8 @@ class BaseApi(APIView):
         self.rate_usage = None
         method = request.method.lower()
         if method not in self.http_method_names or not hasattr(self, method):
+            if self.rate_scope is not None:
+                self.rate_usage = ratelimit.rate_limit_peek(self.rate_scope, request._request)
             raise MethodNotAllowed(request.method)
         # Rate limits come next: a refused request must not parse, authenticate or record anything.
         if self.rate_scope is not None:

@@ -12,6 +12,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from core import errors, messages
+from core.api import ratelimit
 from core.api.envelopes import PLATFORM, render_error
 
 logger = logging.getLogger("svc.api")
@@ -89,5 +90,10 @@ def error_response_for_route(request: HttpRequest, error: errors.ApiError) -> Js
     envelope = getattr(view_class, "envelope", PLATFORM)
     response = JsonResponse(render_error(error, envelope), status=error.status)
     for name, value in error.headers.items():
+        response[name] = value
+    # A rate-limited route's responses all carry X-RateLimit-*; a refusal before the route does not count.
+    scope = getattr(view_class, "rate_scope", None)
+    usage = ratelimit.rate_limit_peek(scope, request) if scope is not None else None
+    for name, value in (usage.headers() if usage else {}).items():
         response[name] = value
     return response

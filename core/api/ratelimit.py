@@ -64,12 +64,29 @@ class RateUsage:
         }
 
 
+def _usage(scope: RateScope, request, *, increment: bool) -> tuple[int, dict | None]:
+    limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
+    bucket = _bucket(scope, request)
+    usage = get_usage(
+        request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=increment
+    )
+    return limit, usage
+
+
+def rate_limit_peek(scope: RateScope, request) -> RateUsage | None:
+    """The bucket's usage without counting this request: the X-RateLimit-* headers of a request refused before
+    it reached the route (wrong method, over a size limit), which is not a call of the route."""
+    limit, usage = _usage(scope, request, increment=False)
+    if usage is None:  # RATELIMIT_ENABLE is off
+        return None
+    reset_at = int(time.time()) + int(usage["time_left"])
+    return RateUsage(limit=limit, remaining=max(0, limit - usage["count"]), reset_at=reset_at)
+
+
 def rate_limit_check(scope: RateScope, request) -> RateUsage | None:
     """Counts this request. Returns the usage for the X-RateLimit-* headers, or raises the typed
     429 when the bucket is full; the caller sends it before any work, so nothing is recorded."""
-    limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
-    bucket = _bucket(scope, request)
-    usage = get_usage(request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=True)
+    limit, usage = _usage(scope, request, increment=True)
     if usage is None:  # RATELIMIT_ENABLE is off
         return None
     reset_at = int(time.time()) + int(usage["time_left"])

@@ -205,3 +205,31 @@ def test_a_click_with_a_nul_user_agent_is_400_not_a_database_error():
     response = caller.send(route, body, HTTP_USER_AGENT="Mozilla\x00")
     caller.assert_refused(route, response, 400, messages.HEADER_NOT_STORABLE.format(name="User-Agent"))
     assert not ClickEvent.objects.exists()
+
+
+class TestRateLimitHeaders:
+    """A rate-limited route's responses all carry X-RateLimit-*, refusals before the route included; those
+    refusals are not calls of the route and do not count."""
+
+    CLICK = Route("post", "/api/v1/track/click", "none")
+
+    @pytest.mark.parametrize(
+        ("route", "extra"),
+        [
+            (CLICK, {"CONTENT_LENGTH": str(BODY_LIMIT + 1)}),
+            (Route("post", "/api/v1/track/click?q=" + "a" * limits.MAX_URL_BYTES, "none"), {}),
+            (CLICK, {"HTTP_X_FILL": "x" * limits.MAX_HEADER_FIELD_BYTES}),
+            (CLICK, {"HTTP_USER_AGENT": "\x00"}),
+            (Route("get", "/api/v1/track/click", "none"), {}),
+            (Route("delete", "/api/v1/track/sale", "key"), {}),
+        ],
+        ids=["413", "414", "431", "400 NUL header", "405", "405 on sale"],
+    )
+    def test_refusals_before_the_route_carry_the_headers_and_count_nothing(self, route, extra):
+        caller = make_caller()
+        first = caller.send(route, '{"page_url": "x"}', **extra)
+        second = caller.send(route, '{"page_url": "x"}', **extra)
+        assert 400 <= first.status_code < 500
+        assert first["X-RateLimit-Limit"] == str(60 if "click" in route.path else 120)
+        assert first["X-RateLimit-Remaining"] == second["X-RateLimit-Remaining"] == first["X-RateLimit-Limit"]
+        assert int(first["X-RateLimit-Reset"]) > 0
