@@ -57,7 +57,7 @@ def env_int(name: str, default: int, *, minimum: int = 1) -> int:
     raw = os.environ.get(name, "")
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) < minimum:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum:
         fail(f"{name} must be a whole number of at least {minimum}, got {raw!r}")
     return int(raw)
 

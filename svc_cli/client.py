@@ -70,8 +70,10 @@ def _failure_from(response: httpx.Response) -> CliFailure:
     # Platform errors name a code in error.code or, for account problems, in error.details.code.
     code = error.get("code") or details.get("code")
     retry_after = error.get("retry_after_seconds")
-    if retry_after is None and response.headers.get("Retry-After", "").isdigit():
-        retry_after = int(response.headers["Retry-After"])
+    header = response.headers.get("Retry-After", "")
+    # isascii: str.isdigit() also takes "²", which int() refuses.
+    if retry_after is None and header.isascii() and header.isdigit():
+        retry_after = int(header)
     return CliFailure(
         str(error.get("message") or f"HTTP {response.status_code}"),
         exit_code=_exit_code_for(response.status_code),

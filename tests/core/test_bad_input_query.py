@@ -163,3 +163,16 @@ class TestCliRoutes:
         body = {"name": "Shop", "domain": "shop.test", "commission_type": "percent", "commission_rate": 10}
         response = api_client.post("/api/v1/cli/init", {**body, "advertiser_id": advertiser}, format="json")
         assert response.status_code == 403
+
+
+class TestSvcClient:
+    @pytest.mark.parametrize(("header", "expected"), [("30", 30), ("²", None), ("٣٠", None), ("", None)])
+    def test_the_cli_reads_only_ascii_digits_in_retry_after(self, header, expected):
+        """The svc client parsed Retry-After with str.isdigit() and int(): "²" from a proxy crashed it."""
+        import httpx
+
+        from svc_cli.client import _failure_from
+
+        headers = {"Retry-After": header.encode()}
+        response = httpx.Response(429, headers=headers, json={"error": {"message": "slow down"}})
+        assert _failure_from(response).retry_after_seconds == expected
