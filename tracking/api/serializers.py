@@ -118,13 +118,13 @@ class ClickInputSerializer(LeanSerializer):
         return validate_additional_data(value)
 
 
-def _dimensions(value: str, message: str) -> str:
-    if not value:
-        return value
 # ASCII digits only: str.isdigit() also takes "²", which int() then refuses.
 _DIMENSIONS = re.compile(r"([0-9]+)x([0-9]+)")
 
 
+def _dimensions(value: str, message: str) -> str:
+    if not value:
+        return value
     match = _DIMENSIONS.fullmatch(value.lower())
     if match is None:
         raise serializers.ValidationError(message)
