@@ -122,21 +122,12 @@ def _header(description: str, *, required: bool, schema: dict | None = None) -> 
 
 
 INTEGER = {"type": "integer"}
-# A request refused before it is counted (a NUL in the query, a body, URL or headers over the limits) has none.
-COUNTED_NOTE = "; on every response except a request refused before it was counted (malformed or oversized)"
-
-
-def rate_limit_headers(*, required: bool) -> dict:
-    note = "" if required else COUNTED_NOTE
-    return {
-        "X-RateLimit-Limit": _header(
-            f"Calls allowed per minute in this bucket{note}", required=required, schema=INTEGER
-        ),
-        "X-RateLimit-Remaining": _header(f"Calls left in the current minute{note}", required=required, schema=INTEGER),
-        "X-RateLimit-Reset": _header(f"Unix time when the bucket refills{note}", required=required, schema=INTEGER),
-    }
-
-
+# Every answer of a rate-limited route, refusals before the count included (core.middleware).
+RATE_LIMIT_HEADERS = {
+    "X-RateLimit-Limit": _header("Calls allowed per minute in this bucket", required=True, schema=INTEGER),
+    "X-RateLimit-Remaining": _header("Calls left in the current minute", required=True, schema=INTEGER),
+    "X-RateLimit-Reset": _header("Unix time when the bucket refills", required=True, schema=INTEGER),
+}
 RETRY_AFTER = {"Retry-After": _header("Seconds to wait before retrying", required=True, schema=INTEGER)}
 REQUEST_ID = {"X-Request-ID": _header("This request's id, as logged by the server", required=True)}
 ROTATION_HEADERS = {
@@ -181,8 +172,7 @@ class ApiAutoSchema(AutoSchema):
     def _get_response_headers_for_code(self, status_code, direction="response"):
         headers = {}
         if self._view_policy("rate_scope") is not None:
-            # A success or a 429 was always counted; an error may come from the request filter before the count.
-            headers.update(rate_limit_headers(required=status_code.startswith("2") or status_code == "429"))
+            headers.update(RATE_LIMIT_HEADERS)
             if status_code == "429":
                 headers.update(RETRY_AFTER)
         if self._request_id_sent(status_code):
