@@ -123,14 +123,17 @@ def free_port() -> int:
 def gunicorn(env: dict[str, str], *, workers: int, threads: int | None):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    # The same settings file as `make run`: one instance id, so the workers share their rate-limit counts.
+    cmd = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"]
     cmd += ["--workers", str(workers), "--log-level", "warning"]
     if threads:
         cmd += ["--worker-class", "gthread", "--threads", str(threads)]
     log_path = RESULTS / "gunicorn.log"
     with open(log_path, "w") as log:
         # Its own session: a Ctrl-C reaches only this script, which then stops the server in order.
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env={**env, "ACCESS_LOG": ""}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         wait_healthy(proc, base, log_path)
         yield base

@@ -1138,9 +1138,7 @@ class TestQueryCount:
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
 
-    def test_a_repeat_sale_within_a_recurring_period_reads_its_start(
-        self, api_client, link, django_assert_num_queries
-    ):
+    def test_a_repeat_sale_within_a_recurring_period_reads_its_start(self, api_client, link, django_assert_num_queries):
         program = program_with(link, commission_type="recurring_percent", duration_months=6)
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
