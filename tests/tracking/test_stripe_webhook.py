@@ -87,3 +87,14 @@ def test_an_event_of_an_unconnected_account_is_kept_and_ignored(client, program,
 
 def test_only_post_is_allowed(client):
     assert client.get("/webhooks/stripe").status_code == 405
+
+
+@pytest.mark.parametrize("bad", ["\x00", "\ud800"])
+def test_a_signed_event_holding_text_postgresql_cannot_store_is_kept_with_it_replaced(client, program, bad):
+    # Metadata is whatever the integrator's checkout put there; a 500 here would make Stripe redeliver forever.
+    session = checkout_session(metadata={"note": f"a{bad}b", f"k{bad}": "v"}, email=f"buyer{bad}@example.com")
+    response = post_event(client, event("checkout.session.completed", session))
+    assert response.status_code == 200 and response.json() == {"received": True}
+    stored = ProcessorEvent.objects.get().payload["data"]["object"]
+    assert stored["metadata"] == {"note": "a\ufffdb", "k\ufffd": "v"}
+    assert stored["customer_details"]["email"] == "buyer\ufffd@example.com"

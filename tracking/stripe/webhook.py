@@ -11,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from core.tasks import enqueue
+from core.text import storable_copy
 from programs.models import Program
 
 from ..models import ProcessorEvent
@@ -44,7 +45,11 @@ def stripe_webhook(request: HttpRequest) -> JsonResponse:
         return _refuse("Invalid payload")
     except stripe.SignatureVerificationError:
         return _refuse("Invalid or expired signature")
-    payload = json.loads(request.body)
+    try:
+        # Signed by Stripe, so kept whatever it holds; only what PostgreSQL cannot store is replaced.
+        payload = storable_copy(json.loads(request.body))
+    except (ValueError, RecursionError):
+        return _refuse("Invalid payload")
     event_id = payload.get("id")
     if not isinstance(event_id, str) or not isinstance(payload.get("data"), dict):
         return _refuse("Invalid payload")
