@@ -32,6 +32,6 @@ def assert_rate_limited(response) -> int:
         }
     }
     assert 1 <= retry <= 60
-    assert response["Retry-After"] == str(retry)
-    assert response["X-RateLimit-Remaining"] == "0"
+    assert response.headers["Retry-After"] == str(retry)
+    assert response.headers["X-RateLimit-Remaining"] == "0"
     return retry

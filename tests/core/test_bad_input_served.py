@@ -6,25 +6,18 @@ Nothing here reaches the database (each request is refused before a view needs i
 empty SQLite file and the tests run the same on every database."""
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from django.conf import settings
 
 from core import limits, messages
 from core.api.parsers import MAX_JSON_DEPTH
+from tests.gunicorn import free_port, gunicorn_serving
 
-BASE_DIR = Path(__file__).resolve().parents[2]
-BOOT_SECONDS = 30
 BODY_LIMIT = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
@@ -46,61 +39,22 @@ class Answer:
         return json.loads(self.body)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("bad-input-served")
-    port = _free_port()
-    log = tmp / "gunicorn.log"
+    port = free_port()
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": f"sqlite:///{tmp / 'unused.sqlite3'}",
-        "PORT": str(port),
-        "WEB_CONCURRENCY": "2",
         "DEBUG": "false",
         "SECRET_KEY": "bad-input-served-tests-only",
         "ALLOWED_HOSTS": "127.0.0.1",
         "REDIS_URL": "",
         "INSTANCE_ID": "",
         "RATELIMIT_SHARED": "false",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-        "LOG_LEVEL": "WARNING",
     }
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + BOOT_SECONDS
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"gunicorn exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"gunicorn did not answer within {BOOT_SECONDS} s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.1)
+    log = tmp / "gunicorn.log"
+    with gunicorn_serving(env=env, log=log, workers=2, port=port):
         yield Server(host="127.0.0.1", port=port, log=log)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def exchange(server: Server, head: bytes, body_parts: list[bytes] = (), *, close_write: bool = False) -> Answer:

@@ -8,10 +8,6 @@ PostgreSQL: an SQLite test database lives in the test process's memory."""
 import hashlib
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,12 +18,10 @@ import httpx
 import pytest
 from django_ratelimit.core import _get_window as django_window_end
 
-from core import messages
+from tests.gunicorn import free_port, gunicorn_serving
 
-BASE_DIR = Path(__file__).resolve().parents[2]
 WORKERS = 3
 PASSWORD = "pass-word-123"  # tests.factories.UserFactory's
-BOOT_SECONDS = 30
 # A test that sends N+1 calls needs its whole run inside one rate-limit window.
 WINDOW_MARGIN_SECONDS = 20
 
@@ -44,12 +38,6 @@ class Served:
         return {match.group(1) for line in self.log.read_text().splitlines() if (match := pattern.match(line))}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _test_database_url() -> str:
     from django.db import connection
 
@@ -59,19 +47,14 @@ def _test_database_url() -> str:
 
 
 def _start(tmp_path: Path, *, redis_url: str) -> Iterator[Served]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "gunicorn.log"
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": _test_database_url(),
-        "PORT": str(port),
-        "WEB_CONCURRENCY": str(WORKERS),
         "DEBUG": "true",
-        # Empty values win over a developer's .env: no SECRET_KEY (each worker reads or creates the checkout's
-        # key file; here a fresh one, which all three race to create), no INSTANCE_ID (the gunicorn master
-        # makes one), Redis only in the Redis variant.
+        # No SECRET_KEY (each worker reads or creates the checkout's key file; here a fresh one, which all three
+        # race to create), no INSTANCE_ID (the gunicorn master makes one), Redis only in the Redis variant.
         "SECRET_KEY": "",
         "SECRET_KEY_FILE": str(tmp_path / "secret_key"),
         "INSTANCE_ID": "",
@@ -79,44 +62,13 @@ def _start(tmp_path: Path, *, redis_url: str) -> Iterator[Served]:
         "RATELIMIT_SHARED": "false",
         "RATELIMIT_ENABLE": "true",
         "RATELIMIT_SCALE": "1",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
         "PUBLIC_BASE_URL": url,
         # The test process stores users with the fast test hasher.
         "FAST_PASSWORD_HASHER": "true",
-        "LOG_LEVEL": "WARNING",
     }
-    command = [
-        *(sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"),
-        *("--access-logformat", '%(p)s %(s)s "%(r)s"'),
-    ]
-    with log.open("w") as output:
-        server = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_up(server, url, log)
+    access_log_format = ("--access-logformat", '%(p)s %(s)s "%(r)s"')
+    with gunicorn_serving(env=env, log=log, workers=WORKERS, port=port, extra_args=access_log_format):
         yield Served(url=url, log=log, redis_url=redis_url)
-    finally:
-        # Quick shutdown: every test's data is committed, and nothing else waits on this server.
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def _wait_until_up(server: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + BOOT_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"gunicorn exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        booted = log.read_text().count("Booting worker")
-        try:
-            if booted >= WORKERS and httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"gunicorn did not answer within {BOOT_SECONDS} s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -176,23 +128,6 @@ def key_has_a_full_window(raw_key: str) -> bool:
 def send_concurrently(send, count: int, threads: int = 12) -> list[httpx.Response]:
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(send, range(count)))
-
-
-def assert_typed_429(response: httpx.Response) -> None:
-    """The spec's typed 429, as tests.helpers.assert_rate_limited checks it on the test client."""
-    assert response.status_code == 429
-    retry = response.json()["error"]["retry_after_seconds"]
-    assert response.json() == {
-        "error": {
-            "code": "rate_limited",
-            "message": messages.RATE_LIMITED.format(seconds=retry),
-            "status": 429,
-            "retry_after_seconds": retry,
-        }
-    }
-    assert 1 <= retry <= 60
-    assert response.headers["Retry-After"] == str(retry)
-    assert response.headers["X-RateLimit-Remaining"] == "0"
 
 
 def sign_in(browser: httpx.Client, username: str, next_path: str = "/") -> httpx.Response:
