@@ -97,7 +97,9 @@ class SQLiteCounterCache(BaseCache):
             try:
                 return connection.execute(sql, parameters)
             except sqlite3.OperationalError as error:
-                busy = error.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                # The low byte is the primary code: SQLITE_BUSY_RECOVERY (261) while another process sets up the
+                # WAL is as retryable as a plain SQLITE_BUSY.
+                busy = (error.sqlite_errorcode or 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
                 if not busy or time.monotonic() > deadline:
                     raise
             time.sleep(wait)

@@ -164,6 +164,23 @@ class TestSQLiteCounterCache:
             list(pool.map(_count_calls, [counter_file] * 4, [250] * 4))
         assert SQLiteCounterCache(counter_file, {}).get("bucket") == 1000
 
+    @pytest.mark.parametrize("code", [sqlite3.SQLITE_BUSY, 261, sqlite3.SQLITE_LOCKED])  # 261: SQLITE_BUSY_RECOVERY
+    def test_a_busy_database_is_waited_for_whatever_its_extended_code(self, code):
+        class BusyOnce:
+            calls = 0
+
+            def execute(self, sql, parameters):
+                self.calls += 1
+                if self.calls == 1:
+                    error = sqlite3.OperationalError("database is locked")
+                    error.sqlite_errorcode = code
+                    raise error
+                return "done"
+
+        connection = BusyOnce()
+        assert SQLiteCounterCache._retry_busy(connection, "SELECT 1", ()) == "done"
+        assert connection.calls == 2
+
     def test_add_keeps_a_live_count_and_restarts_an_expired_one(self, counter_file, time_machine):
         time_machine.move_to("2025-03-10 12:00:00", tick=False)
         cache = SQLiteCounterCache(counter_file, {})
