@@ -43,7 +43,7 @@ def sale_reconcile(*, sale_id: int) -> bool:
     or the policy's reason for none); False when there was nothing to do or another run holds the sale.
     The sale row is locked (skip_locked) so concurrent reconcilers never both settle it; the one-commission-
     per-sale constraint stops anything else."""
-    from tracking.services.sale import _count_sale
+    from tracking.services.sale import sale_metrics_count
 
     with transaction.atomic():
         sale = SaleEvent.objects.select_for_update(skip_locked=True).filter(pk=sale_id).first()
@@ -55,7 +55,7 @@ def sale_reconcile(*, sale_id: int) -> bool:
         if settled.commission is not None and not settled.created:
             return False
     # Counted after commit, as the sale path counts: the metrics never undo a settled commission.
-    _count_sale(sale=sale, customer=customer)
+    sale_metrics_count(sale=sale, customer=customer)
     logger.info(
         "commission.reconciled",
         extra={

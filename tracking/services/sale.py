@@ -167,7 +167,7 @@ def sale_record_for_customer(
         logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
         raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
 
-    _count_sale(sale=sale, customer=customer)
+    sale_metrics_count(sale=sale, customer=customer)
     return {
         "success": True,
         "sale_id": sale.pk,
@@ -185,7 +185,7 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
     return messages.SALE_RECORDED
 
 
-def _count_sale(*, sale: SaleEvent, customer: Customer) -> None:
+def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
     """Partner-program metrics (sales and revenue; commission money is read from the commissions themselves,
     see commissions.selectors). A failure is logged and never fails the sale (spec rule 5)."""
     try:
