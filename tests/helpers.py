@@ -16,6 +16,11 @@ def platform_error(status: int, name: str, message: str, code: str | None = None
     return {"data": None, "error": error}
 
 
+def bad_request(message: str, code: str | None = None) -> dict:
+    """The platform envelope of a 400."""
+    return platform_error(400, "BadRequestError", message, code)
+
+
 def assert_rate_limited(response) -> int:
     """The spec's typed 429: body, Retry-After and an empty bucket. Returns retry_after_seconds."""
     from core import messages

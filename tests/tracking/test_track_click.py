@@ -11,7 +11,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import assert_rate_limited, bearer, platform_error
+from tests.helpers import assert_rate_limited, bad_request, bearer, platform_error
 from tracking.models import ClickEvent, Customer, TrackingLog
 
 pytestmark = pytest.mark.django_db
@@ -41,10 +41,6 @@ def aff_url(code: str, param: str = "aff") -> str:
 
 def post_click(api_client, body: dict, **extra):
     return api_client.post(URL, body, format="json", **extra)
-
-
-def bad_request(message: str) -> dict:
-    return platform_error(400, "BadRequestError", message)
 
 
 def partner_program_clicks(link) -> int:

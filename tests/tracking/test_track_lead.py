@@ -12,7 +12,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import assert_rate_limited, bearer, platform_error
+from tests.helpers import assert_rate_limited, bad_request, bearer, platform_error
 from tracking.models import Customer, LeadEvent
 
 pytestmark = pytest.mark.django_db
@@ -22,10 +22,6 @@ URL = "/api/v1/track/lead"
 
 def post_lead(api_client, body: dict, **extra):
     return api_client.post(URL, body, format="json", **extra)
-
-
-def bad_request(message: str) -> dict:
-    return platform_error(400, "BadRequestError", message)
 
 
 def partner_program_leads(customer: Customer) -> int:

@@ -14,7 +14,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import assert_rate_limited, bearer, platform_error
+from tests.helpers import assert_rate_limited, bad_request, bearer, platform_error
 from tracking.models import SaleEvent, TrackingLog
 
 pytestmark = pytest.mark.django_db
@@ -25,10 +25,6 @@ REFUND_URL = "/api/v1/track/refund"
 
 def post_sale(client, program, key: str | None = None, **body):
     return client.post(URL, body, format="json", **bearer(key or program.raw_api_key))
-
-
-def bad_request(message: str, code: str = "invalid_request") -> dict:
-    return platform_error(400, "BadRequestError", message, code)
 
 
 def nothing_recorded() -> bool:
@@ -205,7 +201,7 @@ class TestValidation:
     def test_transaction_id_must_be_a_string(self, api_client, program, customer, body):
         response = post_sale(api_client, program, customer_key="user_1", **body)
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.SALE_TRANSACTION_ID_REQUIRED)
+        assert response.json() == bad_request(messages.SALE_TRANSACTION_ID_REQUIRED, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize(
@@ -216,12 +212,12 @@ class TestValidation:
     def test_amount_cents_must_be_a_positive_integer(self, api_client, program, customer, amount):
         response = post_sale(api_client, program, **sale_body(amount_cents=amount))
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED)
+        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED, code="invalid_request")
         assert nothing_recorded()
 
     def test_amount_cents_is_required(self, api_client, program, customer):
         response = post_sale(api_client, program, transaction_id="txn_1", customer_key="user_1")
-        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED)
+        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize(
@@ -250,7 +246,7 @@ class TestValidation:
     ):
         response = post_sale(api_client, program, **sale_body(occurred_at=occurred_at(frozen)))
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.SALE_OCCURRED_AT_INVALID)
+        assert response.json() == bad_request(messages.SALE_OCCURRED_AT_INVALID, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize("provider", ["shopify", "Stripe", "", 7])
@@ -259,21 +255,21 @@ class TestValidation:
         assert response.status_code == 400
         body = response.json()
         assert body["error"]["message"].startswith(messages.SALE_PROVIDER_INVALID)
-        assert body == bad_request(body["error"]["message"])
+        assert body == bad_request(body["error"]["message"], code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize("value", ["", "p" * 256, 12345], ids=["empty", "256-chars", "integer"])
     def test_provider_payment_id_must_have_1_to_255_characters(self, api_client, program, customer, value):
         response = post_sale(api_client, program, **sale_body(provider_payment_id=value))
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.SALE_PROVIDER_PAYMENT_ID_INVALID)
+        assert response.json() == bad_request(messages.SALE_PROVIDER_PAYMENT_ID_INVALID, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize("value", ["false", "true", 0, 1])
     def test_livemode_must_be_a_boolean(self, api_client, program, customer, value):
         response = post_sale(api_client, program, **sale_body(livemode=value))
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.SALE_LIVEMODE_INVALID)
+        assert response.json() == bad_request(messages.SALE_LIVEMODE_INVALID, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize(
@@ -329,12 +325,12 @@ class TestValidation:
 
     def test_the_body_is_checked_before_the_customer_is_looked_up(self, api_client, program):
         response = post_sale(api_client, program, **sale_body(amount_cents=0, customer_key="nobody"))
-        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED)
+        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED, code="invalid_request")
 
     def test_malformed_json_is_an_invalid_request(self, api_client, program):
         response = api_client.post(URL, "{nope", content_type="application/json", **bearer(program.raw_api_key))
         assert response.status_code == 400
-        assert response.json() == bad_request(messages.MALFORMED_JSON)
+        assert response.json() == bad_request(messages.MALFORMED_JSON, code="invalid_request")
 
 
 class TestCurrency:
@@ -1024,7 +1020,7 @@ class TestTestMode:
 
     def test_a_test_sale_still_checks_the_body(self, api_client, program):
         response = post_sale(api_client, program, amount_cents=-1, additional_data={"test_mode": True})
-        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED)
+        assert response.json() == bad_request(messages.SALE_AMOUNT_REQUIRED, code="invalid_request")
         assert nothing_recorded()
 
     @pytest.mark.parametrize(

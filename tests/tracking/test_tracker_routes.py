@@ -8,7 +8,7 @@ import pytest
 
 from core import messages
 from tests.factories import ProgramFactory
-from tests.helpers import platform_error
+from tests.helpers import bad_request, platform_error
 from tracking.api import tracker
 from tracking.models import PageVisit
 
@@ -19,10 +19,6 @@ VISIT_URL = "/api/v1/track/visit"
 CONFIG_URL = "/api/v1/track/config"
 SITE = "https://shop.example.com"
 MAX_SCRIPT_BYTES = 6 * 1024
-
-
-def bad_request(message: str) -> dict:
-    return platform_error(400, "BadRequestError", message)
 
 
 def post_visit(api_client, body, **extra):

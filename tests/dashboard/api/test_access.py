@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 from core import messages
 from programs.models import Role
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory, UserFactory
-from tests.helpers import platform_error
+from tests.helpers import bad_request, platform_error
 from tracking.models import ClickEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -120,13 +120,13 @@ class TestBodyRoutes:
     def test_it_needs_program_id(self, owner, method, path, body):
         response = getattr(owner, method)(path, body, format="json")
         assert response.status_code == 400
-        assert response.json() == platform_error(400, "BadRequestError", messages.PROGRAM_ID_REQUIRED)
+        assert response.json() == bad_request(messages.PROGRAM_ID_REQUIRED)
 
     @pytest.mark.parametrize("bad", [True, 1.5, "12a", "-3", "²", [1], {"id": 1}])
     def test_it_refuses_a_program_id_that_is_not_an_integer(self, owner, method, path, body, bad):
         response = getattr(owner, method)(path, {**body, "program_id": bad}, format="json")
         assert response.status_code == 400
-        assert response.json() == platform_error(400, "BadRequestError", "program_id must be an integer")
+        assert response.json() == bad_request("program_id must be an integer")
 
     def test_it_takes_a_numeric_string(self, sign_in, program, method, path, body):
         ReferralLinkFactory(program=program)
@@ -137,12 +137,12 @@ class TestBodyRoutes:
     def test_a_body_that_is_not_an_object_is_400(self, owner, method, path, body):
         response = getattr(owner, method)(path, [1, 2], format="json")
         assert response.status_code == 400
-        assert response.json() == platform_error(400, "BadRequestError", "Request body must be a JSON object")
+        assert response.json() == bad_request("Request body must be a JSON object")
 
     def test_malformed_json_is_400(self, owner, method, path, body):
         response = owner.generic(method.upper(), path, "{nope", content_type="application/json")
         assert response.status_code == 400
-        assert response.json() == platform_error(400, "BadRequestError", messages.MALFORMED_JSON)
+        assert response.json() == bad_request(messages.MALFORMED_JSON)
 
     def test_signed_out_is_401_before_the_body_is_read(self, api_client, method, path, body):
         response = api_client.generic(method.upper(), path, "{nope", content_type="application/json")

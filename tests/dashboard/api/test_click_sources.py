@@ -10,7 +10,7 @@ from dashboard import selectors
 from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory
-from tests.helpers import bearer, platform_error
+from tests.helpers import bad_request, bearer, platform_error
 from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db
@@ -149,7 +149,7 @@ def test_a_flagged_key_gets_warnings_beside_data(api_client, program):
 def test_it_refuses_bad_ranges(api_client, program, params, message):
     response = api_client.get(URL, params, **bearer(program.raw_api_key))
     assert response.status_code == 400
-    assert response.json() == platform_error(400, "BadRequestError", message)
+    assert response.json() == bad_request(message)
 
 
 def test_a_failure_is_a_500_in_the_platform_envelope(api_client, program):

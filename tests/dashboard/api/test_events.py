@@ -7,6 +7,7 @@ import pytest
 
 from programs.models import Role
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import bad_request
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -20,10 +21,6 @@ def at(minutes: int) -> datetime:
 
 def events(client, program, **params):
     return client.get(f"/api/tracking/events/{program.pk}", params)
-
-
-def bad_request(message: str) -> dict:
-    return {"data": None, "error": {"status": 400, "name": "BadRequestError", "message": message, "details": {}}}
 
 
 @pytest.fixture

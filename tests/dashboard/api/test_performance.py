@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.factories import CommissionFactory, CustomerFactory, PartnerFactory, ReferralLinkFactory, SaleFactory
+from tests.helpers import bad_request
 from tracking.models import ClickEvent, LeadEvent
 
 pytestmark = pytest.mark.django_db
@@ -16,10 +17,6 @@ DAY2 = DAY1 + timedelta(days=1)
 
 def performance(client, program, **params):
     return client.get(f"/api/tracking/performance/{program.pk}", params)
-
-
-def bad_request(message: str) -> dict:
-    return {"data": None, "error": {"status": 400, "name": "BadRequestError", "message": message, "details": {}}}
 
 
 def zero(day: str) -> dict:

@@ -12,6 +12,7 @@ from core import messages
 from programs.models import Program, ProgramKey, Role
 from programs.services import SETTINGS_EMPTY_PATCH
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import bad_request
 from tracking.link_cache import link_target_get
 
 pytestmark = pytest.mark.django_db
@@ -19,10 +20,6 @@ pytestmark = pytest.mark.django_db
 
 def url(program) -> str:
     return f"/api/v1/programs/{program.pk}/settings"
-
-
-def bad_request(message: str) -> dict:
-    return {"data": None, "error": {"status": 400, "name": "BadRequestError", "message": message, "details": {}}}
 
 
 @pytest.fixture

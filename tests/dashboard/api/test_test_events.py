@@ -10,15 +10,12 @@ import pytest
 from commissions.models import Commission
 from programs.models import PartnerProgram, ProgramKey
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory
+from tests.helpers import bad_request
 from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-
-
-def bad_request(message: str) -> dict:
-    return {"data": None, "error": {"status": 400, "name": "BadRequestError", "message": message, "details": {}}}
 
 
 @pytest.fixture
