@@ -32,6 +32,8 @@ from .tokens import IdTokenInvalid, id_token_verify
 logger = logging.getLogger("svc.cli")
 
 LOGIN_SESSION_LIFETIME = timedelta(minutes=5)
+# A day past expiry nobody can poll or complete a login session any more; its row is only clutter.
+LOGIN_SESSION_RETENTION = timedelta(days=1)
 POLL_INTERVAL_SECONDS = 2
 TOKEN_TOUCH_INTERVAL = timedelta(minutes=1)
 TEST_RUNS_PER_HOUR = 10
@@ -175,6 +177,14 @@ def login_session_poll(*, state: Any) -> PollResult:
         token, raw = cli_token_create(user=session.user, session=session)
     logger.info("cli.login_token_issued", extra={"session_id": session.pk, "token_id": token.pk})
     return PollResult(status="complete", session=session, token=token, raw_token=raw)
+
+
+def login_sessions_purge(*, now: datetime | None = None) -> int:
+    """Deletes login sessions that expired more than LOGIN_SESSION_RETENTION ago. Tokens they issued stay (their
+    link is set to null). Returns how many were deleted."""
+    cutoff = (now or timezone.now()) - LOGIN_SESSION_RETENTION
+    deleted, _ = CliLoginSession.objects.filter(expires_at__lt=cutoff).delete()
+    return deleted
 
 
 # --- Login tokens ----------------------------------------------------------------------------------------------

@@ -346,9 +346,9 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
-        from .tasks import deliver_notification_task
+        from .tasks import notification_outbox_deliver_task
 
-        transaction.on_commit(lambda: enqueue(deliver_notification_task, outbox.pk))
+        transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
     return RefundResult(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
 
 

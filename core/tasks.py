@@ -1,8 +1,30 @@
 import logging
+from collections.abc import Callable
+from typing import Any
 
-from celery import Task
+from celery import Task, shared_task
 
 logger = logging.getLogger("svc.tasks")
+
+# The one retry policy every task runs under. Acknowledged only after it ran, so a worker killed mid-task
+# leaves the message for another; any error is retried with exponential backoff (5 s, 10 s, 20 s … capped
+# at ten minutes, jittered so a shared outage does not bring every retry back at once), at most eight times.
+# Every service a task runs is safe to run again: it locks or claims the rows it changes.
+TASK_RETRY_POLICY: dict[str, Any] = {
+    "acks_late": True,
+    "autoretry_for": (Exception,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "max_retries": 8,
+    "ignore_result": True,
+}
+
+
+def service_task(name: str) -> Callable[[Callable[..., Any]], Task]:
+    """Registers a thin task that runs one service, under the shared retry policy. The name is explicit and
+    never derived from the module: beat schedules and messages already queued address the task by it."""
+    return shared_task(name=name, **TASK_RETRY_POLICY)
 
 
 def enqueue(task: Task, *args: object) -> None:

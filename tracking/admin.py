@@ -1,9 +1,7 @@
 from django.contrib import admin, messages
 
-from core.tasks import enqueue
-
 from .models import ClickEvent, Customer, LeadEvent, PageVisit, ProcessorEvent, SaleEvent, TrackingLog
-from .tasks import process_processor_event_task
+from .stripe.services import processor_events_replay
 
 
 @admin.register(Customer)
@@ -113,9 +111,5 @@ class ProcessorEventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Replay (process again; a payment already recorded is not counted twice)")
     def replay(self, request, queryset):
-        count = 0
-        for event in queryset:
-            ProcessorEvent.objects.filter(pk=event.pk).update(status=ProcessorEvent.Status.RECEIVED)
-            enqueue(process_processor_event_task, event.pk)
-            count += 1
+        count = processor_events_replay(event_pks=queryset.values_list("pk", flat=True))
         messages.success(request, f"Queued {count} event(s) for processing.")

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from commissions.models import Commission, LedgerEntry
 from commissions.services import commission_approve, commissions_approve_due, partner_balance
-from commissions.tasks import approve_due_task
+from commissions.tasks import commissions_approve_due_task
 from config.settings import CELERY_BEAT_SCHEDULE
 from tests.factories import CommissionFactory
 
@@ -66,5 +66,5 @@ def test_the_management_command_and_the_beat_task():
     call_command("approve_commissions", stdout=out)
     assert "Approved 1 commission(s)." in out.getvalue()
     pending(days=0)
-    assert approve_due_task.delay().get() == 1
-    assert CELERY_BEAT_SCHEDULE["approve-due-commissions"]["task"] == approve_due_task.name
+    assert commissions_approve_due_task.delay().get() == 1
+    assert CELERY_BEAT_SCHEDULE["approve-due-commissions"]["task"] == commissions_approve_due_task.name

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from commissions.models import Commission, Notification, NotificationOutbox
 from commissions.outbox import notification_outbox_deliver, notification_outbox_deliver_pending
 from commissions.services import commission_approve, withdrawal_mark_paid, withdrawal_request
-from commissions.tasks import deliver_pending_notifications_task
+from commissions.tasks import notification_outbox_deliver_pending_task
 from config import celery_app
 from core import messages
 from tests.factories import CommissionFactory, CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
@@ -160,7 +160,7 @@ class TestBrokerDown:
 def test_a_failed_delivery_is_recorded_and_retried_by_the_next_sweep(monkeypatch, caplog):
     commission = credited_commission()
     with monkeypatch.context() as patched:
-        patched.setattr("commissions.tasks.deliver_notification_task.apply_async", lambda *a, **k: None)
+        patched.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", lambda *a, **k: None)
         refund(commission, refund_amount_cents=2500)
     row = NotificationOutbox.objects.get()
 
@@ -205,7 +205,7 @@ class TestStripeRefunds:
         def broker_unreachable(*args, **kwargs):
             raise ConnectionError("broker unreachable")
 
-        monkeypatch.setattr("commissions.tasks.deliver_notification_task.apply_async", broker_unreachable)
+        monkeypatch.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", broker_unreachable)
         payload = full_refund(payment_intent)
         with django_capture_on_commit_callbacks(execute=True):
             assert post_event(client, payload).status_code == 200
@@ -245,7 +245,7 @@ class TestAdmin:
     def undelivered_row(self, monkeypatch) -> NotificationOutbox:
         commission = credited_commission()
         with monkeypatch.context() as patched:
-            patched.setattr("commissions.tasks.deliver_notification_task.apply_async", lambda *a, **k: None)
+            patched.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", lambda *a, **k: None)
             refund(commission, refund_amount_cents=2500)
         return NotificationOutbox.objects.get(commission=commission)
 
@@ -280,7 +280,7 @@ def test_the_beat_schedule_names_registered_tasks(settings):
 def test_concurrent_sweeps_deliver_each_row_once(monkeypatch):
     commissions = [credited_commission() for _ in range(12)]
     with monkeypatch.context() as patched:
-        patched.setattr("commissions.tasks.deliver_notification_task.apply_async", lambda *a, **k: None)
+        patched.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", lambda *a, **k: None)
         for commission in commissions:
             assert refund(commission, refund_amount_cents=2500).status_code == 200
     barrier = threading.Barrier(4)
@@ -319,7 +319,7 @@ def test_with_redis_down_the_refund_is_kept_and_a_real_worker_delivers_it_once_r
 
     broker_down()  # the broker is back
     request.getfixturevalue("celery_worker_process")
-    deliver_pending_notifications_task.delay()
+    notification_outbox_deliver_pending_task.delay()
     assert wait_for(lambda: NotificationOutbox.objects.filter(pk=row.pk, delivered_at__isnull=False).exists())
     assert notices(commission) == [("advertiser", "manual_review"), ("partner", "commission_refunded")]
     assert all("broken" in n.message for n in Notification.objects.all())

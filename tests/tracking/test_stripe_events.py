@@ -399,7 +399,10 @@ class TestFailures:
         ProcessorEvent.objects.filter(pk=stored.pk).update(status="failed")
         admin = get_user_model().objects.create_superuser("ops", "ops@example.com", "pass-word-123")
         client.force_login(admin)
-        response = client.post("/admin/tracking/processorevent/", {"action": "replay", "_selected_action": [stored.pk]})
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/admin/tracking/processorevent/", {"action": "replay", "_selected_action": [stored.pk]}
+            )
         assert response.status_code == 302
         stored.refresh_from_db()
         assert stored.status == "processed" and SaleEvent.objects.count() == 1  # replay never counts twice

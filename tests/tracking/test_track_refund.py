@@ -324,7 +324,7 @@ def test_notifications_never_change_the_response(client, monkeypatch):
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr("commissions.tasks.deliver_notification_task.apply_async", broker_down)
+    monkeypatch.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", broker_down)
     response = post(client, commission, refund_amount_cents=2500)
     assert response.status_code == 200 and response.json()["status"] == "refunded"
     assert deductions(commission) == [-500]

@@ -289,3 +289,13 @@ def processor_event_failed(*, event_pk: int, error: str) -> None:
     ProcessorEvent.objects.filter(pk=event_pk).exclude(status=ProcessorEvent.Status.PROCESSED).update(
         status=ProcessorEvent.Status.FAILED, last_error=error[:2000], attempts=F("attempts") + 1
     )
+
+
+def processor_event_attempt(*, event_pk: int) -> str:
+    """One processing attempt, as the worker runs it: a failure is recorded on the event (status, attempts,
+    last error, for operators) and raised again so the task's retry policy tries later. Returns the status."""
+    try:
+        return processor_event_process(event_pk=event_pk).status
+    except Exception as exc:
+        processor_event_failed(event_pk=event_pk, error=f"{type(exc).__name__}: {exc}")
+        raise
