@@ -11,6 +11,7 @@ from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITED, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
 from tracking.services.click import ClickContext, click_record
+from tracking.services.common import is_test_mode, sale_is_test
 from tracking.services.lead import lead_record
 from tracking.services.refund import refund_record
 from tracking.services.sale import sale_record
@@ -191,9 +192,7 @@ class SaleTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
-        raw = _body(request)
-        additional = raw.get("additional_data") if isinstance(raw.get("additional_data"), dict) else {}
-        test_mode = self.program_key.is_test or additional.get("test_mode") is True or raw.get("livemode") is False
+        test_mode = sale_is_test(data=_body(request), key=self.program_key)
         data = _validated(SaleInputSerializer(data=request.data, test_mode=test_mode))
         return Response(sale_record(data=data, key=self.program_key, request_id=request._request.request_id))
 
@@ -214,10 +213,8 @@ class RefundTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
-        raw = _body(request)
-        additional = raw.get("additional_data") if isinstance(raw.get("additional_data"), dict) else {}
         # A test key (or a test-mode body) refunds nothing and is answered before the body is checked.
-        if self.program_key.is_test or additional.get("test_mode") is True:
+        if is_test_mode(_body(request).get("additional_data"), self.program_key):
             return Response({"success": True, "test": True})
         data = _validated(RefundInputSerializer(data=request.data))
         return Response(refund_record(data=data, key=self.program_key))

@@ -17,6 +17,7 @@ from ..enrichment import device_for_user_agent, geo_for_ip
 from ..link_cache import LinkTarget, link_target_get
 from ..models import ClickEvent, Customer
 from .common import (
+    body_test_mode,
     check_test_program,
     new_click_id,
     test_mode_body,
@@ -86,7 +87,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
     additional = data.get("additional_data") or {}
     # On click a key "affects only visitor_ip" (and the test-mode program check): only the body flag
     # makes a test click, even with the test key.
-    test_mode = additional.get("test_mode") is True
+    test_mode = body_test_mode(additional)
     if test_mode:
         check_test_program(additional_data=additional, key=context.key)
     code = referral_code_from(data.get("affiliate_url") or "")

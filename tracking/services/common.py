@@ -18,8 +18,23 @@ def new_click_id(program_id: int) -> str:
     return f"cust_{program_id}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
 
 
-def is_test_mode(additional_data: dict[str, Any] | None, key: ProgramKey | None) -> bool:
-    return bool((additional_data or {}).get("test_mode") is True or (key is not None and key.is_test))
+# Test mode, decided in one place. Three strengths, each the spec's rule for its routes:
+# - clicks and visits: only the body flag (a key on a click "affects only visitor_ip");
+# - leads and refunds: the body flag or the test key;
+# - sales: those, or a processor payload with livemode false.
+
+
+def body_test_mode(additional_data: Any) -> bool:
+    """`additional_data.test_mode` is exactly true. Takes an unchecked body: anything but an object is no flag."""
+    return isinstance(additional_data, dict) and additional_data.get("test_mode") is True
+
+
+def is_test_mode(additional_data: Any, key: ProgramKey | None) -> bool:
+    return body_test_mode(additional_data) or (key is not None and key.is_test)
+
+
+def sale_is_test(*, data: dict[str, Any], key: ProgramKey | None) -> bool:
+    return is_test_mode(data.get("additional_data"), key) or data.get("livemode") is False
 
 
 def check_test_program(*, additional_data: dict[str, Any] | None, key: ProgramKey | None) -> None:

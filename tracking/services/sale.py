@@ -15,16 +15,12 @@ from programs.models import Program, ProgramKey
 from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
-from .common import is_test_mode, test_mode_body, tracking_log
+from .common import sale_is_test, test_mode_body, tracking_log
 
 logger = logging.getLogger("svc.tracking")
 
 SUPPORTED_CURRENCIES = frozenset(Currency.values)
 SECONDS_PER_DAY = 86400
-
-
-def sale_is_test(*, data: dict[str, Any], key: ProgramKey) -> bool:
-    return is_test_mode(data.get("additional_data"), key) or data.get("livemode") is False
 
 
 def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is_test: bool) -> Customer | None:

@@ -10,6 +10,7 @@ from core.text import storable_text
 from programs.models import Program
 
 from ..models import PageVisit
+from .common import body_test_mode
 
 UTM_FIELDS = ("utm_source", "utm_medium", "utm_campaign")
 UTM_MAX_LENGTH = 255
@@ -46,7 +47,6 @@ def visit_record(*, data: dict[str, Any]) -> PageVisit:
         raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
     page_url = data.get("page_url", "")
     referrer_url = data.get("referrer_url", "")
-    additional = data.get("additional_data") or {}
     return PageVisit.objects.create(
         program_id=program_id,
         click_id=data.get("click_id", ""),
@@ -55,7 +55,7 @@ def visit_record(*, data: dict[str, Any]) -> PageVisit:
         page_title=data.get("page_title", ""),
         referrer_url=referrer_url,
         referrer_domain=referrer_domain_of(referrer_url),
-        is_test=additional.get("test_mode") is True,
+        is_test=body_test_mode(data.get("additional_data")),
         **utm_params_of(page_url),
     )
 
