@@ -1,9 +1,11 @@
 import os
 import time
+from datetime import datetime
 
 import django_ratelimit.core
 import pytest
 from django.core.cache import caches
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config import celery_app
@@ -55,6 +57,15 @@ def _eager_celery():
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def frozen(request, time_machine) -> datetime:
+    """Stops the clock at the test module's `NOW` (or at the current second if it names none), so stored
+    times can be compared exactly. Returns the frozen time."""
+    now = getattr(request.module, "NOW", None) or timezone.now().replace(microsecond=0)
+    time_machine.move_to(now, tick=False)
+    return now
 
 
 def on_postgres() -> bool:

@@ -10,15 +10,10 @@ from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, Ref
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent
 from tracking.readiness import readiness_compute
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
 NOW = datetime(2025, 8, 1, 12, 0, tzinfo=UTC)
 BASE = "https://track.example.test"
-
-
-@pytest.fixture(autouse=True)
-def frozen(time_machine):
-    time_machine.move_to(NOW, tick=False)
 
 
 @pytest.fixture

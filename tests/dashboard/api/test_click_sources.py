@@ -13,15 +13,10 @@ from tests.factories import ProgramFactory
 from tests.helpers import bad_request, bearer, platform_error
 from tracking.models import ClickEvent
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
 URL = "/api/v1/programs/me/analytics/sources"
 NOW = datetime(2025, 7, 31, 18, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def frozen(time_machine):
-    time_machine.move_to(NOW, tick=False)
 
 
 def clicks(program, n: int, *, referrer: str = "", page: str = "", when: datetime = NOW, is_test: bool = False):

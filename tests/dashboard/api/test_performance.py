@@ -8,7 +8,7 @@ from tests.factories import CommissionFactory, CustomerFactory, PartnerFactory, 
 from tests.helpers import bad_request
 from tracking.models import ClickEvent, LeadEvent
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
 NOW = datetime(2025, 5, 20, 15, 30, tzinfo=UTC)
 DAY1 = datetime(2025, 5, 18, 9, 0, tzinfo=UTC)
@@ -21,11 +21,6 @@ def performance(client, program, **params):
 
 def zero(day: str) -> dict:
     return {"date": day, "clicks": 0, "leads": 0, "sales": 0, "revenue_cents": 0, "commission_cents": 0}
-
-
-@pytest.fixture(autouse=True)
-def frozen(time_machine):
-    time_machine.move_to(NOW, tick=False)
 
 
 @pytest.fixture

@@ -222,10 +222,6 @@ class TestCheckTestEvents:
     def check(self, client, program, **body):
         return client.post(self.URL, {"program_id": program.pk, **body}, format="json")
 
-    @pytest.fixture
-    def frozen(self, time_machine):
-        time_machine.move_to(NOW, tick=False)
-
     def test_it_reports_the_last_hours_test_events_by_type(self, owner, program, link, frozen):
         customer = CustomerFactory(link=link, is_test=True)
         old = ClickEvent.objects.create(program=program, is_test=True, click_timestamp=NOW - timedelta(minutes=61))
