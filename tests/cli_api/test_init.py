@@ -200,7 +200,7 @@ def test_an_advertiser_id_not_of_this_account_is_a_403(api_client, account, logi
 
 
 def test_a_failure_is_a_500_with_the_request_id_and_creates_nothing(api_client, login_token):
-    with mock.patch("programs.services._key_create", side_effect=RuntimeError("boom")):
+    with mock.patch("programs.services.generate_key", side_effect=RuntimeError("boom")):
         response = init(api_client, login_token, VALID)
 
     assert response.status_code == 500
