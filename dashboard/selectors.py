@@ -13,7 +13,8 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
 
 from commissions.selectors import payable_cents
-from programs.models import ROLE_ACTIONS, Program, ProgramKey
+from programs.models import ROLE_ACTIONS, KeyRotation, Program, ProgramKey
+from programs.selectors import program_live_key_get
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
@@ -47,7 +48,8 @@ def day_start(day: date) -> datetime:
 def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[str, Any]:
     """The program's settings, key and Stripe state, the caller's role and actions, and the time of the
     latest live event of each type. Three queries: live key, latest processor event, latest events."""
-    live_key = next(iter(ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE)[:1]), None)
+    live_key = program_live_key_get(program_id=program.pk)
+    rotation = KeyRotation.of(live_key, now)
     last_processor = (
         ProcessorEvent.objects.filter(program=program)
         .order_by("-received_at", "-pk")
@@ -74,10 +76,10 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
             **program_settings_data(program, live_key=live_key),
             "cookie_window_days": program.cookie_window_days,
             "key_rotation": {
-                "flagged": bool(live_key and live_key.rotation_flagged),
-                "marked_at": iso(live_key.rotation_marked_at) if live_key else None,
-                "deadline": iso(live_key.rotation_deadline) if live_key else None,
-                "retired": bool(live_key and live_key.is_retired(now)),
+                "flagged": rotation.flagged,
+                "marked_at": iso(rotation.marked_at),
+                "deadline": iso(rotation.deadline),
+                "retired": rotation.retired,
             },
             "stripe": {
                 "connected": bool(program.stripe_account_id),

@@ -29,6 +29,7 @@ from programs.models import (
     RECURRING_TYPES,
     ROLE_ACTIONS,
     Action,
+    KeyRotation,
     Membership,
     PartnerProgram,
     Program,
@@ -36,7 +37,8 @@ from programs.models import (
     ReferralLink,
 )
 from programs.permissions import program_for_action
-from programs.selectors import membership_get
+from programs.selectors import membership_get, program_live_key_get
+from tracking.services.tracker import tracker_script_tag
 
 COMMISSIONS_PER_PAGE = 25
 PARTNERS_PER_PAGE = 20
@@ -151,7 +153,7 @@ def program_list(request: HttpRequest) -> HttpResponse:
 def program_overview(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     program = access.program
     start, end = _date_range(request)
-    live_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
+    live_key = program_live_key_get(program_id=program.pk)
     facts = {
         "commission": commission_terms(program),
         "live_key": live_key,
@@ -192,7 +194,7 @@ def program_events(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
 
 def integration_snippets(*, base_url: str, program: Program) -> dict[str, str]:
     """Copy-paste snippets with this server's address and the program's id; the key is a placeholder."""
-    tracker = f'<script src="{base_url}/js/svc-tracker.js" data-svc-program-id="{program.pk}" defer></script>'
+    tracker = tracker_script_tag(base_url=base_url, program_id=program.pk)
     lead = (
         f"curl -X POST {base_url}/api/v1/track/lead \\\n"
         f'  -H "Authorization: Bearer {PLACEHOLDER_KEY}" \\\n'
@@ -234,7 +236,7 @@ def program_key(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             "mode": mode,
             "label": label,
             "key": keys.get(mode),
-            "retired": bool(keys.get(mode) and keys[mode].is_retired(now)),
+            "retired": KeyRotation.of(keys.get(mode), now).retired,
         }
         for mode, label in ProgramKey.Mode.choices
     ]

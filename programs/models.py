@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
@@ -164,10 +165,33 @@ class ProgramKey(models.Model):
     def is_retired(self, now: datetime | None = None) -> bool:
         return self.rotation_deadline is not None and (now or timezone.now()) >= self.rotation_deadline
 
+    def rotation(self, now: datetime | None = None) -> "KeyRotation":
+        return KeyRotation(
+            flagged=self.rotation_flagged,
+            retired=self.is_retired(now),
+            marked_at=self.rotation_marked_at,
+            deadline=self.rotation_deadline,
+        )
+
     def set_secret(self, raw_key: str, prefix: str) -> None:
         self.digest = key_digest(raw_key)
         self.prefix = prefix
         self.last4 = raw_key[-4:]
+
+
+@dataclass(frozen=True)
+class KeyRotation:
+    """Where a key stands in its rotation: flagged once marked for it (answers carry warnings), retired once
+    its deadline has passed (every call is refused). A missing key is neither."""
+
+    flagged: bool = False
+    retired: bool = False
+    marked_at: datetime | None = None
+    deadline: datetime | None = None
+
+    @classmethod
+    def of(cls, key: ProgramKey | None, now: datetime | None = None) -> "KeyRotation":
+        return key.rotation(now) if key is not None else cls()
 
 
 class AgentKey(models.Model):

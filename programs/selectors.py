@@ -14,6 +14,11 @@ def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
     return key
 
 
+def program_live_key_get(*, program_id: int) -> ProgramKey | None:
+    """The program's live key, or None. At most one exists (program_key_one_per_mode), so no ORDER BY."""
+    return next(iter(ProgramKey.objects.filter(program_id=program_id, mode=ProgramKey.Mode.LIVE)[:1]), None)
+
+
 def membership_get(*, user: AbstractBaseUser | AnonymousUser, program: Program) -> Membership | None:
     if not user.is_authenticated:
         return None

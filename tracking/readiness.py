@@ -8,9 +8,11 @@ from typing import Any
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from programs.models import PartnerProgram, Program, ProgramKey
+from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
+from programs.selectors import program_live_key_get
 
 from .models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
+from .services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 ENROL_PARTNER = "Enrol each link's partner in the program (admin → Partner programs)."
@@ -55,7 +57,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
     links = program.links.filter(is_active=True, partner__isnull=False, is_synthetic=False).aggregate(
         total=Count("pk"), enrolled=Count("pk", filter=enrolled)
     )
-    live_key = key or ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
+    live_key = key or program_live_key_get(program_id=program.pk)
     now = timezone.now()
     checks: list[Check] = []
 
@@ -91,7 +93,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
                 "Create a partner and a referral link for this program (admin → Referral links).",
             )
         )
-    tag = f'<script src="{base}/js/svc-tracker.js" data-svc-program-id="{program.pk}" defer></script>'
+    tag = tracker_script_tag(base_url=base, program_id=program.pk)
     if clicks["live"]:
         checks.append(
             Check(
@@ -175,14 +177,13 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         checks.append(
             Check("key_health", FAIL, "API key", "The program has no live key", "Regenerate the key in the dashboard.")
         )
-    elif live_key.rotation_deadline:
-        retired = live_key.is_retired(now)
+    elif (rotation := KeyRotation.of(live_key, now)).deadline:
         checks.append(
             Check(
                 "key_health",
-                FAIL if retired else WARN,
+                FAIL if rotation.retired else WARN,
                 "API key",
-                f"{'Retired on' if retired else 'Must be rotated before'} {live_key.rotation_deadline.isoformat()}",
+                f"{'Retired on' if rotation.retired else 'Must be rotated before'} {rotation.deadline.isoformat()}",
                 "Regenerate the key in the dashboard (owners) and update your integration.",
             )
         )

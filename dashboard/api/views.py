@@ -30,8 +30,8 @@ from dashboard.selectors import (
     tracking_status_get,
     tracking_test_events_get,
 )
-from programs.models import Action, Program, ProgramKey
-from programs.selectors import membership_get
+from programs.models import Action, Program
+from programs.selectors import membership_get, program_live_key_get
 from programs.services import program_settings_update
 from tracking.readiness import readiness_compute
 from tracking.services.verification import synthetic_event_send, verification_run
@@ -199,7 +199,7 @@ class TrackingTestEventsCheckApi(DashboardApi):
 
 
 def _settings_body(program: Program) -> dict[str, Any]:
-    live_key = ProgramKey.objects.filter(program=program, mode=ProgramKey.Mode.LIVE).first()
+    live_key = program_live_key_get(program_id=program.pk)
     return {"data": {**program_settings_data(program, live_key=live_key), "cookie_duration": program.cookie_duration}}
 
 

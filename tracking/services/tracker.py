@@ -37,6 +37,11 @@ def utm_params_of(page_url: str) -> dict[str, str]:
     return {name: next((value for value in values if value), "")[:UTM_MAX_LENGTH] for name, values in usable.items()}
 
 
+def tracker_script_tag(*, base_url: str, program_id: int) -> str:
+    """The tag a program's pages load the browser tracker with (served by GET /js/svc-tracker.js)."""
+    return f'<script src="{base_url}/js/svc-tracker.js" data-svc-program-id="{program_id}" defer></script>'
+
+
 def visit_record(*, data: dict[str, Any]) -> PageVisit:
     """Stores one page visit of a program's site. The click id and session id are stored as sent: a visit
     is analytics, it moves no customer and proves no attribution.

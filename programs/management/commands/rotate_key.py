@@ -3,7 +3,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from programs.models import ProgramKey
+from programs.selectors import program_live_key_get
 from programs.services import program_key_mark_rotation
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             raise CommandError(f"--deadline must be ISO 8601, got {deadline!r}") from None
         if timezone.is_naive(when):
             raise CommandError("--deadline needs a UTC offset, e.g. 2026-12-31T00:00:00+00:00")
-        key = ProgramKey.objects.filter(program_id=program_id, mode=ProgramKey.Mode.LIVE).first()
+        key = program_live_key_get(program_id=program_id)
         if key is None:
             raise CommandError(f"Program {program_id} has no live key")
         program_key_mark_rotation(key=key, deadline=when)
