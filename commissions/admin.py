@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
 from .outbox import notification_outbox_deliver
 from .selectors import commissions_with_money
+from .services import withdrawal_cancel, withdrawal_mark_paid
 
 
 @admin.register(Commission)
@@ -46,6 +47,9 @@ class CommissionAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # a commission leaves only through a refund, which keeps the ledger and the partner told
+
     def get_queryset(self, request):
         return commissions_with_money(super().get_queryset(request))
 
@@ -82,9 +86,41 @@ class LedgerEntryAdmin(admin.ModelAdmin):
 
 @admin.register(Withdrawal)
 class WithdrawalAdmin(admin.ModelAdmin):
+    """Read-only rows with two actions: paying writes the payout ledger entry and marks the commissions it
+    covers paid, so status moves only through the services. Partners request withdrawals (the balance check
+    lives in `withdrawal_request`); the admin neither adds nor deletes them."""
+
     list_display = ["id", "partner", "amount_cents", "requested_cents", "currency", "status", "created_at"]
     list_filter = ["status", "currency"]
     raw_id_fields = ["partner"]
+    readonly_fields = ["partner", "amount_cents", "requested_cents", "currency", "status", "created_at", "updated_at"]
+    actions = ["mark_paid", "cancel"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Mark selected withdrawals paid (writes the payout ledger entry)", permissions=["change"])
+    def mark_paid(self, request, queryset):
+        self._apply(request, queryset, withdrawal_mark_paid, "Marked {done} withdrawal(s) paid")
+
+    @admin.action(description="Cancel selected withdrawals", permissions=["change"])
+    def cancel(self, request, queryset):
+        self._apply(request, queryset, withdrawal_cancel, "Cancelled {done} withdrawal(s)")
+
+    def _apply(self, request, queryset, service, done_message: str) -> None:
+        done = skipped = 0
+        for withdrawal in queryset.order_by("pk"):
+            if service(withdrawal=withdrawal):
+                done += 1
+            else:
+                skipped += 1
+        text = done_message.format(done=done)
+        if skipped:
+            text += f"; {skipped} skipped (no longer open)"
+        self.message_user(request, text + ".", messages.WARNING if skipped else messages.SUCCESS)
 
 
 @admin.register(Notification)

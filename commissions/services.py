@@ -219,9 +219,10 @@ def withdrawal_request(*, partner: Partner, amount_cents: int, currency: str) ->
         )
 
 
-def withdrawal_mark_paid(*, withdrawal: Withdrawal) -> None:
+def withdrawal_mark_paid(*, withdrawal: Withdrawal) -> bool:
     """Pays an open withdrawal: a payout ledger entry, and the partner's oldest credited commissions that
-    the payout covers become `paid` (a later refund of one of them warns the advertiser).
+    the payout covers become `paid` (a later refund of one of them warns the advertiser). Returns False, and
+    changes nothing, when the withdrawal is no longer open.
     Locks in the refund path's order (commissions, partner, withdrawals) so the two cannot deadlock."""
     with transaction.atomic():
         commissions = list(
@@ -236,7 +237,7 @@ def withdrawal_mark_paid(*, withdrawal: Withdrawal) -> None:
         Partner.objects.select_for_update().get(pk=withdrawal.partner_id)
         withdrawal = Withdrawal.objects.select_for_update().get(pk=withdrawal.pk)
         if withdrawal.status != Withdrawal.Status.OPEN:
-            return
+            return False
         withdrawal.status = Withdrawal.Status.PAID
         withdrawal.save(update_fields=["status", "updated_at"])
         LedgerEntry.objects.create(
@@ -254,6 +255,20 @@ def withdrawal_mark_paid(*, withdrawal: Withdrawal) -> None:
             covered -= net
             commission.status = CommissionStatus.PAID
             commission.save(update_fields=["status", "updated_at"])
+    return True
+
+
+def withdrawal_cancel(*, withdrawal: Withdrawal) -> bool:
+    """Cancels an open withdrawal; nothing was paid, so the ledger is untouched. Returns False, and changes
+    nothing, when it is no longer open. Locks partner then withdrawal, the order every withdrawal write uses."""
+    with transaction.atomic():
+        Partner.objects.select_for_update().get(pk=withdrawal.partner_id)
+        locked = Withdrawal.objects.select_for_update().get(pk=withdrawal.pk)
+        if locked.status != Withdrawal.Status.OPEN:
+            return False
+        locked.status = Withdrawal.Status.CANCELLED
+        locked.save(update_fields=["status", "updated_at"])
+    return True
 
 
 @dataclass(frozen=True)

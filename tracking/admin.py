@@ -63,6 +63,17 @@ class SaleEventAdmin(admin.ModelAdmin):
     search_fields = ["processor_event_id", "provider_payment_id", "click_id"]
     raw_id_fields = ["program", "customer", "partner"]
 
+    # Read-only always, not only once a commission exists: every field feeds money even before one does. The
+    # reconciler creates a missing commission from the stored amount, refunds are capped by it and clawed back
+    # against it, revenue metrics sum it, product_id picks the commission rate, sale_date decides the attribution
+    # window and the hold, the provider ids find the sale a Stripe refund belongs to. A sale records what the
+    # program or Stripe reported; it is corrected by a refund through the API, never by an edit.
+    def get_readonly_fields(self, request, obj=None) -> list[str]:
+        return [field.name for field in SaleEvent._meta.concrete_fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # sales are recorded by the sale path (dedupe, attribution, commission), never by hand
+
 
 @admin.register(TrackingLog)
 class TrackingLogAdmin(admin.ModelAdmin):
