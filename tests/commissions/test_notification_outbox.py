@@ -3,12 +3,10 @@ on-commit task delivers it, and the sweep (beat, `deliver_notifications`, the ad
 the task could not, exactly once."""
 
 import logging
-import threading
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -19,6 +17,7 @@ from commissions.tasks import notification_outbox_deliver_pending_task
 from config import celery_app
 from core import messages
 from tests.factories import CommissionFactory, CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tests.helpers import run_together
 from tests.stripe_payloads import ACCOUNT, WEBHOOK_SECRET, charge_refunded, checkout_session, event, post_event
 from tests.worker import wait_for
 from tracking.models import ProcessorEvent
@@ -283,21 +282,7 @@ def test_concurrent_sweeps_deliver_each_row_once(monkeypatch):
         patched.setattr("commissions.tasks.notification_outbox_deliver_task.apply_async", lambda *a, **k: None)
         for commission in commissions:
             assert refund(commission, refund_amount_cents=2500).status_code == 200
-    barrier = threading.Barrier(4)
-    delivered: list[int] = []
-
-    def sweep() -> None:
-        try:
-            barrier.wait()
-            delivered.append(notification_outbox_deliver_pending(batch_size=5))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=sweep) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    delivered = run_together(4, lambda n: notification_outbox_deliver_pending(batch_size=5))
     assert sum(delivered) == 12
     assert set(NotificationOutbox.objects.values_list("attempts", flat=True)) == {1}
     assert Notification.objects.count() == 12

@@ -6,7 +6,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
@@ -23,7 +22,7 @@ from commissions.reconciler import RECONCILE_GRACE, commissions_reconcile
 from core import messages
 from programs.models import PartnerProgram
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
-from tests.helpers import bearer
+from tests.helpers import bearer, run_together
 from tracking.models import SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -125,21 +124,7 @@ def test_a_sale_whose_process_was_killed_gets_its_commission_once(program, link,
 def test_concurrent_reconcilers_create_one_commission(customer, link):
     sale = orphan_sale(customer)
     runs = 6
-    barrier = threading.Barrier(runs)
-    settled: list[int] = []
-
-    def run() -> None:
-        try:
-            barrier.wait()
-            settled.append(commissions_reconcile())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(runs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    settled = run_together(runs, lambda n: commissions_reconcile())
     assert sorted(settled) == [0] * (runs - 1) + [1]
     assert Commission.objects.get().sale_id == sale.pk
     assert metrics(link) == (1, 10000)

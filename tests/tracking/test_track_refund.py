@@ -1,8 +1,6 @@
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -15,6 +13,7 @@ from commissions.services import (
 )
 from core import messages
 from tests.factories import CommissionFactory, ProgramFactory, SaleFactory
+from tests.helpers import run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -365,32 +364,21 @@ def test_refund_query_count(client, django_assert_num_queries):
 def test_concurrent_partial_refunds_deduct_exactly_the_refunded_share():
     commission = credited_commission(amount=10000, commission=2000)
     key = key_for(commission)
-    barrier = threading.Barrier(10)
-    statuses: list[int] = []
 
-    def send(n: int) -> None:
-        try:
-            client = APIClient()
-            barrier.wait()
-            response = client.post(
-                URL,
-                {
-                    "transaction_id": commission.sale.processor_event_id,
-                    "refund_amount_cents": 700,
-                    "refund_id": f"re_{n}",
-                },
-                format="json",
-                HTTP_AUTHORIZATION=f"Bearer {key}",
-            )
-            statuses.append(response.status_code)
-        finally:
-            connection.close()
+    def send(n: int) -> int:
+        response = APIClient().post(
+            URL,
+            {
+                "transaction_id": commission.sale.processor_event_id,
+                "refund_amount_cents": 700,
+                "refund_id": f"re_{n}",
+            },
+            format="json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+        return response.status_code
 
-    threads = [threading.Thread(target=send, args=(n,)) for n in range(10)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = run_together(10, send)
     assert statuses == [200] * 10
     commission.refresh_from_db()
     assert commission.sale_refunded_cents == 7000

@@ -1,17 +1,16 @@
 """Duplicate transaction ids on POST /api/v1/track/sale: a 409 that names the first sale, never a second
 sale or commission, across programs and under concurrent delivery (the unique constraint decides)."""
 
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from commissions.models import Commission, LedgerEntry
 from core import messages
 from programs.models import PartnerProgram
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.helpers import run_together
 from tracking.models import Customer, SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -119,33 +118,6 @@ def test_a_sale_without_commission_is_a_duplicate_too(api_client, program, custo
     assert again.json() == duplicate(second.json()["sale_id"])
 
 
-def run_at_once(send, count: int = THREADS) -> list:
-    """Runs send(n) in `count` threads released together by a barrier. Each thread uses its own
-    client and database connection, and closes that connection when done."""
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-    errors: list[BaseException] = []
-
-    def worker(n: int) -> None:
-        try:
-            client = APIClient()
-            barrier.wait(timeout=30)
-            results[n] = send(client, n)
-        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a request hung"
-    assert errors == []
-    return results
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_of_one_transaction_id_record_one_sale():
@@ -154,11 +126,11 @@ def test_concurrent_deliveries_of_one_transaction_id_record_one_sale():
     CustomerFactory(link=link, customer_key="user_1")
     key = program.raw_api_key
 
-    def send(client, n):
-        response = post_sale(client, key, **sale_body())
+    def send(n):
+        response = post_sale(APIClient(), key, **sale_body())
         return response.status_code, response.json()
 
-    results = run_at_once(send)
+    results = run_together(THREADS, send)
     statuses = sorted(status for status, _ in results)
     assert statuses == [200] + [409] * (THREADS - 1)
     [winner] = [body for status, body in results if status == 200]
@@ -185,11 +157,11 @@ def test_concurrent_first_sales_of_one_customer_each_pay_and_convert_the_custome
     customer = CustomerFactory(link=link, customer_key="user_1")
     key = program.raw_api_key
 
-    def send(client, n):
-        response = post_sale(client, key, **sale_body(transaction_id=f"txn_{n}", amount_cents=1000 + 5 * n))
+    def send(n):
+        response = post_sale(APIClient(), key, **sale_body(transaction_id=f"txn_{n}", amount_cents=1000 + 5 * n))
         return response.status_code, response.json()
 
-    results = run_at_once(send)
+    results = run_together(THREADS, send)
     assert [status for status, _ in results] == [200] * THREADS
     assert {body["message"] for _, body in results} == {messages.SALE_RECORDED}
     assert SaleEvent.objects.count() == THREADS
@@ -215,11 +187,11 @@ def test_concurrent_renewals_on_a_one_off_program_are_all_stored_unpaid():
     CustomerFactory(link=link, customer_key="user_1")
     key = program.raw_api_key
 
-    def send(client, n):
-        response = post_sale(client, key, **sale_body(transaction_id=f"renewal_{n}", is_recurring=True))
+    def send(n):
+        response = post_sale(APIClient(), key, **sale_body(transaction_id=f"renewal_{n}", is_recurring=True))
         return response.status_code, response.json()
 
-    results = run_at_once(send)
+    results = run_together(THREADS, send)
     assert [status for status, _ in results] == [200] * THREADS
     assert {(body["commission_id"], body["message"]) for _, body in results} == {
         (None, messages.SALE_RECORDED_RENEWAL_NOT_PAID)

@@ -1,18 +1,18 @@
 """GET and PATCH /api/v1/programs/:id/settings (dashboard sign-in)"""
 
 import threading
-import time
 from decimal import Decimal
 from unittest import mock
 
 import pytest
-from django.db import connection
+from rest_framework.test import APIClient
 
 from core import messages
+from programs import services
 from programs.models import Program, ProgramKey, Role
 from programs.services import SETTINGS_EMPTY_PATCH
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import bad_request
+from tests.helpers import bad_request, run_together, wait_for_lock_waiters
 from tracking.link_cache import link_target_get
 
 pytestmark = pytest.mark.django_db
@@ -249,39 +249,34 @@ def test_concurrent_patches_cannot_combine_into_a_percent_rate_over_100():
     (fine for fixed). Each passes against the old row; the row lock makes the second see the first."""
     program = ProgramFactory(commission_type="fixed", commission_rate=Decimal("50"))
     user = MembershipFactory(workspace=program.workspace, role=Role.OWNER).user
-    barrier = threading.Barrier(2)
-    statuses: list[int] = []
+    bodies = [{"commission_type": "percent"}, {"commission_rate": 500}]
+    holding = threading.Event()  # the first PATCH holds the row lock and has checked against the old row
+    second_done = threading.Event()
 
-    def patch(body):
-        from rest_framework.test import APIClient
-
+    def patch(n: int) -> int:
+        if n == 1:
+            assert holding.wait(timeout=30)
         client = APIClient()
         client.force_login(user)
-        barrier.wait()
         try:
-            statuses.append(client.patch(url(program), body, format="json").status_code)
+            return client.patch(url(program), bodies[n], format="json").status_code
         finally:
-            connection.close()
-
-    from programs import services
+            if n == 1:
+                second_done.set()
 
     checked = services.program_settings_changes_validate
 
-    def slow_clean(data, *, current):
-        # Hold the transaction open after the check, so without the lock both checks see the old row.
+    def clean_then_hold(data, *, current):
+        # The first PATCH stays in its transaction after the check until the second queues behind its row
+        # lock (or, were the lock missing, until the second has checked the old row too and finished).
         clean = checked(data, current=current)
-        time.sleep(0.3)
+        if not holding.is_set():
+            holding.set()
+            wait_for_lock_waiters(1, or_until=second_done.is_set)
         return clean
 
-    threads = [
-        threading.Thread(target=patch, args=({"commission_type": "percent"},)),
-        threading.Thread(target=patch, args=({"commission_rate": 500},)),
-    ]
-    with mock.patch.object(services, "program_settings_changes_validate", slow_clean):
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+    with mock.patch.object(services, "program_settings_changes_validate", clean_then_hold):
+        statuses = run_together(2, patch)
     program.refresh_from_db()
     assert sorted(statuses) == [200, 400]
     assert not (program.commission_type == "percent" and program.commission_rate > 100)
