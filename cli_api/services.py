@@ -285,15 +285,9 @@ def verification_fixture_ensure(*, program: Program) -> CliTestFixture | None:
 
 def _capped_error(*, oldest: datetime, now: datetime) -> RateLimitedError:
     seconds = max(1, math.ceil((oldest + TEST_RUN_WINDOW - now).total_seconds()))
-    error = RateLimitedError(
-        messages.TEST_EVENT_CAPPED.format(limit=TEST_RUNS_PER_HOUR, seconds=seconds),
-        code="rate_limited",
-        headers={"Retry-After": str(seconds)},
-        status=429,
-        retry_after_seconds=seconds,
+    return RateLimitedError.retry_after(
+        messages.TEST_EVENT_CAPPED.format(limit=TEST_RUNS_PER_HOUR, seconds=seconds), seconds=seconds
     )
-    error.envelope = "typed"  # type: ignore[attr-defined]
-    return error
 
 
 @dataclass(frozen=True)

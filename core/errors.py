@@ -79,6 +79,20 @@ class RateLimitedError(ApiError):
     status = 429
     name = "TooManyRequestsError"
 
+    @classmethod
+    def retry_after(cls, message: str, *, seconds: int, headers: dict[str, str] | None = None) -> "RateLimitedError":
+        """The typed 429 every limit answers: code rate_limited, status and retry_after_seconds in the body,
+        Retry-After (then any extra headers) on the response."""
+        error = cls(
+            message,
+            code="rate_limited",
+            headers={"Retry-After": str(seconds), **(headers or {})},
+            status=429,
+            retry_after_seconds=seconds,
+        )
+        error.envelope = "typed"  # type: ignore[attr-defined]
+        return error
+
 
 class HeadersTooLargeError(ApiError):
     status = 431

@@ -93,13 +93,7 @@ def rate_limit_check(scope: RateScope, request) -> RateUsage | None:
     result = RateUsage(limit=limit, remaining=max(0, limit - usage["count"]), reset_at=reset_at)
     if usage["should_limit"]:
         retry_after = max(1, int(usage["time_left"]))
-        error = RateLimitedError(
-            messages.RATE_LIMITED.format(seconds=retry_after),
-            code="rate_limited",
-            headers={"Retry-After": str(retry_after), **result.headers()},
-            status=429,
-            retry_after_seconds=retry_after,
+        raise RateLimitedError.retry_after(
+            messages.RATE_LIMITED.format(seconds=retry_after), seconds=retry_after, headers=result.headers()
         )
-        error.envelope = "typed"  # type: ignore[attr-defined]
-        raise error
     return result
