@@ -13,9 +13,15 @@ and nothing for one that was never credited."""
 
 from collections.abc import Iterable
 
-from django.db.models import BigIntegerField, Case, F, QuerySet, Sum, Value, When
+from django.db.models import BigIntegerField, Case, F, Q, QuerySet, Sum, Value, When
 
 from .models import Commission, CommissionStatus
+
+
+def cancelled_by_refund(prefix: str = "") -> Q:
+    """A pending commission partly refunded is cancelled whole: the refund leaves it `refunded` and never
+    credited (approval only takes pending ones), so it pays nothing and nothing was clawed back."""
+    return Q(**{f"{prefix}status": CommissionStatus.REFUNDED, f"{prefix}credited": False})
 
 
 def payable_cents(prefix: str = "") -> Case:
@@ -23,7 +29,7 @@ def payable_cents(prefix: str = "") -> Case:
     relation ("commission__" from a sale); a row without a commission gives NULL, which sums ignore."""
     return Case(
         When(**{f"{prefix}status": CommissionStatus.REVERSED}, then=Value(0)),
-        When(**{f"{prefix}status": CommissionStatus.REFUNDED, f"{prefix}credited": False}, then=Value(0)),
+        When(cancelled_by_refund(prefix), then=Value(0)),
         default=F(f"{prefix}amount_cents") - F(f"{prefix}deducted_cents"),
         output_field=BigIntegerField(),
     )

@@ -337,7 +337,7 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
                 commission.applied_refund_ids = [*commission.applied_refund_ids, refund_id]
             else:
                 commission.applied_anonymous_amounts = [*commission.applied_anonymous_amounts, amount]
-        # A pending commission partly refunded is cancelled whole: it will never be credited.
+        # A pending commission partly refunded is cancelled whole (selectors.cancelled_by_refund).
         commission.status = CommissionStatus.REVERSED if step.full else CommissionStatus.REFUNDED
         commission.save()
         outbox = NotificationOutbox.objects.create(

@@ -309,7 +309,7 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
             "refunded": money(commission.sale_refunded_cents, commission.sale.currency)
             if commission.sale_refunded_cents
             else "",
-            # Only a credited commission has anything clawed back: a pending one partly refunded is cancelled.
+            # commissions.selectors.clawed_back_cents: nothing for a commission cancelled by a refund.
             "clawed_back": money(commission.clawed_back_cents, commission.currency)
             if commission.clawed_back_cents
             else "",
