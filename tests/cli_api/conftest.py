@@ -65,7 +65,7 @@ def sign_in(client, user, state: str):
     return client.post(CALLBACK, {"state": state, "id_token": service_id_token(user, state)}, format="json")
 
 
-def platform_error(response) -> dict:
+def error_of(response) -> dict:
     body = response.json()
     assert body["data"] is None
     return body["error"]

@@ -11,8 +11,9 @@ from cli_api.models import CliLoginSession
 from cli_api.tokens import SERVICE_AUDIENCE, SERVICE_ISSUER, _service_key
 from programs.keys import key_digest
 from tests.factories import MembershipFactory, UserFactory
+from tests.helpers import platform_error
 
-from .conftest import CALLBACK, POLL, platform_error, service_id_token, sign_in, start_login
+from .conftest import CALLBACK, POLL, error_of, service_id_token, sign_in, start_login
 from .oidc import new_key
 
 pytestmark = pytest.mark.django_db
@@ -55,29 +56,19 @@ def test_it_records_the_signed_in_user(api_client, account):
 def test_missing_fields_are_a_400(api_client, body):
     response = api_client.post(CALLBACK, body, format="json")
     assert response.status_code == 400
-    assert platform_error(response) == {
-        "status": 400,
-        "name": "BadRequestError",
-        "message": "Missing required fields: state, id_token",
-        "details": {},
-    }
+    assert response.json() == platform_error(400, "BadRequestError", "Missing required fields: state, id_token")
 
 
 def test_a_non_object_body_is_missing_fields(api_client):
     response = api_client.post(CALLBACK, ["state", "id_token"], format="json")
     assert response.status_code == 400
-    assert platform_error(response)["message"] == messages.CALLBACK_MISSING_FIELDS
+    assert error_of(response)["message"] == messages.CALLBACK_MISSING_FIELDS
 
 
 def test_an_unknown_state_is_a_404(api_client, account):
     response = sign_in(api_client, account.user, "no-such-state")
     assert response.status_code == 404
-    assert platform_error(response) == {
-        "status": 404,
-        "name": "NotFoundError",
-        "message": "Session not found or already used",
-        "details": {},
-    }
+    assert response.json() == platform_error(404, "NotFoundError", "Session not found or already used")
 
 
 def test_a_used_session_is_a_404_and_keeps_its_first_user(api_client, account):
@@ -88,7 +79,7 @@ def test_a_used_session_is_a_404_and_keeps_its_first_user(api_client, account):
     response = sign_in(api_client, other, state)
 
     assert response.status_code == 404
-    assert platform_error(response)["message"] == "Session not found or already used"
+    assert error_of(response)["message"] == "Session not found or already used"
     assert session_of(state).user == account.user
 
 
@@ -99,7 +90,7 @@ def test_a_consumed_session_is_a_404(api_client, account):
 
     response = sign_in(api_client, account.user, state)
     assert response.status_code == 404
-    assert platform_error(response)["message"] == "Session not found or already used"
+    assert error_of(response)["message"] == "Session not found or already used"
 
 
 def test_an_expired_session_is_a_400_and_stays_unsigned(api_client, account):
@@ -109,12 +100,7 @@ def test_an_expired_session_is_a_400_and_stays_unsigned(api_client, account):
         response = api_client.post(CALLBACK, {"state": state, "id_token": token}, format="json")
 
     assert response.status_code == 400
-    assert platform_error(response) == {
-        "status": 400,
-        "name": "BadRequestError",
-        "message": "Session expired",
-        "details": {},
-    }
+    assert response.json() == platform_error(400, "BadRequestError", "Session expired")
     assert_untouched(state)
 
 
@@ -132,12 +118,9 @@ def test_a_deactivated_user_is_suspended(api_client, account):
     response = sign_in(api_client, account.user, state)
 
     assert response.status_code == 403
-    assert platform_error(response) == {
-        "status": 403,
-        "name": "ForbiddenError",
-        "message": "Your account has been suspended.",
-        "details": {"code": "ACCOUNT_BLOCKED"},
-    }
+    assert response.json() == platform_error(
+        403, "ForbiddenError", "Your account has been suspended.", details={"code": "ACCOUNT_BLOCKED"}
+    )
     assert_untouched(state)
 
 
@@ -149,7 +132,7 @@ def test_a_blocked_workspace_suspends_its_members(api_client, account):
     response = sign_in(api_client, account.user, state)
 
     assert response.status_code == 403
-    assert platform_error(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
+    assert error_of(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
     assert_untouched(state)
 
 
@@ -201,7 +184,7 @@ def test_an_id_token_that_fails_verification_is_a_401_and_changes_nothing(api_cl
     response = api_client.post(CALLBACK, {"state": state, "id_token": make_token(account.user, state)}, format="json")
 
     assert response.status_code == 401
-    assert platform_error(response)["message"] == "Invalid or expired id_token"
+    assert error_of(response)["message"] == "Invalid or expired id_token"
     assert response["WWW-Authenticate"] == "Bearer"
     assert_untouched(state)
 
@@ -220,7 +203,7 @@ def test_a_failure_is_a_500_with_the_request_id(api_client, account):
         response = sign_in(api_client, account.user, state)
 
     assert response.status_code == 500
-    error = platform_error(response)
+    error = error_of(response)
     request_id = response["X-Request-ID"]
     assert error["message"] == f"Auth callback failed (request_id: {request_id})"
     assert error["details"] == {"request_id": request_id}
@@ -249,12 +232,12 @@ def test_a_provider_email_that_is_not_verified_is_a_403(api_client, account, oid
     response = api_client.post(CALLBACK, {"state": state, "id_token": token}, format="json")
 
     assert response.status_code == 403
-    assert platform_error(response) == {
-        "status": 403,
-        "name": "ForbiddenError",
-        "message": "Your email address is not verified with your sign-in provider. Verify it there, then try again.",
-        "details": {"code": "PROVIDER_EMAIL_NOT_VERIFIED"},
-    }
+    assert response.json() == platform_error(
+        403,
+        "ForbiddenError",
+        "Your email address is not verified with your sign-in provider. Verify it there, then try again.",
+        details={"code": "PROVIDER_EMAIL_NOT_VERIFIED"},
+    )
     assert_untouched(state)
 
 
@@ -272,7 +255,7 @@ def test_a_suspended_account_is_refused_with_a_provider_token_too(api_client, ac
     response = api_client.post(CALLBACK, {"state": state, "id_token": oidc_provider.id_token()}, format="json")
 
     assert response.status_code == 403
-    assert platform_error(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
+    assert error_of(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
 
 
 def test_a_provider_email_matching_no_account_is_a_403(api_client, account, oidc_provider):
@@ -280,7 +263,7 @@ def test_a_provider_email_matching_no_account_is_a_403(api_client, account, oidc
     token = oidc_provider.id_token(email="nobody@example.com")
     response = api_client.post(CALLBACK, {"state": state, "id_token": token}, format="json")
     assert response.status_code == 403
-    assert platform_error(response)["message"] == "No account matches this sign-in"
+    assert error_of(response)["message"] == "No account matches this sign-in"
     assert_untouched(state)
 
 
@@ -301,7 +284,7 @@ def test_a_provider_token_that_fails_verification_is_a_401(api_client, account, 
     state = start_login(api_client)
     response = api_client.post(CALLBACK, {"state": state, "id_token": make_token(oidc_provider)}, format="json")
     assert response.status_code == 401
-    assert platform_error(response)["message"] == "Invalid or expired id_token"
+    assert error_of(response)["message"] == "Invalid or expired id_token"
     assert_untouched(state)
 
 
@@ -318,5 +301,5 @@ def test_an_unreachable_provider_is_a_500(api_client, account, oidc_provider, se
     state = start_login(api_client)
     response = api_client.post(CALLBACK, {"state": state, "id_token": oidc_provider.id_token()}, format="json")
     assert response.status_code == 500
-    assert platform_error(response)["message"] == f"Auth callback failed (request_id: {response['X-Request-ID']})"
+    assert error_of(response)["message"] == f"Auth callback failed (request_id: {response['X-Request-ID']})"
     assert_untouched(state)

@@ -8,8 +8,9 @@ from django.utils import timezone
 from cli_api.models import CliLoginSession, CliToken
 from cli_api.services import login_session_deny
 from programs.keys import key_digest
+from tests.helpers import platform_error
 
-from .conftest import POLL, PROGRAMS, bearer, platform_error, sign_in, start_login
+from .conftest import POLL, PROGRAMS, bearer, sign_in, start_login
 
 pytestmark = pytest.mark.django_db
 
@@ -56,12 +57,7 @@ def test_the_first_poll_after_sign_in_hands_out_the_token_once(api_client, accou
 
     again = api_client.get(POLL, {"state": state})
     assert again.status_code == 400
-    assert platform_error(again) == {
-        "status": 400,
-        "name": "BadRequestError",
-        "message": "Session already consumed",
-        "details": {},
-    }
+    assert again.json() == platform_error(400, "BadRequestError", "Session already consumed")
     assert CliToken.objects.count() == 1
 
 
@@ -112,24 +108,14 @@ def test_a_login_refused_in_the_browser_answers_denied(api_client):
 def test_a_missing_state_is_a_400(api_client, query):
     response = api_client.get(POLL, query)
     assert response.status_code == 400
-    assert platform_error(response) == {
-        "status": 400,
-        "name": "BadRequestError",
-        "message": "Missing state parameter",
-        "details": {},
-    }
+    assert response.json() == platform_error(400, "BadRequestError", "Missing state parameter")
 
 
 def test_an_unknown_state_is_a_404(api_client):
     start_login(api_client)
     response = api_client.get(POLL, {"state": "not-a-session"})
     assert response.status_code == 404
-    assert platform_error(response) == {
-        "status": 404,
-        "name": "NotFoundError",
-        "message": "Session not found",
-        "details": {},
-    }
+    assert response.json() == platform_error(404, "NotFoundError", "Session not found")
 
 
 def test_a_failure_is_a_500_and_hands_out_nothing(api_client, account):
@@ -139,12 +125,12 @@ def test_a_failure_is_a_500_and_hands_out_nothing(api_client, account):
         response = api_client.get(POLL, {"state": state}, HTTP_X_REQUEST_ID="req-poll-00001")
 
     assert response.status_code == 500
-    assert platform_error(response) == {
-        "status": 500,
-        "name": "InternalServerError",
-        "message": "Failed to poll auth session (request_id: req-poll-00001)",
-        "details": {"request_id": "req-poll-00001"},
-    }
+    assert response.json() == platform_error(
+        500,
+        "InternalServerError",
+        "Failed to poll auth session (request_id: req-poll-00001)",
+        details={"request_id": "req-poll-00001"},
+    )
     # Rolled back with the failure: the next poll still gets the token.
     assert CliLoginSession.objects.get().consumed_at is None
     assert api_client.get(POLL, {"state": state}).json()["data"]["status"] == "complete"

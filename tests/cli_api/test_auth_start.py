@@ -7,8 +7,9 @@ import pytest
 
 from cli_api.models import CliLoginSession
 from programs.keys import key_digest
+from tests.helpers import platform_error
 
-from .conftest import START, platform_error
+from .conftest import START
 
 pytestmark = pytest.mark.django_db
 
@@ -54,11 +55,11 @@ def test_a_failure_is_a_500_with_the_request_id_in_message_and_details(api_clien
         response = api_client.post(START, HTTP_X_REQUEST_ID="req-start-0001")
 
     assert response.status_code == 500
-    assert platform_error(response) == {
-        "status": 500,
-        "name": "InternalServerError",
-        "message": "Failed to start auth session (request_id: req-start-0001)",
-        "details": {"request_id": "req-start-0001"},
-    }
+    assert response.json() == platform_error(
+        500,
+        "InternalServerError",
+        "Failed to start auth session (request_id: req-start-0001)",
+        details={"request_id": "req-start-0001"},
+    )
     assert response["X-Request-ID"] == "req-start-0001"
     assert not CliLoginSession.objects.exists()

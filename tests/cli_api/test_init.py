@@ -9,8 +9,9 @@ from cli_api.services import cli_token_create
 from programs.keys import key_digest
 from programs.models import Program, ProgramKey, Role
 from tests.factories import MembershipFactory, UserFactory, WorkspaceFactory
+from tests.helpers import platform_error
 
-from .conftest import INIT, STATUS, bearer, platform_error
+from .conftest import INIT, STATUS, bearer, error_of
 
 pytestmark = pytest.mark.django_db
 
@@ -96,7 +97,7 @@ def test_optional_fields_take_the_program_defaults(api_client, login_token):
 def test_each_invalid_input_is_a_400_with_the_spec_message_and_creates_nothing(api_client, login_token, body, message):
     response = init(api_client, login_token, body)
     assert response.status_code == 400
-    assert platform_error(response) == {"status": 400, "name": "BadRequestError", "message": message, "details": {}}
+    assert response.json() == platform_error(400, "BadRequestError", message)
     assert not Program.objects.exists() and not ProgramKey.objects.exists()
 
 
@@ -115,7 +116,7 @@ def test_each_invalid_input_is_a_400_with_the_spec_message_and_creates_nothing(a
 def test_the_first_failing_check_in_table_order_answers(api_client, login_token, body, message):
     response = init(api_client, login_token, body)
     assert response.status_code == 400
-    assert platform_error(response)["message"].startswith(message)
+    assert error_of(response)["message"].startswith(message)
 
 
 def test_a_fixed_rate_may_exceed_100(api_client, login_token):
@@ -132,19 +133,14 @@ def test_an_account_without_an_owner_or_admin_membership_has_no_advertiser(api_c
     response = init(api_client, token, VALID)
 
     assert response.status_code == 403
-    assert platform_error(response) == {
-        "status": 403,
-        "name": "ForbiddenError",
-        "message": "No advertiser found for this account",
-        "details": {},
-    }
+    assert response.json() == platform_error(403, "ForbiddenError", "No advertiser found for this account")
     assert not Program.objects.exists()
 
 
 def test_no_advertiser_comes_before_validation(api_client):
     token = cli_token_create(user=UserFactory())[1]
     response = init(api_client, token, {})
-    assert platform_error(response)["message"] == "No advertiser found for this account"
+    assert error_of(response)["message"] == "No advertiser found for this account"
 
 
 def test_an_admin_is_an_advertiser_too(api_client):
@@ -190,12 +186,9 @@ def test_an_advertiser_id_not_of_this_account_is_a_403(api_client, account, logi
     response = init(api_client, login_token, {**VALID, "advertiser_id": advertiser_id})
 
     assert response.status_code == 403
-    assert platform_error(response) == {
-        "status": 403,
-        "name": "ForbiddenError",
-        "message": "advertiser_id does not match the authenticated account",
-        "details": {},
-    }
+    assert response.json() == platform_error(
+        403, "ForbiddenError", "advertiser_id does not match the authenticated account"
+    )
     assert not Program.objects.exists()
 
 
@@ -205,16 +198,16 @@ def test_a_failure_is_a_500_with_the_request_id_and_creates_nothing(api_client, 
 
     assert response.status_code == 500
     request_id = response["X-Request-ID"]
-    assert platform_error(response) == {
-        "status": 500,
-        "name": "InternalServerError",
-        "message": f"Failed to create program (request_id: {request_id})",
-        "details": {"request_id": request_id},
-    }
+    assert response.json() == platform_error(
+        500,
+        "InternalServerError",
+        f"Failed to create program (request_id: {request_id})",
+        details={"request_id": request_id},
+    )
     assert not Program.objects.exists()
 
 
 def test_malformed_json_is_a_400(api_client, login_token):
     response = api_client.post(INIT, "{nope", content_type="application/json", **bearer(login_token))
     assert response.status_code == 400
-    assert platform_error(response)["message"] == "Request body must be valid JSON"
+    assert error_of(response)["message"] == "Request body must be valid JSON"

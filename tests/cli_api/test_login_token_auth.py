@@ -10,8 +10,9 @@ from django.utils import timezone
 from cli_api.models import CliToken
 from cli_api.services import cli_token_create
 from programs.models import Program
+from tests.helpers import platform_error
 
-from .conftest import INIT, LOGOUT, PROGRAMS, bearer, platform_error
+from .conftest import INIT, LOGOUT, PROGRAMS, bearer, error_of
 
 pytestmark = pytest.mark.django_db
 
@@ -41,12 +42,7 @@ MESSAGES = {
 def test_without_a_bearer_token_it_is_a_401(api_client, route, headers):
     response = call(api_client, route, **headers)
     assert response.status_code == 401
-    assert platform_error(response) == {
-        "status": 401,
-        "name": "UnauthorizedError",
-        "message": MESSAGES[route][0],
-        "details": {},
-    }
+    assert response.json() == platform_error(401, "UnauthorizedError", MESSAGES[route][0])
     assert response["WWW-Authenticate"] == "Bearer"
     assert not Program.objects.exists()
 
@@ -55,14 +51,14 @@ def test_without_a_bearer_token_it_is_a_401(api_client, route, headers):
 def test_an_unknown_token_is_a_401(api_client, route):
     response = call(api_client, route, **bearer("svcl_nope"))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == MESSAGES[route][1]
+    assert error_of(response)["message"] == MESSAGES[route][1]
 
 
 @pytest.mark.parametrize("route", [INIT, PROGRAMS])
 def test_a_program_key_is_not_a_login_token(api_client, route, program):
     response = call(api_client, route, **bearer(program.raw_api_key))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == MESSAGES[route][1]
+    assert error_of(response)["message"] == MESSAGES[route][1]
 
 
 @pytest.mark.parametrize("route", [INIT, PROGRAMS])
@@ -71,7 +67,7 @@ def test_an_expired_token_is_a_401(api_client, route, account, login_token):
     with time_machine.travel(token.expires_at, tick=False):
         response = call(api_client, route, **bearer(login_token))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == MESSAGES[route][1]
+    assert error_of(response)["message"] == MESSAGES[route][1]
     with time_machine.travel(token.expires_at - timedelta(seconds=1), tick=False):
         assert call(api_client, PROGRAMS, **bearer(login_token)).status_code == 200
 
@@ -81,7 +77,7 @@ def test_a_revoked_token_is_a_401(api_client, route, login_token):
     CliToken.objects.update(revoked_at=timezone.now())
     response = call(api_client, route, **bearer(login_token))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == MESSAGES[route][1]
+    assert error_of(response)["message"] == MESSAGES[route][1]
 
 
 @pytest.mark.parametrize("route", [INIT, PROGRAMS])
@@ -90,7 +86,7 @@ def test_a_token_whose_user_was_deleted_is_user_not_found(api_client, route, acc
     assert CliToken.objects.get().user is None
     response = call(api_client, route, **bearer(login_token))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == "User not found"
+    assert error_of(response)["message"] == "User not found"
 
 
 @pytest.mark.parametrize("route", [INIT, PROGRAMS])
@@ -99,12 +95,9 @@ def test_a_suspended_account_is_refused_even_with_a_valid_token(api_client, rout
     account.workspace.save()
     response = call(api_client, route, **bearer(login_token))
     assert response.status_code == 403
-    assert platform_error(response) == {
-        "status": 403,
-        "name": "ForbiddenError",
-        "message": "Your account has been suspended.",
-        "details": {"code": "ACCOUNT_BLOCKED"},
-    }
+    assert response.json() == platform_error(
+        403, "ForbiddenError", "Your account has been suspended.", details={"code": "ACCOUNT_BLOCKED"}
+    )
     assert not Program.objects.exists()
 
 
@@ -113,7 +106,7 @@ def test_a_deactivated_user_is_suspended(api_client, account, login_token):
     account.user.save()
     response = call(api_client, PROGRAMS, **bearer(login_token))
     assert response.status_code == 403
-    assert platform_error(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
+    assert error_of(response)["details"] == {"code": "ACCOUNT_BLOCKED"}
 
 
 def test_use_is_noted_at_most_once_a_minute(api_client, login_token):
@@ -148,13 +141,13 @@ def test_logout_twice_is_a_401(api_client, login_token):
     call(api_client, LOGOUT, **bearer(login_token))
     response = call(api_client, LOGOUT, **bearer(login_token))
     assert response.status_code == 401
-    assert platform_error(response)["message"] == "Invalid or expired token"
+    assert error_of(response)["message"] == "Invalid or expired token"
 
 
 def test_logout_without_a_token_is_a_401(api_client):
     response = call(api_client, LOGOUT)
     assert response.status_code == 401
-    assert platform_error(response)["message"] == "Authentication required"
+    assert error_of(response)["message"] == "Authentication required"
 
 
 def test_a_suspended_account_can_still_log_out(api_client, account, login_token):
@@ -174,5 +167,5 @@ def test_a_logout_failure_is_a_500_with_the_request_id(api_client, login_token):
     with mock.patch("cli_api.api.views.cli_token_revoke", side_effect=RuntimeError("boom")):
         response = call(api_client, LOGOUT, HTTP_X_REQUEST_ID="req-logout-01", **bearer(login_token))
     assert response.status_code == 500
-    assert platform_error(response)["message"] == "Failed to log out (request_id: req-logout-01)"
+    assert error_of(response)["message"] == "Failed to log out (request_id: req-logout-01)"
     assert CliToken.objects.get().revoked_at is None

@@ -4,8 +4,9 @@ import pytest
 
 from programs.models import Role
 from tests.factories import MembershipFactory, ProgramFactory
+from tests.helpers import platform_error
 
-from .conftest import PROGRAMS, bearer, platform_error
+from .conftest import PROGRAMS, bearer
 
 pytestmark = pytest.mark.django_db
 
@@ -63,9 +64,9 @@ def test_a_failure_is_a_500_with_the_request_id(api_client, login_token):
     with mock.patch("cli_api.api.views.account_programs_list", side_effect=RuntimeError("boom")):
         response = api_client.get(PROGRAMS, HTTP_X_REQUEST_ID="req-programs-1", **bearer(login_token))
     assert response.status_code == 500
-    assert platform_error(response) == {
-        "status": 500,
-        "name": "InternalServerError",
-        "message": "Failed to list programs (request_id: req-programs-1)",
-        "details": {"request_id": "req-programs-1"},
-    }
+    assert response.json() == platform_error(
+        500,
+        "InternalServerError",
+        "Failed to list programs (request_id: req-programs-1)",
+        details={"request_id": "req-programs-1"},
+    )

@@ -10,9 +10,10 @@ from django.utils import timezone
 from cli_api.models import CliTestFixture, CliTestRun
 from programs.models import Partner, ProgramKey, ReferralLink
 from tests.factories import ProgramFactory, ReferralLinkFactory
+from tests.helpers import platform_error
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
 
-from .conftest import TEST_EVENT, bearer, platform_error
+from .conftest import TEST_EVENT, bearer, error_of
 
 pytestmark = pytest.mark.django_db
 
@@ -147,12 +148,12 @@ def test_a_failure_is_a_500_with_the_request_id(api_client, program):
         response = run(api_client, program.raw_api_key, HTTP_X_REQUEST_ID="req-test-event")
     assert response.status_code == 500
     assert response["X-Request-ID"] == "req-test-event"
-    assert platform_error(response) == {
-        "status": 500,
-        "name": "InternalServerError",
-        "message": "Failed to run test event (request_id: req-test-event)",
-        "details": {"request_id": "req-test-event"},
-    }
+    assert response.json() == platform_error(
+        500,
+        "InternalServerError",
+        "Failed to run test event (request_id: req-test-event)",
+        details={"request_id": "req-test-event"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -165,7 +166,7 @@ def test_a_failure_is_a_500_with_the_request_id(api_client, program):
 def test_a_missing_or_unknown_key_is_a_401_and_runs_nothing(api_client, headers, message):
     response = api_client.post(TEST_EVENT, **headers)
     assert response.status_code == 401
-    assert platform_error(response)["message"] == message
+    assert error_of(response)["message"] == message
     assert response.has_header("X-Request-ID")
     assert not CliTestRun.objects.exists() and not ClickEvent.objects.exists()
 
