@@ -9,6 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config import celery_app
+from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests marked `worker`)
 from tracking.link_cache import link_cache_clear
 
@@ -57,6 +58,12 @@ def _eager_celery():
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def stripe_webhook_secret(settings) -> None:
+    """The webhook secret tests.stripe_payloads signs its events with."""
+    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
 
 
 @pytest.fixture

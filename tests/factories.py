@@ -4,6 +4,7 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from commissions.services import commission_approve
 from programs.keys import generate_key
 from programs.models import (
     Membership,
@@ -151,3 +152,11 @@ class CommissionFactory(factory.django.DjangoModelFactory):
     currency = factory.SelfAttribute("sale.currency")
     status = "pending"
     hold_until = factory.LazyFunction(timezone.now)
+
+
+def credited_commission(amount: int = 10000, commission: int = 2000):
+    """A commission approved through the service, so its credit is in the partner's ledger."""
+    made = CommissionFactory(sale=SaleFactory(amount_cents=amount), amount_cents=commission, hold_until=timezone.now())
+    assert commission_approve(commission_id=made.pk)
+    made.refresh_from_db()
+    return made

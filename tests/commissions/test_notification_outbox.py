@@ -7,18 +7,17 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from commissions.models import Commission, Notification, NotificationOutbox
 from commissions.outbox import notification_outbox_deliver, notification_outbox_deliver_pending
-from commissions.services import commission_approve, withdrawal_mark_paid, withdrawal_request
+from commissions.services import withdrawal_mark_paid, withdrawal_request
 from commissions.tasks import notification_outbox_deliver_pending_task
 from config import celery_app
 from core import messages
-from tests.factories import CommissionFactory, CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, credited_commission
 from tests.helpers import run_together
-from tests.stripe_payloads import ACCOUNT, WEBHOOK_SECRET, charge_refunded, checkout_session, event, post_event
+from tests.stripe_payloads import ACCOUNT, charge_refunded, checkout_session, event, post_event
 from tests.worker import wait_for
 from tracking.models import ProcessorEvent
 
@@ -50,13 +49,6 @@ def broker_down():
     yield broker_back
     broker_back()
     celery_app.conf.task_always_eager = previous[1]
-
-
-def credited_commission(amount: int = 10000, commission: int = 2000) -> Commission:
-    made = CommissionFactory(sale=SaleFactory(amount_cents=amount), amount_cents=commission, hold_until=timezone.now())
-    assert commission_approve(commission_id=made.pk)
-    made.refresh_from_db()
-    return made
 
 
 def paid_out_commission() -> Commission:
@@ -180,11 +172,8 @@ def test_a_failed_delivery_is_recorded_and_retried_by_the_next_sweep(monkeypatch
     assert notices(commission) == [("partner", "commission_refunded")]
 
 
+@pytest.mark.usefixtures("stripe_webhook_secret")
 class TestStripeRefunds:
-    @pytest.fixture(autouse=True)
-    def webhook_secret(self, settings):
-        settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
-
     @pytest.fixture
     def link(self):
         return ReferralLinkFactory(program=ProgramFactory(stripe_account_id=ACCOUNT, hold_days=0))

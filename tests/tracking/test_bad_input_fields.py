@@ -13,7 +13,7 @@ from programs.models import PartnerProgram
 from tests.core.bad_input_routes import Route, stored_rows
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bearer
-from tests.stripe_payloads import ACCOUNT, WEBHOOK_SECRET, checkout_session, event, post_event
+from tests.stripe_payloads import ACCOUNT, checkout_session, event, post_event
 from tracking.amounts import MAX_AMOUNT_CENTS
 from tracking.api.serializers import (
     ClickInputSerializer,
@@ -290,11 +290,8 @@ class TestAmountCeiling:
         assert all(prop["maximum"] == MAX_AMOUNT_CENTS for prop in properties.values()), properties
 
 
+@pytest.mark.usefixtures("stripe_webhook_secret")
 class TestStripeAmounts:
-    @pytest.fixture(autouse=True)
-    def webhook_secret(self, settings):
-        settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
-
     def deliver(self, client, django_capture_on_commit_callbacks, amount: int, customer) -> ProcessorEvent:
         payload = event(
             "checkout.session.completed",

@@ -9,7 +9,6 @@ from core import messages
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.stripe_payloads import (
     ACCOUNT,
-    WEBHOOK_SECRET,
     charge_refunded,
     checkout_session,
     event,
@@ -18,12 +17,7 @@ from tests.stripe_payloads import (
 )
 from tracking.models import Customer, LeadEvent, ProcessorEvent, SaleEvent
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def webhook_secret(settings):
-    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stripe_webhook_secret")]
 
 
 @pytest.fixture

@@ -3,15 +3,10 @@ import time
 import pytest
 
 from tests.factories import ProgramFactory
-from tests.stripe_payloads import ACCOUNT, WEBHOOK_SECRET, checkout_session, event, post_event
+from tests.stripe_payloads import ACCOUNT, checkout_session, event, post_event
 from tracking.models import ProcessorEvent, SaleEvent
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def webhook_secret(settings):
-    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stripe_webhook_secret")]
 
 
 @pytest.fixture

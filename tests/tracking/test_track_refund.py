@@ -12,7 +12,7 @@ from commissions.services import (
     withdrawal_request,
 )
 from core import messages
-from tests.factories import CommissionFactory, ProgramFactory, SaleFactory
+from tests.factories import CommissionFactory, ProgramFactory, SaleFactory, credited_commission
 from tests.helpers import run_together
 
 pytestmark = pytest.mark.django_db
@@ -27,13 +27,6 @@ def refund(client, program, **body):
 def pending_commission(amount=10000, commission=2000) -> Commission:
     sale = SaleFactory(amount_cents=amount)
     return CommissionFactory(sale=sale, amount_cents=commission, hold_until=timezone.now() + timedelta(days=30))
-
-
-def credited_commission(amount=10000, commission=2000) -> Commission:
-    c = CommissionFactory(sale=SaleFactory(amount_cents=amount), amount_cents=commission, hold_until=timezone.now())
-    assert commission_approve(commission_id=c.pk)
-    c.refresh_from_db()
-    return c
 
 
 @pytest.fixture
