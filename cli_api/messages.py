@@ -47,3 +47,7 @@ TEST_EVENT_CAPPED = "Test event limit reached: {limit} runs per program per hour
 # details.code values
 ACCOUNT_BLOCKED_CODE = "ACCOUNT_BLOCKED"
 PROVIDER_EMAIL_NOT_VERIFIED_CODE = "PROVIDER_EMAIL_NOT_VERIFIED"
+
+# The browser confirmation page (GET/POST /cli/login)
+LOGIN_LINK_INVALID = "This sign-in link is not valid or was already used. Run svc login again."
+LOGIN_LINK_EXPIRED = "This sign-in link has expired. Run svc login again."

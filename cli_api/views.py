@@ -12,21 +12,20 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ApiError
 
+from . import messages
 from .models import CliLoginSession
 from .selectors import login_session_get
 from .services import login_session_complete, login_session_deny, user_code_for
 from .tokens import id_token_issue
 
 TEMPLATE = "cli_api/login_confirm.html"
-LINK_INVALID = "This sign-in link is not valid or was already used. Run svc login again."
-LINK_EXPIRED = "This sign-in link has expired. Run svc login again."
 
 
 def _refusal(session: CliLoginSession | None) -> tuple[int, str] | None:
     if session is None or session.authenticated_at or session.denied_at or session.consumed_at:
-        return 404, LINK_INVALID
+        return 404, messages.LOGIN_LINK_INVALID
     if session.is_expired():
-        return 400, LINK_EXPIRED
+        return 400, messages.LOGIN_LINK_EXPIRED
     return None
 
 

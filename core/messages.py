@@ -62,6 +62,31 @@ TRACKER_CONFIG_FAILED = "Failed to load tracker config"
 
 # Readiness
 READINESS_FAILED = "Failed to compute readiness. Retry shortly."
+NO_ACTIVE_LINK = "No active referral link with a partner"
+
+# Verification (svc test-event, Run verification)
+VERIFICATION_EVENT_TYPE_INVALID = "event_type must be one of click, lead, sale"
+NO_TEST_KEY = "The program has no test key"
+VERIFICATION_NO_TEST_KEY = f"{NO_TEST_KEY}. Regenerate it in the dashboard."
+VERIFICATION_NO_LINK = f"{NO_ACTIVE_LINK}. Create a partner and a referral link first."
+
+# Dashboard API
+PROGRAM_NOT_FOUND = "Program not found"
+PROGRAM_ID_NOT_INTEGER = "program_id must be an integer"
+BODY_NOT_OBJECT = "Request body must be a JSON object"
+CLICK_SOURCES_FAILED = "Failed to load click sources"
+SETTINGS_UPDATE_FAILED = "Failed to update program settings"
+
+# Stripe Connect (shown on the dashboard page the user returns to)
+STRIPE_CONNECT_NOT_CONFIGURED = "Stripe Connect is not configured on this server (STRIPE_CLIENT_ID, STRIPE_SECRET_KEY)."
+STRIPE_CONNECT_ACCOUNT_TAKEN = (
+    "This Stripe account is already connected to program #{program_id}. Disconnect it there first."
+)
+STRIPE_CONNECT_EXPIRED = "The Stripe connection took too long. Start again."
+STRIPE_CONNECT_FOREIGN_STATE = "This Stripe answer does not come from a connection you started."
+STRIPE_CONNECT_OTHER_USER = "This Stripe connection was started by another user."
+STRIPE_CONNECT_PROGRAM_GONE = "The program no longer exists."
+STRIPE_CONNECT_REFUSED = "Stripe refused the connection: {reason}"
 
 # Rate limiting
 RATE_LIMITED = "Too many requests. Retry after {seconds} seconds."
@@ -70,6 +95,7 @@ RATE_LIMITED = "Too many requests. Retry after {seconds} seconds."
 NOT_FOUND = "Not found"
 METHOD_NOT_ALLOWED = 'Method "{method}" not allowed.'
 MALFORMED_JSON = "Request body must be valid JSON"
+CONTENT_TYPE_NOT_JSON = "Content-Type must be application/json"
 INTERNAL_ERROR = "Internal server error"
 PERMISSION_DENIED = "You do not have permission to perform this action."
 AUTHENTICATION_REQUIRED = "Authentication required"

@@ -13,20 +13,18 @@ from programs.models import Program
 from programs.permissions import program_for_action
 
 SESSION_CHALLENGE = 'Session realm="dashboard"'
-PROGRAM_ID_INVALID = "program_id must be an integer"
-BODY_NOT_OBJECT = "Request body must be a JSON object"
 
 
 def body_program_id(data: Any) -> int:
     """program_id from a JSON body: an integer or a numeric string. 400 when missing or anything else."""
     if not isinstance(data, dict):
-        raise BadRequestError(BODY_NOT_OBJECT)
+        raise BadRequestError(messages.BODY_NOT_OBJECT)
     if data.get("program_id") in (None, ""):
         raise BadRequestError(messages.PROGRAM_ID_REQUIRED)
     # Any whole number is well-formed here; one that names no program is the 404 of program_for_action.
     program_id = integer_parse(data["program_id"], minimum=0)
     if program_id is None:
-        raise BadRequestError(PROGRAM_ID_INVALID)
+        raise BadRequestError(messages.PROGRAM_ID_NOT_INTEGER)
     return program_id
 
 

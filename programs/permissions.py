@@ -16,7 +16,7 @@ def program_for_action(*, user: AbstractBaseUser | AnonymousUser, program_id: ob
     pk = id_parse(program_id)
     program = Program.objects.filter(pk=pk).first() if pk is not None else None
     if program is None:
-        raise NotFoundError("Program not found")
+        raise NotFoundError(messages.PROGRAM_NOT_FOUND)
     membership = membership_get(user=user, program=program)
     if membership is None or not membership.allows(action):
         raise ForbiddenError(messages.PERMISSION_DENIED)

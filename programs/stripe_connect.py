@@ -8,6 +8,8 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from core import messages
+
 from .models import Program
 
 logger = logging.getLogger("svc.stripe")
@@ -28,9 +30,7 @@ def stripe_connect_url(*, program: Program, user_id: int, redirect_uri: str) -> 
     """The Stripe page where the program owner authorizes us. The signed state ties the answer to this
     program and this user, and expires."""
     if not stripe_connect_configured():
-        raise StripeConnectError(
-            "Stripe Connect is not configured on this server (STRIPE_CLIENT_ID, STRIPE_SECRET_KEY)."
-        )
+        raise StripeConnectError(messages.STRIPE_CONNECT_NOT_CONFIGURED)
     state = signing.dumps({"program": program.pk, "user": user_id}, salt=STATE_SALT)
     return stripe.OAuth.authorize_url(
         client_id=settings.STRIPE_CLIENT_ID, scope="read_write", state=state, redirect_uri=redirect_uri
@@ -41,14 +41,14 @@ def stripe_connect_program_from_state(*, state: str, user_id: int) -> Program:
     try:
         data = signing.loads(state, salt=STATE_SALT, max_age=STATE_MAX_AGE_SECONDS)
     except signing.SignatureExpired:
-        raise StripeConnectError("The Stripe connection took too long. Start again.") from None
+        raise StripeConnectError(messages.STRIPE_CONNECT_EXPIRED) from None
     except signing.BadSignature:
-        raise StripeConnectError("This Stripe answer does not come from a connection you started.") from None
+        raise StripeConnectError(messages.STRIPE_CONNECT_FOREIGN_STATE) from None
     if data.get("user") != user_id:
-        raise StripeConnectError("This Stripe connection was started by another user.")
+        raise StripeConnectError(messages.STRIPE_CONNECT_OTHER_USER)
     program = Program.objects.filter(pk=data.get("program")).first()
     if program is None:
-        raise StripeConnectError("The program no longer exists.")
+        raise StripeConnectError(messages.STRIPE_CONNECT_PROGRAM_GONE)
     return program
 
 
@@ -58,14 +58,12 @@ def stripe_connect_complete(*, program: Program, code: str) -> str:
         token = stripe.OAuth.token(grant_type="authorization_code", code=code, api_key=settings.STRIPE_SECRET_KEY)
     except stripe.StripeError as exc:
         logger.warning("stripe.connect_failed", extra={"program_id": program.pk, "stripe_error": str(exc)})
-        raise StripeConnectError(f"Stripe refused the connection: {exc.user_message or exc}") from None
+        raise StripeConnectError(messages.STRIPE_CONNECT_REFUSED.format(reason=exc.user_message or exc)) from None
     account_id = token["stripe_user_id"]
     with transaction.atomic():
         taken = Program.objects.select_for_update().filter(stripe_account_id=account_id).exclude(pk=program.pk).first()
         if taken is not None:
-            raise StripeConnectError(
-                f"This Stripe account is already connected to program #{taken.pk}. Disconnect it there first."
-            )
+            raise StripeConnectError(messages.STRIPE_CONNECT_ACCOUNT_TAKEN.format(program_id=taken.pk))
         Program.objects.filter(pk=program.pk).update(stripe_account_id=account_id, stripe_connected_at=timezone.now())
     program.stripe_account_id = account_id
     return account_id

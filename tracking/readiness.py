@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
+from core import messages
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 
@@ -89,7 +90,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
                 "referral_links",
                 FAIL,
                 "Active referral links",
-                "No active referral link with a partner",
+                messages.NO_ACTIVE_LINK,
                 "Create a partner and a referral link for this program (admin → Referral links).",
             )
         )

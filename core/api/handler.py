@@ -36,7 +36,7 @@ def to_api_error(exc: Exception, view: Any) -> errors.ApiError:
     if isinstance(exc, drf.ParseError):
         return errors.BadRequestError(messages.MALFORMED_JSON)
     if isinstance(exc, drf.UnsupportedMediaType):
-        return errors.BadRequestError("Content-Type must be application/json")
+        return errors.BadRequestError(messages.CONTENT_TYPE_NOT_JSON)
     if isinstance(exc, drf.ValidationError):
         return errors.BadRequestError(_first_message(exc.detail))
     if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):

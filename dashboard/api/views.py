@@ -21,7 +21,7 @@ from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
 from core.errors import ApiError, BadRequestError, UnauthorizedError
 from core.urls import public_url
-from dashboard.permissions import BODY_NOT_OBJECT, HasProgramAction
+from dashboard.permissions import HasProgramAction
 from dashboard.selectors import (
     click_sources_get,
     program_settings_data,
@@ -39,8 +39,6 @@ from tracking.services.verification import synthetic_event_send, verification_ru
 from . import serializers as s
 
 READINESS_RETRY_AFTER_SECONDS = 10
-SOURCES_FAILED = "Failed to load click sources"
-SETTINGS_FAILED = "Failed to update program settings"
 
 DASHBOARD_ERRORS = {
     400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request; the message names the parameter"),
@@ -207,7 +205,7 @@ class ProgramSettingsApi(DashboardApi):
     """GET needs tracking:list, PATCH program:manage. 30 calls per minute per sign-in."""
 
     rate_scope = ratelimit.PROGRAM_SETTINGS
-    failure_message = SETTINGS_FAILED
+    failure_message = messages.SETTINGS_UPDATE_FAILED
     program_actions = {"GET": Action.TRACKING_LIST, "PATCH": Action.PROGRAM_MANAGE}
 
     @extend_schema(
@@ -232,7 +230,7 @@ class ProgramSettingsApi(DashboardApi):
     )
     def patch(self, request, program_id: str):
         if not isinstance(request.data, dict):
-            raise BadRequestError(BODY_NOT_OBJECT)
+            raise BadRequestError(messages.BODY_NOT_OBJECT)
         program = program_settings_update(program_id=self.program.pk, data=request.data)
         return Response(_settings_body(program))
 
@@ -279,7 +277,7 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
 
     rate_scope = ratelimit.ANALYTICS_SOURCES
     blank_query_means_absent = True
-    failure_message = SOURCES_FAILED
+    failure_message = messages.CLICK_SOURCES_FAILED
 
     @extend_schema(
         summary="Click sources: top referrer domains and utm_source values",

@@ -6,6 +6,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from core import messages
 from core.errors import ApiError, BadRequestError
 from programs.models import Program, ProgramKey, ReferralLink
 
@@ -15,8 +16,6 @@ from .lead import lead_record
 from .sale import sale_record
 
 VERIFICATION_AMOUNT_CENTS = 1000
-NO_LINK = "No active referral link with a partner"
-NO_TEST_KEY = "The program has no test key"
 FALLBACK_HOST = "example.com"
 
 
@@ -48,7 +47,9 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
     result: dict[str, Any] = {"success": False, "run_id": run_id, "program_id": program.pk, "steps": steps}
     link, test_key = _fixture(program)
     if link is None or test_key is None:
-        steps.append({"step": "click", "ok": False, "message": NO_LINK if link is None else NO_TEST_KEY})
+        steps.append(
+            {"step": "click", "ok": False, "message": messages.NO_ACTIVE_LINK if link is None else messages.NO_TEST_KEY}
+        )
         return _finish(result, started)
 
     def step(name: str, call) -> dict[str, Any] | None:
@@ -134,16 +135,16 @@ def synthetic_event_send(
     Raises BadRequestError when the program has no usable link (click, or lead without click_id) or no test
     key, and whatever the tracking service raises for the data (e.g. an unknown click_id)."""
     if event_type not in SYNTHETIC_EVENT_TYPES:
-        raise BadRequestError("event_type must be one of click, lead, sale")
+        raise BadRequestError(messages.VERIFICATION_EVENT_TYPE_INVALID)
     link, test_key = _fixture(program)
     if test_key is None:
-        raise BadRequestError(f"{NO_TEST_KEY}. Regenerate it in the dashboard.")
+        raise BadRequestError(messages.VERIFICATION_NO_TEST_KEY)
     tag = secrets.token_hex(6)
     result: dict[str, Any] = {"event_type": event_type, "program_id": program.pk, "test_mode": True}
 
     if event_type == "click" or (event_type == "lead" and not click_id):
         if link is None:
-            raise BadRequestError(f"{NO_LINK}. Create a partner and a referral link first.")
+            raise BadRequestError(messages.VERIFICATION_NO_LINK)
         body = click_record(
             data={
                 "affiliate_url": site_url(program, aff=link.short_link),
