@@ -272,24 +272,15 @@ def withdrawal_cancel(*, withdrawal: Withdrawal) -> bool:
 
 
 @dataclass(frozen=True)
-class RefundResult:
+class RefundOutcome:
+    """What one refund did to the sale's commission: reversed or refunded (with the deduction), skipped
+    (with the reason), or no_commission (with the message)."""
+
     status: str  # reversed | refunded | skipped | no_commission
     commission_id: int | None = None
     deduction: int | None = None
     reason: str | None = None
     message: str | None = None
-
-    def as_response(self) -> dict:
-        body: dict = {"success": True, "status": self.status}
-        if self.status in ("reversed", "refunded"):
-            body["deductionAmount"] = self.deduction
-            body["commission_id"] = self.commission_id
-        elif self.status == "skipped":
-            body["reason"] = self.reason
-            body["commission_id"] = self.commission_id
-        else:
-            body["message"] = self.message
-        return body
 
 
 SKIP_ALREADY_REVERSED = "already reversed"
@@ -297,7 +288,7 @@ SKIP_REFUND_ID_APPLIED = "refund already applied"
 SKIP_SAME_AMOUNT_RETRY = "same refund amount already applied; treated as a retry"
 
 
-def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, reason: str) -> RefundResult:
+def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, reason: str) -> RefundOutcome:
     """Applies one refund of a sale to its commission; the refund endpoint and the processor's refund
     event both come here. The commission row is locked, so concurrent refunds serialise and the
     cumulative arithmetic never claws back twice. Status, refund bookkeeping, the ledger deduction and the
@@ -306,16 +297,16 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
     with transaction.atomic():
         commission = Commission.objects.select_for_update().filter(sale_id=sale.pk).first()
         if commission is None:
-            return RefundResult(status="no_commission", message=messages.REFUND_NO_COMMISSION)
+            return RefundOutcome(status="no_commission", message=messages.REFUND_NO_COMMISSION)
         if commission.status == CommissionStatus.REVERSED:
-            return RefundResult(status="skipped", commission_id=commission.pk, reason=SKIP_ALREADY_REVERSED)
+            return RefundOutcome(status="skipped", commission_id=commission.pk, reason=SKIP_ALREADY_REVERSED)
         # refund_id and the same-amount retry rule only apply to refunds with an amount.
         if amount:
             if refund_id:
                 if refund_id in commission.applied_refund_ids:
-                    return RefundResult(status="skipped", commission_id=commission.pk, reason=SKIP_REFUND_ID_APPLIED)
+                    return RefundOutcome(status="skipped", commission_id=commission.pk, reason=SKIP_REFUND_ID_APPLIED)
             elif amount in commission.applied_anonymous_amounts:
-                return RefundResult(status="skipped", commission_id=commission.pk, reason=SKIP_SAME_AMOUNT_RETRY)
+                return RefundOutcome(status="skipped", commission_id=commission.pk, reason=SKIP_SAME_AMOUNT_RETRY)
 
         step = refund_step(
             sale_amount=sale.amount_cents,
@@ -364,7 +355,7 @@ def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, 
         from .tasks import notification_outbox_deliver_task
 
         transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
-    return RefundResult(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
+    return RefundOutcome(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
 
 
 def refund_notifications_create(

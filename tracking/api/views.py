@@ -16,6 +16,7 @@ from tracking.services.lead import lead_record
 from tracking.services.refund import refund_record
 from tracking.services.sale import sale_record
 
+from .results import click_body, lead_body, refund_body, sale_body
 from .serializers import ClickInputSerializer, LeadInputSerializer, RefundInputSerializer, SaleInputSerializer
 
 # Sale and refund errors always carry error.code.
@@ -142,7 +143,7 @@ class ClickTrackApi(ProgramKeyApi):
             request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
             request_id=request._request.request_id,
         )
-        return Response(click_record(data=data, context=context))
+        return Response(click_body(click_record(data=data, context=context)))
 
 
 class LeadTrackApi(ProgramKeyApi):
@@ -167,7 +168,8 @@ class LeadTrackApi(ProgramKeyApi):
     )
     def post(self, request):
         data = _validated(LeadInputSerializer(data=request.data))
-        return Response(lead_record(data=data, key=self.program_key, request_id=request._request.request_id))
+        result = lead_record(data=data, key=self.program_key, request_id=request._request.request_id)
+        return Response(lead_body(result))
 
 
 class SaleTrackApi(ProgramKeyApi):
@@ -194,7 +196,8 @@ class SaleTrackApi(ProgramKeyApi):
     def post(self, request):
         test_mode = sale_is_test(data=_body(request), key=self.program_key)
         data = _validated(SaleInputSerializer(data=request.data, test_mode=test_mode))
-        return Response(sale_record(data=data, key=self.program_key, request_id=request._request.request_id))
+        result = sale_record(data=data, key=self.program_key, request_id=request._request.request_id)
+        return Response(sale_body(result))
 
 
 class RefundTrackApi(ProgramKeyApi):
@@ -217,4 +220,4 @@ class RefundTrackApi(ProgramKeyApi):
         if is_test_mode(_body(request).get("additional_data"), self.program_key):
             return Response({"success": True, "test": True})
         data = _validated(RefundInputSerializer(data=request.data))
-        return Response(refund_record(data=data, key=self.program_key))
+        return Response(refund_body(refund_record(data=data, key=self.program_key)))

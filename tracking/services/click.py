@@ -17,10 +17,10 @@ from ..enrichment import device_for_user_agent, geo_for_ip
 from ..link_cache import LinkTarget, link_target_get
 from ..models import ClickEvent, Customer
 from .common import (
+    TestEventRecorded,
     body_test_mode,
     check_test_program,
     new_click_id,
-    test_mode_body,
     tracking_log,
 )
 
@@ -79,7 +79,18 @@ class ClickContext:
     request_id: str = ""
 
 
-def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClickRecorded:
+    """A real click: click_id is the customer's, kept in a first-party cookie for cookie_window_days."""
+
+    click_id: str
+    partner_code: str
+    cookie_window_days: int
+    customer: Customer
+    click_event: ClickEvent
+
+
+def click_record(*, data: dict[str, Any], context: ClickContext) -> ClickRecorded | TestEventRecorded:
     """Records one click on a referral link and answers the click_id to keep in a first-party cookie.
 
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
@@ -148,12 +159,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
             request_id=context.request_id,
             click_id=customer.click_id,
         )
-        return test_mode_body(
-            message=messages.CLICK_TEST_RECORDED,
-            event_id=event.pk,
-            program_id=program_id,
-            click_id=customer.click_id,
-        )
+        return TestEventRecorded(event=event, message=messages.CLICK_TEST_RECORDED, click_id=customer.click_id)
 
     with transaction.atomic():
         customer = _customer_for_click(
@@ -166,12 +172,13 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> dict[str, An
         event.save()
         # Counters last: the link row is every click's hot row, so its lock is held only until commit.
         _count_click(link=link, now=now)
-    return {
-        "success": True,
-        "click_id": customer.click_id,
-        "partner_code": link.short_link,
-        "cookie_window_days": link.cookie_window_days,
-    }
+    return ClickRecorded(
+        click_id=customer.click_id,
+        partner_code=link.short_link,
+        cookie_window_days=link.cookie_window_days,
+        customer=customer,
+        click_event=event,
+    )
 
 
 def _customer_for_click(*, existing_click_id: str, link: LinkTarget, scoped: bool, now) -> Customer:

@@ -1,6 +1,7 @@
 import logging
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from core import messages
@@ -8,7 +9,7 @@ from core.errors import ForbiddenError
 from core.ids import id_parse
 from programs.models import ProgramKey
 
-from ..models import TrackingLog
+from ..models import ClickEvent, LeadEvent, SaleEvent, TrackingLog
 
 logger = logging.getLogger("svc.tracking")
 
@@ -45,12 +46,22 @@ def check_test_program(*, additional_data: dict[str, Any] | None, key: ProgramKe
         raise ForbiddenError(messages.PROGRAM_ID_MISMATCH)
 
 
-def test_mode_body(*, message: str, event_id: int, program_id: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "success": True,
-        "message": message,
-        "data": {"eventId": event_id, "programId": program_id, "test_mode": True, **extra},
-    }
+@dataclass(frozen=True)
+class TestEventRecorded:
+    """A test-mode click, lead or sale: stored flagged, touching nothing real. click_id is the test
+    customer's, answered for a test click only."""
+
+    event: ClickEvent | LeadEvent | SaleEvent
+    message: str
+    click_id: str | None = None
+
+    @property
+    def event_id(self) -> int:
+        return self.event.pk
+
+    @property
+    def program_id(self) -> int:
+        return self.event.program_id
 
 
 def tracking_log(

@@ -1,4 +1,5 @@
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -11,7 +12,7 @@ from programs.models import LeadAuth, ProgramKey
 
 from ..counters import partner_program_add
 from ..models import Customer, CustomerStatus, LeadEvent
-from .common import check_test_program, is_test_mode, test_mode_body, tracking_log
+from .common import TestEventRecorded, check_test_program, is_test_mode, tracking_log
 
 logger = logging.getLogger("svc.tracking")
 
@@ -34,7 +35,18 @@ def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | No
     return customer
 
 
-def lead_record(*, data: dict[str, Any], key: ProgramKey | None, request_id: str = "") -> dict[str, Any]:
+@dataclass(frozen=True)
+class LeadRecorded:
+    """A real lead; provisional while a server_required program waits for its server's confirmation."""
+
+    lead: LeadEvent
+    click_id: str
+    provisional: bool = False
+
+
+def lead_record(
+    *, data: dict[str, Any], key: ProgramKey | None, request_id: str = ""
+) -> LeadRecorded | TestEventRecorded:
     """Moves a clicked customer on to `lead`. Server mode (key) settles at once; browser mode settles at
     once too, except on a server_required program, where it waits as a provisional lead.
 
@@ -74,20 +86,20 @@ def lead_record(*, data: dict[str, Any], key: ProgramKey | None, request_id: str
         # A test lead against a real customer is recorded and changes nothing real.
         event = LeadEvent.objects.create(**event_fields, is_test=True)
         tracking_log(program_id=customer.program_id, event="lead", outcome="test", is_test=True, request_id=request_id)
-        return test_mode_body(message=messages.LEAD_TEST_RECORDED, event_id=event.pk, program_id=customer.program_id)
+        return TestEventRecorded(event=event, message=messages.LEAD_TEST_RECORDED)
 
     if customer.customer_status != CustomerStatus.CLICK:
         raise BadRequestError(messages.LEAD_STATUS_CONFLICT.format(status=customer.customer_status))
 
     if key is None and customer.program.lead_auth == LeadAuth.SERVER_REQUIRED:
         event = _provisional_lead_store(customer=customer, event_fields=event_fields, is_test=test_mode)
-        return {"success": True, "lead_id": event.pk, "click_id": customer.click_id, "provisional": True}
+        return LeadRecorded(lead=event, click_id=customer.click_id, provisional=True)
 
     event = lead_settle(customer=customer, event_fields=event_fields, is_test=test_mode)
     if test_mode:
         tracking_log(program_id=customer.program_id, event="lead", outcome="test", is_test=True, request_id=request_id)
-        return test_mode_body(message=messages.LEAD_TEST_RECORDED, event_id=event.pk, program_id=customer.program_id)
-    return {"success": True, "lead_id": event.pk, "click_id": customer.click_id}
+        return TestEventRecorded(event=event, message=messages.LEAD_TEST_RECORDED)
+    return LeadRecorded(lead=event, click_id=customer.click_id)
 
 
 def _provisional_lead_store(*, customer: Customer, event_fields: dict[str, Any], is_test: bool) -> LeadEvent:

@@ -1,5 +1,6 @@
 import logging
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -7,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from commissions.calculations import NoCommission
+from commissions.models import Commission
 from commissions.services import SaleCommission, commission_create_for_sale
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
@@ -15,7 +17,7 @@ from programs.models import Program, ProgramKey
 from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
-from .common import sale_is_test, test_mode_body, tracking_log
+from .common import TestEventRecorded, sale_is_test, tracking_log
 
 logger = logging.getLogger("svc.tracking")
 
@@ -76,7 +78,26 @@ def _sale_fields(*, data: dict[str, Any], program: Program, now: datetime, is_te
     }
 
 
-def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") -> dict[str, Any]:
+@dataclass(frozen=True)
+class SaleRecorded:
+    """An attributed sale, with its commission or, when there is none, the message saying why."""
+
+    sale: SaleEvent
+    commission: Commission | None
+    message: str
+
+
+@dataclass(frozen=True)
+class SaleWindowExpired:
+    """The converting sale came after the attribution window: nothing was recorded."""
+
+    click_age_days: float
+    window_days: int
+
+
+def sale_record(
+    *, data: dict[str, Any], key: ProgramKey, request_id: str = ""
+) -> SaleRecorded | SaleWindowExpired | TestEventRecorded:
     """Records a sale for the key's program and, when attributable, its commission.
 
     Raises UnprocessableEntityError (currency), BadRequestError (no_attribution; partnerId required after
@@ -111,7 +132,7 @@ def sale_record(*, data: dict[str, Any], key: ProgramKey, request_id: str = "") 
 
 def sale_record_for_customer(
     *, program: Program, customer: Customer, fields: dict[str, Any], now: datetime, request_id: str = ""
-) -> dict[str, Any]:
+) -> SaleRecorded | SaleWindowExpired:
     """Records an attributed sale: the sale endpoint and the processor's payment events both come here.
     The attribution window applies to the sale that converts the customer; renewals follow the customer.
     Raises ConflictError (duplicate), BadRequestError (customer has no partner; the sale is stored) and
@@ -127,15 +148,7 @@ def sale_record_for_customer(
                 request_id=request_id,
                 transaction_id=fields.get("processor_event_id"),
             )
-            return {
-                "success": True,
-                "attributed": False,
-                "reason": "attribution_window_expired",
-                "click_age_days": round(age_days, 2),
-                "window_days": program.cookie_window_days,
-                "sale_id": None,
-                "commission_id": None,
-            }
+            return SaleWindowExpired(click_age_days=age_days, window_days=program.cookie_window_days)
 
     sale = sale_insert(
         fields={
@@ -164,12 +177,7 @@ def sale_record_for_customer(
         raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
 
     sale_metrics_count(sale=sale, customer=customer)
-    return {
-        "success": True,
-        "sale_id": sale.pk,
-        "commission_id": settled.commission.pk if settled.commission else None,
-        "message": sale_message(settled, program=program),
-    }
+    return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
 
 
 def sale_message(settled: SaleCommission, *, program: Program) -> str:
@@ -212,7 +220,7 @@ def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
     return sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
 
 
-def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> dict[str, Any]:
+def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> TestEventRecorded:
     """Test sales are stored flagged, attached to a test customer when one matches, and create no
     commission, no fee and no metrics. Their transaction ids are unique among test sales only."""
     customer = _customer_for_sale(
@@ -244,4 +252,4 @@ def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, 
         sale_id=sale.pk,
         attributed=customer is not None,
     )
-    return test_mode_body(message=messages.SALE_TEST_RECORDED, event_id=sale.pk, program_id=program.pk)
+    return TestEventRecorded(event=sale, message=messages.SALE_TEST_RECORDED)

@@ -10,8 +10,8 @@ from core import messages
 from core.errors import ApiError, BadRequestError
 from programs.models import Program, ProgramKey, ReferralLink
 
-from ..models import SaleEvent
 from .click import ClickContext, click_record
+from .common import TestEventRecorded
 from .lead import lead_record
 from .sale import sale_record
 
@@ -52,14 +52,14 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
         )
         return _finish(result, started)
 
-    def step(name: str, call) -> dict[str, Any] | None:
+    def step(name: str, call) -> TestEventRecorded | None:
         try:
-            body = call()
+            recorded = _as_test_event(call())
         except ApiError as error:
             steps.append({"step": name, "ok": False, "status": error.status, "message": error.message})
             return None
-        steps.append({"step": name, "ok": True, "event_id": body["data"]["eventId"]})
-        return body
+        steps.append({"step": name, "ok": True, "event_id": recorded.event_id})
+        return recorded
 
     click = step(
         "click",
@@ -77,7 +77,7 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
     )
     if click is None:
         return _finish(result, started)
-    click_id = click["data"]["click_id"]
+    click_id = click.click_id
     customer_key = f"verify_{run_id}"
     lead = step(
         "lead",
@@ -103,6 +103,14 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
     )
     result.update({"success": sale is not None, "click_id": click_id, "customer_key": customer_key})
     return _finish(result, started)
+
+
+def _as_test_event(result: object) -> TestEventRecorded:
+    """Every synthetic call goes with the test key, so the services answer a test event; anything else
+    would mean a real event was recorded, which must not pass silently."""
+    if not isinstance(result, TestEventRecorded):
+        raise TypeError(f"a synthetic event was recorded as real: {result!r}")
+    return result
 
 
 def _finish(result: dict[str, Any], started: float) -> dict[str, Any]:
@@ -145,53 +153,57 @@ def synthetic_event_send(
     if event_type == "click" or (event_type == "lead" and not click_id):
         if link is None:
             raise BadRequestError(messages.VERIFICATION_NO_LINK)
-        body = click_record(
-            data={
-                "affiliate_url": site_url(program, aff=link.short_link),
-                "additional_data": {"test_mode": True},
-                "page_url": site_url(program),
-                "session_id": f"test_{tag}",
-            },
-            context=ClickContext(
-                key=test_key, request_ip=request_ip, request_user_agent=user_agent, request_id=request_id
-            ),
+        click = _as_test_event(
+            click_record(
+                data={
+                    "affiliate_url": site_url(program, aff=link.short_link),
+                    "additional_data": {"test_mode": True},
+                    "page_url": site_url(program),
+                    "session_id": f"test_{tag}",
+                },
+                context=ClickContext(
+                    key=test_key, request_ip=request_ip, request_user_agent=user_agent, request_id=request_id
+                ),
+            )
         )
-        click_id = body["data"]["click_id"]
+        click_id = click.click_id or ""
         if event_type == "click":
-            return {**result, "event_id": body["data"]["eventId"], "message": body["message"], "click_id": click_id}
-        result["click_event_id"] = body["data"]["eventId"]
+            return {**result, "event_id": click.event_id, "message": click.message, "click_id": click_id}
+        result["click_event_id"] = click.event_id
 
     if event_type == "lead":
         customer_key = customer_key or f"test_{tag}"
-        body = lead_record(
-            data={"click_id": click_id, "customer_key": customer_key}, key=test_key, request_id=request_id
+        lead = _as_test_event(
+            lead_record(data={"click_id": click_id, "customer_key": customer_key}, key=test_key, request_id=request_id)
         )
         return {
             **result,
-            "event_id": body["data"]["eventId"],
-            "message": body["message"],
+            "event_id": lead.event_id,
+            "message": lead.message,
             "click_id": click_id,
             "customer_key": customer_key,
         }
 
     transaction_id = f"test_{tag}"
-    body = sale_record(
-        data={
-            "transaction_id": transaction_id,
-            "amount_cents": VERIFICATION_AMOUNT_CENTS,
-            "customer_key": customer_key,
-            "click_id": click_id,
-        },
-        key=test_key,
-        request_id=request_id,
+    recorded = _as_test_event(
+        sale_record(
+            data={
+                "transaction_id": transaction_id,
+                "amount_cents": VERIFICATION_AMOUNT_CENTS,
+                "customer_key": customer_key,
+                "click_id": click_id,
+            },
+            key=test_key,
+            request_id=request_id,
+        )
     )
-    sale = SaleEvent.objects.filter(pk=body["data"]["eventId"]).values("attributed", "click_id").get()
+    sale = recorded.event
     return {
         **result,
-        "event_id": body["data"]["eventId"],
-        "message": body["message"],
+        "event_id": recorded.event_id,
+        "message": recorded.message,
         "transaction_id": transaction_id,
         "amount_cents": VERIFICATION_AMOUNT_CENTS,
-        "attributed": sale["attributed"],
-        "click_id": sale["click_id"] or None,
+        "attributed": sale.attributed,
+        "click_id": sale.click_id or None,
     }

@@ -18,6 +18,7 @@ from ..models import CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
 from ..services.lead import lead_settle
 from ..services.sale import (
     SUPPORTED_CURRENCIES,
+    SaleWindowExpired,
     sale_insert,
     sale_record_for_customer,
     sale_record_unattributed,
@@ -112,15 +113,10 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
         type(customer).objects.filter(pk=customer.pk).update(
             processor_customer_id=payment.parties.processor_customer_id
         )
-    if result.get("attributed") is False:
+    if isinstance(result, SaleWindowExpired):
         return Outcome("attribution window expired (nothing recorded)")
-    sale = SaleEvent.objects.get(pk=result["sale_id"])
-    commission = (
-        f", commission #{result['commission_id']}"
-        if result.get("commission_id")
-        else f", no commission ({result['message']})"
-    )
-    return Outcome(f"sale #{sale.pk} attributed by {found_by}{commission}", sale=sale)
+    commission = f", commission #{result.commission.pk}" if result.commission else f", no commission ({result.message})"
+    return Outcome(f"sale #{result.sale.pk} attributed by {found_by}{commission}", sale=result.sale)
 
 
 def _settle_provisional_lead(*, customer, parties: PaymentParties, now) -> None:
