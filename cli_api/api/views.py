@@ -10,8 +10,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from core.api import ratelimit
-from core.api.base import BaseApi, ProgramKeyApi
+from core.api.base import BaseApi
 from core.urls import public_url
+from programs.api.base import ProgramKeyApi
 from programs.models import Program, ProgramKey
 from tracking.readiness import readiness_compute
 

@@ -1,26 +1,7 @@
-"""Program-key authentication for the tracking, readiness and CLI routes.
+"""Generic pieces of authentication: reading a Bearer header, and the dashboard's session authentication.
+Program-key authentication lives with programs (programs.api.auth)."""
 
-The view says how much it needs the key (program_key_mode) and how failures read
-(authentication_failed); this class only parses and looks up."""
-
-from datetime import datetime
-
-from django.contrib.auth.models import AnonymousUser
-from django.utils import timezone
-from django.utils.http import http_date
-from rest_framework.authentication import BaseAuthentication, SessionAuthentication
-
-from core import messages
-from core.errors import UnauthorizedError
-from core.urls import public_url
-from programs.models import ProgramKey
-from programs.selectors import program_key_get_by_raw
-
-REQUIRED = "required"  # sale, refund, readiness, CLI program routes
-OPTIONAL = "optional"  # lead: no key means browser mode, a wrong key is refused
-IGNORED = "ignored"  # click: a key only unlocks visitor_ip and never refuses
-
-ROTATION_DOCS_PATH = "/docs/errors#api_key_rotation_required"
+from rest_framework.authentication import SessionAuthentication
 
 
 def bearer_token(header: str) -> str | None:
@@ -29,67 +10,6 @@ def bearer_token(header: str) -> str | None:
     if scheme.lower() != "bearer":
         return None
     return token.strip()
-
-
-def rotation_headers(key: ProgramKey, request) -> dict[str, str]:
-    assert key.rotation_deadline is not None and key.rotation_marked_at is not None
-    docs_url = public_url(request, ROTATION_DOCS_PATH)
-    return {
-        "Deprecation": f"@{int(key.rotation_marked_at.timestamp())}",
-        "Sunset": http_date(key.rotation_deadline.timestamp()),
-        "Link": f'<{docs_url}>; rel="deprecation"',
-    }
-
-
-def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
-    deadline: datetime = key.rotation_deadline  # type: ignore[assignment]
-    return {
-        "code": "api_key_rotation_required",
-        "message": messages.KEY_ROTATION_WARNING.format(deadline=deadline.isoformat()),
-        "hint": messages.KEY_ROTATION_HINT,
-        "rotate_by": deadline.isoformat(),
-        "docs_url": public_url(request, ROTATION_DOCS_PATH),
-    }
-
-
-def rotation_required_error(key: ProgramKey, request) -> UnauthorizedError:
-    error = UnauthorizedError(
-        messages.KEY_ROTATION_REQUIRED.format(deadline=key.rotation_deadline.isoformat()),  # type: ignore[union-attr]
-        code="api_key_rotation_required",
-        headers=rotation_headers(key, request),
-        hint=messages.KEY_ROTATION_HINT,
-        docs_url=public_url(request, ROTATION_DOCS_PATH),
-    )
-    error.envelope = "typed"  # type: ignore[attr-defined]
-    return error
-
-
-class ProgramKeyAuthentication(BaseAuthentication):
-    def authenticate(self, request):
-        view = request.parser_context["view"]
-        mode = getattr(view, "program_key_mode", REQUIRED)
-        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-        if token is None:
-            if mode == REQUIRED:
-                raise view.authentication_failed(messages.MISSING_AUTH_HEADER)
-            return None
-        if not token:
-            if mode == REQUIRED:
-                raise view.authentication_failed(view.empty_token_message)
-            return None
-        key = program_key_get_by_raw(token)
-        if key is None:
-            if mode == IGNORED:
-                return None
-            raise view.authentication_failed(messages.INVALID_API_TOKEN)
-        if key.is_retired(timezone.now()):
-            if mode == IGNORED:
-                return None
-            raise rotation_required_error(key, request)
-        return (AnonymousUser(), key)
-
-    def authenticate_header(self, request) -> str:
-        return "Bearer"
 
 
 class DashboardSessionAuthentication(SessionAuthentication):

@@ -1,6 +1,6 @@
 """Project base views. Each API view declares its policy as class attributes:
 
-class SaleTrackApi(ProgramKeyApi):
+class SaleTrackApi(ProgramKeyApi):  # programs.api.base.ProgramKeyApi adds program-key authentication
     envelope = "platform"
     default_error_codes = SALE_ERROR_CODES
     failure_message = messages.SALE_TRACKING_FAILED
@@ -14,10 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import messages
-from core.api import auth, ratelimit
+from core.api import ratelimit
 from core.api.envelopes import PLATFORM
-from core.errors import ApiError, UnauthorizedError
-from programs.models import ProgramKey
+from core.errors import ApiError
 
 
 class BaseApi(APIView):
@@ -66,30 +65,4 @@ class BaseApi(APIView):
                 response.headers.setdefault(name, value)
         if self.should_send_request_id(response):
             response["X-Request-ID"] = getattr(request, "request_id", "") or request._request.request_id
-        return response
-
-
-class ProgramKeyApi(BaseApi):
-    """Routes authenticated with a program key (`Authorization: Bearer <key>`)."""
-
-    authentication_classes = [auth.ProgramKeyAuthentication]
-    program_key_mode: str = auth.REQUIRED
-    empty_token_message: str = messages.MISSING_API_TOKEN
-
-    def authentication_failed(self, message: str) -> ApiError:
-        return UnauthorizedError(message)
-
-    @property
-    def program_key(self) -> ProgramKey | None:
-        key = self.request.auth
-        return key if isinstance(key, ProgramKey) else None
-
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
-        response = super().finalize_response(request, response, *args, **kwargs)
-        key = getattr(request, "_auth", None)
-        if isinstance(key, ProgramKey) and key.rotation_flagged:
-            for name, value in auth.rotation_headers(key, request).items():
-                response[name] = value
-            if isinstance(response.data, dict):
-                response.data["warnings"] = [auth.rotation_warning(key, request)]
         return response

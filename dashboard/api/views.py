@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from core import messages
 from core.api import ratelimit
 from core.api.auth import DashboardSessionAuthentication
-from core.api.base import BaseApi, ProgramKeyApi
+from core.api.base import BaseApi
 from core.api.envelopes import TYPED
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
@@ -30,6 +30,7 @@ from dashboard.selectors import (
     tracking_status_get,
     tracking_test_events_get,
 )
+from programs.api.base import ProgramKeyApi
 from programs.models import Action, Program
 from programs.selectors import membership_get, program_live_key_get
 from programs.services import program_settings_update

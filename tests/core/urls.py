@@ -3,9 +3,11 @@
 from django.urls import path
 from rest_framework.response import Response
 
-from core.api import auth, ratelimit
-from core.api.base import BaseApi, ProgramKeyApi
+from core.api import ratelimit
+from core.api.base import BaseApi
 from core.errors import BadRequestError, UnauthorizedError
+from programs.api import auth
+from programs.api.base import ProgramKeyApi
 
 CALLS: list[str] = []
 

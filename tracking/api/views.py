@@ -5,11 +5,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from core import messages
-from core.api import auth, ratelimit
-from core.api.base import ProgramKeyApi
+from core.api import ratelimit
 from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITED, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
+from programs.api import auth
+from programs.api.base import ProgramKeyApi
 from tracking.services.click import ClickContext, click_record
 from tracking.services.common import is_test_mode, sale_is_test
 from tracking.services.lead import lead_record
