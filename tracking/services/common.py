@@ -51,6 +51,8 @@ class TestEventRecorded:
     """A test-mode click, lead or sale: stored flagged, touching nothing real. click_id is the test
     customer's, answered for a test click only."""
 
+    __test__ = False  # not a pytest test class, though tests import it
+
     event: ClickEvent | LeadEvent | SaleEvent
     message: str
     click_id: str | None = None
