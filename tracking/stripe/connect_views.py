@@ -1,3 +1,6 @@
+"""The dashboard pages that connect a program to its Stripe account. They live with the Stripe integration
+because the connection page shows the last payment event the integration received."""
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -8,11 +11,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ForbiddenError, NotFoundError
 from core.urls import public_url
-from tracking.models import ProcessorEvent
-
-from .models import Action
-from .permissions import program_for_action
-from .stripe_connect import (
+from programs.models import Action
+from programs.permissions import program_for_action
+from programs.stripe_connect import (
     StripeConnectError,
     stripe_connect_complete,
     stripe_connect_configured,
@@ -20,6 +21,7 @@ from .stripe_connect import (
     stripe_connect_url,
     stripe_disconnect,
 )
+from tracking.models import ProcessorEvent
 
 
 def _program(request, program_id: int):

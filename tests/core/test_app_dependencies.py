@@ -1,0 +1,86 @@
+"""The apps depend one way: core knows no feature app, and the graph of imports between apps has no cycle.
+
+Every import counts, at the top of a module or inside a function (a function-level import that dodges an
+import cycle is still a dependency). Migrations and tests are left out: they are not the apps' code."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard")
+FEATURE_APPS = tuple(app for app in APPS if app != "core")
+
+
+def _app_files(app: str) -> list[Path]:
+    return [
+        path
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts and not path.name.startswith("test")
+    ]
+
+
+def _imported_modules(tree: ast.AST) -> set[str]:
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+    return modules
+
+
+def app_import_graph() -> dict[str, dict[str, list[str]]]:
+    """app -> {other app it imports -> the importing files}."""
+    graph: dict[str, dict[str, list[str]]] = {app: {} for app in APPS}
+    for app in APPS:
+        for path in _app_files(app):
+            for module in _imported_modules(ast.parse(path.read_text(), filename=str(path))):
+                target = module.split(".")[0]
+                if target in APPS and target != app:
+                    graph[app].setdefault(target, []).append(str(path.relative_to(ROOT)))
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, list[str]]]) -> list[str] | None:
+    """One cycle of the graph as [a, b, ..., a], or None."""
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(app: str) -> list[str] | None:
+        if app in visiting:
+            return [*visiting[visiting.index(app) :], app]
+        if app in done:
+            return None
+        visiting.append(app)
+        for target in sorted(graph[app]):
+            cycle = visit(target)
+            if cycle:
+                return cycle
+        visiting.pop()
+        done.add(app)
+        return None
+
+    for app in APPS:
+        cycle = visit(app)
+        if cycle:
+            return cycle
+    return None
+
+
+def test_core_imports_no_feature_app():
+    graph = app_import_graph()
+    assert {target: files for target, files in graph["core"].items() if target in FEATURE_APPS} == {}
+
+
+def test_programs_imports_only_core():
+    assert set(app_import_graph()["programs"]) <= {"core"}
+
+
+def test_a_cycle_is_found_when_there_is_one():
+    graph = {app: {} for app in APPS}
+    graph["tracking"] = {"commissions": ["tracking/x.py"]}
+    graph["commissions"] = {"programs": ["commissions/x.py"]}
+    graph["programs"] = {"tracking": ["programs/x.py"]}
+    assert find_cycle(graph) == ["programs", "tracking", "commissions", "programs"]
+    graph["programs"] = {}
+    assert find_cycle(graph) is None
