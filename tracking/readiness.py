@@ -41,222 +41,245 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
-    """Counts and checks for one program. `key`, when given, is the key the caller used (its rotation
-    state is checked); otherwise the program's live key is."""
-    base = base_url.rstrip("/")
-    clicks = _counts(ClickEvent, program, "click_timestamp")
-    leads = _counts(LeadEvent, program, "lead_timestamp", Q(provisional=False))
-    leads_with_key = (
-        LeadEvent.objects.filter(program=program, is_test=False, provisional=False).exclude(customer_key="").count()
-    )
-    sales = _counts(SaleEvent, program, "sale_date")
-    attributed = SaleEvent.objects.filter(program=program, is_test=False, attributed=True).count()
+@dataclass(frozen=True)
+class ReadinessCounts:
+    """What the checks read about one program: live/test counts and last live times per event kind."""
+
+    clicks: dict[str, Any]
+    leads: dict[str, Any]
+    leads_with_key: int
+    sales: dict[str, Any]
+    attributed: int
+    links_total: int
+    links_enrolled: int
+    last_processor_event_at: datetime | None
+
+
+def readiness_counts(*, program: Program) -> ReadinessCounts:
     # A link whose partner is not enrolled in the program takes clicks, but every sale through it is refused
     # ("No partner-program relationship found"), so only enrolled links count as working.
     enrolled = Exists(PartnerProgram.objects.filter(partner_id=OuterRef("partner_id"), program=program))
     links = program.links.filter(is_active=True, partner__isnull=False, is_synthetic=False).aggregate(
         total=Count("pk"), enrolled=Count("pk", filter=enrolled)
     )
-    live_key = key or program_live_key_get(program_id=program.pk)
-    now = timezone.now()
-    checks: list[Check] = []
-
-    if links["enrolled"]:
-        unenrolled = links["total"] - links["enrolled"]
-        checks.append(
-            Check(
-                "referral_links",
-                WARN if unenrolled else PASS,
-                "Active referral links",
-                f"{links['enrolled']} active link(s) with an enrolled partner"
-                + (f"; {unenrolled} link(s) whose partner is not enrolled in the program" if unenrolled else ""),
-                ENROL_PARTNER if unenrolled else "",
-            )
-        )
-    elif links["total"]:
-        checks.append(
-            Check(
-                "referral_links",
-                FAIL,
-                "Active referral links",
-                f"{links['total']} active link(s), but no partner enrolled in the program: their sales are refused",
-                ENROL_PARTNER,
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                "referral_links",
-                FAIL,
-                "Active referral links",
-                messages.NO_ACTIVE_LINK,
-                "Create a partner and a referral link for this program (admin → Referral links).",
-            )
-        )
-    tag = tracker_script_tag(base_url=base, program_id=program.pk)
-    if clicks["live"]:
-        checks.append(
-            Check(
-                "clicks_received",
-                PASS,
-                "Clicks received",
-                f"{clicks['live']} click(s), last at {_iso(clicks['last_live'])}",
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                "clicks_received",
-                FAIL,
-                "Clicks received",
-                "No live click recorded yet",
-                f"Add the tracker to every page of {program.domain}: {tag} then open a page with ?aff=<code>.",
-            )
-        )
-    if leads_with_key:
-        checks.append(
-            Check(
-                "leads_with_customer_key",
-                PASS,
-                "Leads with customer_key",
-                f"{leads_with_key} settled lead(s) carry your user id",
-            )
-        )
-    elif leads["live"]:
-        checks.append(
-            Check(
-                "leads_with_customer_key",
-                WARN,
-                "Leads with customer_key",
-                f"{leads['live']} lead(s) but none with customer_key",
-                "Send your internal user id as customer_key on every lead, and the same id on sales.",
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                "leads_with_customer_key",
-                FAIL,
-                "Leads with customer_key",
-                "No settled lead yet",
-                "On signup call POST /api/v1/track/lead with the click_id from the svc_click_id cookie and your "
-                "user id as customer_key, or window.svc.signup(userId, email) in the browser.",
-            )
-        )
-    if attributed:
-        checks.append(
-            Check(
-                "sales_attributed", PASS, "Sales attributed", f"{attributed} of {sales['live']} live sale(s) attributed"
-            )
-        )
-    elif sales["live"]:
-        checks.append(
-            Check(
-                "sales_attributed",
-                WARN,
-                "Sales attributed",
-                f"{sales['live']} sale(s), none attributed",
-                "Send the same customer_key as at lead time (or the click_id) with each sale.",
-            )
-        )
-    else:
-        connected = bool(program.stripe_account_id)
-        checks.append(
-            Check(
-                "sales_attributed",
-                FAIL,
-                "Sales attributed",
-                "No live sale yet",
-                "Payments on the connected Stripe account record sales automatically."
-                if connected
-                else "Call POST /api/v1/track/sale with transaction_id, amount_cents and customer_key after each "
-                "payment, or connect Stripe.",
-            )
-        )
-    if live_key is None:
-        checks.append(
-            Check("key_health", FAIL, "API key", "The program has no live key", "Regenerate the key in the dashboard.")
-        )
-    elif (rotation := KeyRotation.of(live_key, now)).deadline:
-        checks.append(
-            Check(
-                "key_health",
-                FAIL if rotation.retired else WARN,
-                "API key",
-                f"{'Retired on' if rotation.retired else 'Must be rotated before'} {rotation.deadline.isoformat()}",
-                "Regenerate the key in the dashboard (owners) and update your integration.",
-            )
-        )
-    else:
-        checks.append(Check("key_health", PASS, "API key", f"{live_key.masked} is healthy"))
+    last_processor_event_at = None
     if program.stripe_account_id:
-        last = (
+        last_processor_event_at = (
             ProcessorEvent.objects.filter(program=program)
             .order_by("-received_at")
             .values_list("received_at", flat=True)
             .first()
         )
-        detail = f"Connected ({program.stripe_account_id}); last event {_iso(last) or 'none yet'}"
-        checks.append(Check("stripe_connection", PASS, "Stripe connection", detail))
-    else:
-        checks.append(
-            Check(
-                "stripe_connection",
-                WARN,
-                "Stripe connection",
-                "Not connected (optional)",
-                "Connect Stripe to record payments and refunds without calling the sale endpoint.",
-            )
-        )
-    test_total = clicks["test"] + leads["test"] + sales["test"]
-    live_total = clicks["live"] + leads["live"] + sales["live"]
-    if live_total:
-        checks.append(Check("live_events", PASS, "Live events", f"{live_total} live and {test_total} test event(s)"))
-    elif test_total:
-        checks.append(
-            Check(
-                "live_events",
-                WARN,
-                "Live events",
-                f"Only test events so far ({test_total})",
-                "Switch to the live key (aff_…, not aff_test_…) and drop additional_data.test_mode in production.",
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                "live_events",
-                WARN,
-                "Live events",
-                "No events yet",
-                "Run a verification (svc test-event, or Run verification in the dashboard) to prove the pipeline.",
-            )
-        )
+    return ReadinessCounts(
+        clicks=_counts(ClickEvent, program, "click_timestamp"),
+        leads=_counts(LeadEvent, program, "lead_timestamp", Q(provisional=False)),
+        leads_with_key=LeadEvent.objects.filter(program=program, is_test=False, provisional=False)
+        .exclude(customer_key="")
+        .count(),
+        sales=_counts(SaleEvent, program, "sale_date"),
+        attributed=SaleEvent.objects.filter(program=program, is_test=False, attributed=True).count(),
+        links_total=links["total"],
+        links_enrolled=links["enrolled"],
+        last_processor_event_at=last_processor_event_at,
+    )
 
+
+def referral_links_check(counts: ReadinessCounts) -> Check:
+    title = "Active referral links"
+    if counts.links_enrolled:
+        unenrolled = counts.links_total - counts.links_enrolled
+        return Check(
+            "referral_links",
+            WARN if unenrolled else PASS,
+            title,
+            f"{counts.links_enrolled} active link(s) with an enrolled partner"
+            + (f"; {unenrolled} link(s) whose partner is not enrolled in the program" if unenrolled else ""),
+            ENROL_PARTNER if unenrolled else "",
+        )
+    if counts.links_total:
+        return Check(
+            "referral_links",
+            FAIL,
+            title,
+            f"{counts.links_total} active link(s), but no partner enrolled in the program: their sales are refused",
+            ENROL_PARTNER,
+        )
+    return Check(
+        "referral_links",
+        FAIL,
+        title,
+        messages.NO_ACTIVE_LINK,
+        "Create a partner and a referral link for this program (admin → Referral links).",
+    )
+
+
+def clicks_check(counts: ReadinessCounts, *, program: Program, base_url: str) -> Check:
+    if counts.clicks["live"]:
+        detail = f"{counts.clicks['live']} click(s), last at {_iso(counts.clicks['last_live'])}"
+        return Check("clicks_received", PASS, "Clicks received", detail)
+    tag = tracker_script_tag(base_url=base_url, program_id=program.pk)
+    return Check(
+        "clicks_received",
+        FAIL,
+        "Clicks received",
+        "No live click recorded yet",
+        f"Add the tracker to every page of {program.domain}: {tag} then open a page with ?aff=<code>.",
+    )
+
+
+def leads_check(counts: ReadinessCounts) -> Check:
+    title = "Leads with customer_key"
+    if counts.leads_with_key:
+        return Check(
+            "leads_with_customer_key", PASS, title, f"{counts.leads_with_key} settled lead(s) carry your user id"
+        )
+    if counts.leads["live"]:
+        return Check(
+            "leads_with_customer_key",
+            WARN,
+            title,
+            f"{counts.leads['live']} lead(s) but none with customer_key",
+            "Send your internal user id as customer_key on every lead, and the same id on sales.",
+        )
+    return Check(
+        "leads_with_customer_key",
+        FAIL,
+        title,
+        "No settled lead yet",
+        "On signup call POST /api/v1/track/lead with the click_id from the svc_click_id cookie and your "
+        "user id as customer_key, or window.svc.signup(userId, email) in the browser.",
+    )
+
+
+def sales_check(counts: ReadinessCounts, *, program: Program) -> Check:
+    title = "Sales attributed"
+    if counts.attributed:
+        detail = f"{counts.attributed} of {counts.sales['live']} live sale(s) attributed"
+        return Check("sales_attributed", PASS, title, detail)
+    if counts.sales["live"]:
+        return Check(
+            "sales_attributed",
+            WARN,
+            title,
+            f"{counts.sales['live']} sale(s), none attributed",
+            "Send the same customer_key as at lead time (or the click_id) with each sale.",
+        )
+    return Check(
+        "sales_attributed",
+        FAIL,
+        title,
+        "No live sale yet",
+        "Payments on the connected Stripe account record sales automatically."
+        if program.stripe_account_id
+        else "Call POST /api/v1/track/sale with transaction_id, amount_cents and customer_key after each "
+        "payment, or connect Stripe.",
+    )
+
+
+def key_check(live_key: ProgramKey | None, *, now: datetime) -> Check:
+    if live_key is None:
+        return Check(
+            "key_health", FAIL, "API key", "The program has no live key", "Regenerate the key in the dashboard."
+        )
+    rotation = KeyRotation.of(live_key, now)
+    if rotation.deadline:
+        return Check(
+            "key_health",
+            FAIL if rotation.retired else WARN,
+            "API key",
+            f"{'Retired on' if rotation.retired else 'Must be rotated before'} {rotation.deadline.isoformat()}",
+            "Regenerate the key in the dashboard (owners) and update your integration.",
+        )
+    return Check("key_health", PASS, "API key", f"{live_key.masked} is healthy")
+
+
+def stripe_check(counts: ReadinessCounts, *, program: Program) -> Check:
+    if program.stripe_account_id:
+        last = _iso(counts.last_processor_event_at) or "none yet"
+        detail = f"Connected ({program.stripe_account_id}); last event {last}"
+        return Check("stripe_connection", PASS, "Stripe connection", detail)
+    return Check(
+        "stripe_connection",
+        WARN,
+        "Stripe connection",
+        "Not connected (optional)",
+        "Connect Stripe to record payments and refunds without calling the sale endpoint.",
+    )
+
+
+def live_events_check(counts: ReadinessCounts) -> Check:
+    test_total = counts.clicks["test"] + counts.leads["test"] + counts.sales["test"]
+    live_total = counts.clicks["live"] + counts.leads["live"] + counts.sales["live"]
+    if live_total:
+        return Check("live_events", PASS, "Live events", f"{live_total} live and {test_total} test event(s)")
+    if test_total:
+        return Check(
+            "live_events",
+            WARN,
+            "Live events",
+            f"Only test events so far ({test_total})",
+            "Switch to the live key (aff_…, not aff_test_…) and drop additional_data.test_mode in production.",
+        )
+    return Check(
+        "live_events",
+        WARN,
+        "Live events",
+        "No events yet",
+        "Run a verification (svc test-event, or Run verification in the dashboard) to prove the pipeline.",
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ready: bool
+    status: str
+    next_step: str
+
+
+def readiness_verdict(checks: list[Check]) -> Verdict:
+    """Ready unless a check fails; the next step is the first failing check's, else the first warning's."""
     failing = [c for c in checks if c.status == FAIL]
     warning = [c for c in checks if c.status == WARN]
     status = "ready" if not failing and not warning else ("incomplete" if failing else "ready_with_warnings")
     first = (failing or warning or [None])[0]
+    return Verdict(ready=not failing, status=status, next_step=first.next_step if first else "")
+
+
+def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
+    """Counts and checks for one program. `key`, when given, is the key the caller used (its rotation
+    state is checked); otherwise the program's live key is."""
+    counts = readiness_counts(program=program)
+    live_key = key or program_live_key_get(program_id=program.pk)
+    now = timezone.now()
+    checks = [
+        referral_links_check(counts),
+        clicks_check(counts, program=program, base_url=base_url.rstrip("/")),
+        leads_check(counts),
+        sales_check(counts, program=program),
+        key_check(live_key, now=now),
+        stripe_check(counts, program=program),
+        live_events_check(counts),
+    ]
+    verdict = readiness_verdict(checks)
     return {
         "program_id": program.pk,
-        "ready": not failing,
-        "status": status,
-        "next_step": first.next_step if first else "",
+        "ready": verdict.ready,
+        "status": verdict.status,
+        "next_step": verdict.next_step,
         "checked_at": now.isoformat(),
         "counts": {
-            "clicks": clicks["live"],
-            "leads": leads["live"],
-            "sales": sales["live"],
-            "attributed_sales": attributed,
-            "test_clicks": clicks["test"],
-            "test_leads": leads["test"],
-            "test_sales": sales["test"],
+            "clicks": counts.clicks["live"],
+            "leads": counts.leads["live"],
+            "sales": counts.sales["live"],
+            "attributed_sales": counts.attributed,
+            "test_clicks": counts.clicks["test"],
+            "test_leads": counts.leads["test"],
+            "test_sales": counts.sales["test"],
         },
         "last_event_at": {
-            "click": _iso(clicks["last_live"]),
-            "lead": _iso(leads["last_live"]),
-            "sale": _iso(sales["last_live"]),
+            "click": _iso(counts.clicks["last_live"]),
+            "lead": _iso(counts.leads["last_live"]),
+            "sale": _iso(counts.sales["last_live"]),
         },
         "checks": [asdict(c) for c in checks],
     }
