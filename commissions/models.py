@@ -2,8 +2,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.currency import Currency
 from programs.models import CommissionType, Partner, Program, Workspace
-from tracking.models import Currency, Customer, SaleEvent
 
 
 class CommissionStatus(models.TextChoices):
@@ -17,8 +17,11 @@ class CommissionStatus(models.TextChoices):
 class Commission(models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="commissions")
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="commissions")
-    sale = models.OneToOneField(SaleEvent, on_delete=models.PROTECT, related_name="commission")
-    customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # The sale and customer are named, not imported: tracking depends on commissions, never the reverse.
+    sale = models.OneToOneField("tracking.SaleEvent", on_delete=models.PROTECT, related_name="commission")
+    customer = models.ForeignKey(
+        "tracking.Customer", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     amount_cents = models.BigIntegerField()
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     status = models.CharField(max_length=16, choices=CommissionStatus.choices, default=CommissionStatus.PENDING)

@@ -4,6 +4,7 @@ ledger entry in the same transaction, with the commission row locked."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any, Protocol
 
 from django.db import IntegrityError, transaction
 from django.db.models import Min, Sum
@@ -12,7 +13,6 @@ from django.utils import timezone
 from core import messages
 from core.tasks import enqueue
 from programs.models import RECURRING_TYPES, Partner, Program
-from tracking.models import Customer, CustomerStatus, SaleEvent
 
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
@@ -39,83 +39,68 @@ def commission_policy(*, program: Program, product_id: str) -> tuple[str, Decima
 
 @dataclass(frozen=True)
 class SaleCommission:
-    """What commission_create_for_sale settled for one sale: its commission, or why it pays nothing."""
+    """What a sale's commission settlement came to: its commission, or why it pays nothing."""
 
     commission: Commission | None
     no_commission: NoCommission | None = None
     created: bool = False  # False when an earlier run had already settled the sale
 
 
-def commission_create_for_sale(
-    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime
+class SettledSale(Protocol):
+    """What commission_for_sale reads of a sale (tracking's SaleEvent)."""
+
+    pk: Any
+    partner_id: Any
+    product_id: str
+    sale_date: datetime
+    is_recurring: bool
+    amount_cents: int
+    currency: str
+
+
+def commission_for_sale(
+    *, sale: SettledSale, customer: Any, first_sale_at: datetime, program: Program, now: datetime
 ) -> SaleCommission:
-    """The single entry point that gives an attributed live sale its commission: the sale endpoint, the
-    processor's payment events and the reconciler all come here.
+    """Gives an attributed live sale its commission, inside the transaction of the caller
+    (tracking.services.settlement.commission_create_for_sale, which also converts the customer and records a
+    refusal on the sale).
 
     Decides with the sale's product policy (commission_refusal: percent/fixed pay every sale but renewals;
     recurring_* pay every sale within duration_months of the customer's first commissioned sale) at the sale's
-    own time, then in one transaction: creates the commission (approved and credited at once with hold_days 0)
-    or records on the sale why it pays nothing, and converts the customer on their first sale. A crash before
-    the commit leaves none of it, so a later run settles the sale as this one would have; a sale already
-    settled is returned as it is (created False). `now` is when the commission is created and its hold starts."""
-    if sale.no_commission_reason:
-        return SaleCommission(commission=None, no_commission=NoCommission(sale.no_commission_reason))
+    own time, then creates the commission (approved and credited at once with hold_days 0) or returns why it
+    pays nothing. `first_sale_at` is the customer's first live sale; `now` is when the commission is created
+    and its hold starts. Raises IntegrityError when the sale already has its commission."""
     commission_type, rate = commission_policy(program=program, product_id=sale.product_id)
-    try:
-        with transaction.atomic():
-            first_sale_at = _customer_convert(customer=customer, sale_at=sale.sale_date)
-            first_commissioned_at = None
-            if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:
-                first_commissioned_at = _first_commissioned_at(customer_id=customer.pk)
-            refusal = commission_refusal(
-                commission_type=commission_type,
-                is_renewal=sale.is_recurring,
-                sale_at=sale.sale_date,
-                first_commissioned_at=first_commissioned_at,
-                duration_months=program.duration_months,
-            )
-            if refusal is not None:
-                SaleEvent.objects.filter(pk=sale.pk).update(no_commission_reason=refusal)
-                sale.no_commission_reason = refusal
-                return SaleCommission(commission=None, no_commission=refusal)
-            instant = program.hold_days == 0
-            amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
-            commission = Commission.objects.create(
-                program=program,
-                partner_id=sale.partner_id,
-                sale=sale,
-                customer=customer,
-                amount_cents=amount,
-                currency=sale.currency,
-                status=CommissionStatus.APPROVED if instant else CommissionStatus.PENDING,
-                credited=instant,
-                approved_at=now if instant else None,
-                hold_until=now + timedelta(days=program.hold_days),
-                created_at=now,
-            )
-            if instant:
-                _ledger_credit(commission)
-            return SaleCommission(commission=commission, created=True)
-    except IntegrityError:
-        # The sale's one-to-one commission already exists: settled by a concurrent run.
-        existing = Commission.objects.filter(sale_id=sale.pk).first()
-        if existing is None:
-            raise
-        return SaleCommission(commission=existing)
-
-
-def _customer_convert(*, customer: Customer, sale_at: datetime) -> datetime:
-    """Marks the customer converted by their earliest live sale and returns that sale's time. Only a sale
-    earlier than any seen so far locks the customer row, so concurrent first sales convert them once and a
-    later sale (the common case) takes no lock."""
-    if customer.first_sale_at is not None and customer.first_sale_at <= sale_at:
-        return customer.first_sale_at
-    first_sale_at = Customer.objects.select_for_update().values_list("first_sale_at", flat=True).get(pk=customer.pk)
-    if first_sale_at is None or first_sale_at > sale_at:
-        Customer.objects.filter(pk=customer.pk).update(first_sale_at=sale_at, customer_status=CustomerStatus.CONVERTED)
-        first_sale_at = sale_at
-    customer.first_sale_at = first_sale_at
-    return first_sale_at
+    first_commissioned_at = None
+    if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:
+        first_commissioned_at = _first_commissioned_at(customer_id=customer.pk)
+    refusal = commission_refusal(
+        commission_type=commission_type,
+        is_renewal=sale.is_recurring,
+        sale_at=sale.sale_date,
+        first_commissioned_at=first_commissioned_at,
+        duration_months=program.duration_months,
+    )
+    if refusal is not None:
+        return SaleCommission(commission=None, no_commission=refusal)
+    instant = program.hold_days == 0
+    amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
+    commission = Commission.objects.create(
+        program=program,
+        partner_id=sale.partner_id,
+        sale=sale,
+        customer=customer,
+        amount_cents=amount,
+        currency=sale.currency,
+        status=CommissionStatus.APPROVED if instant else CommissionStatus.PENDING,
+        credited=instant,
+        approved_at=now if instant else None,
+        hold_until=now + timedelta(days=program.hold_days),
+        created_at=now,
+    )
+    if instant:
+        _ledger_credit(commission)
+    return SaleCommission(commission=commission, created=True)
 
 
 def _first_commissioned_at(*, customer_id: int) -> datetime | None:
@@ -283,12 +268,20 @@ class RefundOutcome:
     message: str | None = None
 
 
+class RefundedSale(Protocol):
+    """What refund_apply reads of the refunded sale (tracking's SaleEvent)."""
+
+    pk: Any
+    amount_cents: int
+    currency: str
+
+
 SKIP_ALREADY_REVERSED = "already reversed"
 SKIP_REFUND_ID_APPLIED = "refund already applied"
 SKIP_SAME_AMOUNT_RETRY = "same refund amount already applied; treated as a retry"
 
 
-def refund_apply(*, sale: SaleEvent, amount: int | None, refund_id: str | None, reason: str) -> RefundOutcome:
+def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | None, reason: str) -> RefundOutcome:
     """Applies one refund of a sale to its commission; the refund endpoint and the processor's refund
     event both come here. The commission row is locked, so concurrent refunds serialise and the
     cumulative arithmetic never claws back twice. Status, refund bookkeeping, the ledger deduction and the

@@ -1,7 +1,6 @@
 from core.tasks import service_task
 
 from .outbox import notification_outbox_deliver, notification_outbox_deliver_pending
-from .reconciler import commissions_reconcile
 from .services import commissions_approve_due, refund_notifications_create
 
 # Registered names predate the service names; they stay, because beat and queued messages use them.
@@ -26,8 +25,3 @@ def refund_notifications_create_task(commission_id: int, step: int, was_paid_out
 @service_task("commissions.approve_due")
 def commissions_approve_due_task() -> int:
     return commissions_approve_due()
-
-
-@service_task("commissions.reconcile")
-def commissions_reconcile_task() -> int:
-    return commissions_reconcile()

@@ -2,6 +2,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
+from core.currency import Currency
 from programs.models import Partner, Program, ReferralLink
 
 
@@ -97,12 +98,6 @@ class LeadEvent(models.Model):
 
     def __str__(self) -> str:
         return f"lead #{self.pk} {self.click_id}"
-
-
-class Currency(models.TextChoices):
-    USD = "USD"
-    EUR = "EUR"
-    VND = "VND"
 
 
 class SaleType(models.TextChoices):

@@ -8,9 +8,9 @@ import pytest
 
 from commissions.calculations import NoCommission
 from commissions.models import Commission, LedgerEntry
-from commissions.services import commission_create_for_sale
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tracking.models import Customer
+from tracking.services.settlement import commission_create_for_sale
 
 pytestmark = pytest.mark.django_db
 

@@ -18,12 +18,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from commissions.models import Commission, LedgerEntry
-from commissions.reconciler import RECONCILE_GRACE, commissions_reconcile
 from core import messages
 from programs.models import PartnerProgram
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bearer, run_together
 from tracking.models import SaleEvent
+from tracking.reconciler import RECONCILE_GRACE, commissions_reconcile
 
 pytestmark = pytest.mark.django_db
 
@@ -197,7 +197,7 @@ def test_sales_that_are_settled_or_not_the_reconcilers_are_left_alone(customer, 
 
 def test_one_failing_sale_does_not_stop_the_others(customer, link, monkeypatch, caplog):
     first, second = orphan_sale(customer), orphan_sale(customer)
-    from commissions import reconciler
+    from tracking import reconciler
 
     real = reconciler.commission_create_for_sale
 

@@ -72,6 +72,13 @@ def test_core_imports_no_feature_app():
     assert {target: files for target, files in graph["core"].items() if target in FEATURE_APPS} == {}
 
 
+def test_the_app_import_graph_has_no_cycle():
+    graph = app_import_graph()
+    cycle = find_cycle(graph)
+    where = {f"{a} -> {b}": graph[a][b] for a, b in zip(cycle, cycle[1:])} if cycle else {}
+    assert cycle is None, where
+
+
 def test_programs_imports_only_core():
     assert set(app_import_graph()["programs"]) <= {"core"}
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from commissions.calculations import NoCommission
 from commissions.models import Commission
-from commissions.services import SaleCommission, commission_create_for_sale
+from commissions.services import SaleCommission
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from programs.models import Program, ProgramKey
@@ -18,6 +18,7 @@ from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
 from .common import TestEventRecorded, sale_is_test, tracking_log
+from .settlement import commission_create_for_sale
 
 logger = logging.getLogger("svc.tracking")
 

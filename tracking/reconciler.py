@@ -3,7 +3,7 @@
 or a commission that failed with a 500, leaves a sale that is neither commissioned nor marked as paying
 nothing. The reconciler finishes such a sale the way the request would have: the same entry point
 (commission_create_for_sale: policy, customer conversion, commission) at the sale's own time, then the same
-partner-program counters."""
+partner-program counters. It lives with tracking, which owns the sale and its settlement."""
 
 import logging
 from datetime import datetime, timedelta
@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from tracking.models import Customer, SaleEvent
+from commissions.models import Commission
 
-from .models import Commission
-from .services import commission_create_for_sale
+from .models import Customer, SaleEvent
+from .services.sale import sale_metrics_count
+from .services.settlement import commission_create_for_sale
 
 logger = logging.getLogger("svc.commissions")
 
@@ -43,8 +44,6 @@ def sale_reconcile(*, sale_id: int) -> bool:
     or the policy's reason for none); False when there was nothing to do or another run holds the sale.
     The sale row is locked (skip_locked) so concurrent reconcilers never both settle it; the one-commission-
     per-sale constraint stops anything else."""
-    from tracking.services.sale import sale_metrics_count
-
     with transaction.atomic():
         sale = SaleEvent.objects.select_for_update(skip_locked=True).filter(pk=sale_id).first()
         # Read after the lock, so a run that settled the sale just before is seen.

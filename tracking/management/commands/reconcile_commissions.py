@@ -2,7 +2,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 
-from commissions.reconciler import RECONCILE_GRACE, commissions_reconcile
+from tracking.reconciler import RECONCILE_GRACE, commissions_reconcile
 
 
 class Command(BaseCommand):
