@@ -47,7 +47,7 @@ class SaleCommission:
 
 
 class SettledSale(Protocol):
-    """What commission_for_sale reads of a sale (tracking's SaleEvent)."""
+    """What commission_settle reads of a sale (tracking's SaleEvent)."""
 
     pk: Any
     partner_id: Any
@@ -58,7 +58,7 @@ class SettledSale(Protocol):
     currency: str
 
 
-def commission_for_sale(
+def commission_settle(
     *, sale: SettledSale, customer: Any, first_sale_at: datetime, program: Program, now: datetime
 ) -> SaleCommission:
     """Gives an attributed live sale its commission, inside the transaction of the caller

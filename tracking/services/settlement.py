@@ -1,6 +1,6 @@
 """Settling an attributed live sale's commission: the sale endpoint, the processor's payment events and the
 reconciler all come here. Tracking owns the sale and its customer (conversion, the recorded reason a sale
-pays nothing); commissions owns the policy and the money (commissions.services.commission_for_sale)."""
+pays nothing); commissions owns the policy and the money (commissions.services.commission_settle)."""
 
 from datetime import datetime
 
@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from commissions.calculations import NoCommission
 from commissions.models import Commission
-from commissions.services import SaleCommission, commission_for_sale
+from commissions.services import SaleCommission, commission_settle
 from programs.models import Program
 
 from ..models import Customer, CustomerStatus, SaleEvent
@@ -20,7 +20,7 @@ def commission_create_for_sale(
     """The single entry point that gives an attributed live sale its commission.
 
     In one transaction: converts the customer on their first sale, then creates the commission or records on
-    the sale why it pays nothing (commission_for_sale decides, at the sale's own time). A crash before the
+    the sale why it pays nothing (commission_settle decides, at the sale's own time). A crash before the
     commit leaves none of it, so a later run settles the sale as this one would have; a sale already settled
     is returned as it is (created False). `now` is when the commission is created and its hold starts."""
     if sale.no_commission_reason:
@@ -28,7 +28,7 @@ def commission_create_for_sale(
     try:
         with transaction.atomic():
             first_sale_at = customer_convert(customer=customer, sale_at=sale.sale_date)
-            settled = commission_for_sale(
+            settled = commission_settle(
                 sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now
             )
             if settled.no_commission is not None:
