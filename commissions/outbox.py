@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import services
 from .models import NotificationOutbox
 
 logger = logging.getLogger("svc.commissions")
@@ -20,8 +21,6 @@ def notification_outbox_deliver(*, outbox_id: int) -> bool:
     """Delivers one outbox row. False when there is nothing to do: already delivered, being delivered
     by someone else right now, or gone with its commission. A delivery error is recorded on the row
     (attempts, last_error) and raised."""
-    from .services import refund_notifications_create
-
     try:
         with transaction.atomic():
             row = (
@@ -31,7 +30,7 @@ def notification_outbox_deliver(*, outbox_id: int) -> bool:
             )
             if row is None:
                 return False
-            refund_notifications_create(
+            services.refund_notifications_create(
                 commission_id=row.commission_id,
                 step=row.refund_step,
                 was_paid_out=row.was_paid_out,
