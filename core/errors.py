@@ -6,6 +6,11 @@ from typing import Any
 class ApiError(Exception):
     status = 500
     name = "InternalServerError"
+    # None: the envelope the route declares. "typed" for the errors the spec always answers typed (rate limits,
+    # retired keys, a disabled link), whatever the route.
+    envelope: str | None = None
+    # Keys set beside "error" in the body (click's 410 keeps success and message there).
+    top_level: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -60,6 +65,22 @@ class GoneError(ApiError):
     name = "GoneError"
 
 
+class TypedUnauthorizedError(UnauthorizedError):
+    """A 401 the spec answers in the typed envelope on every route (a key past its rotation deadline)."""
+
+    envelope = "typed"
+
+
+class TypedGoneError(GoneError):
+    """A 410 in the typed envelope that also keeps top-level keys (click's disabled link)."""
+
+    envelope = "typed"
+
+    def __init__(self, message: str, *, top_level: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.top_level = top_level
+
+
 class PayloadTooLargeError(ApiError):
     status = 413
     name = "PayloadTooLargeError"
@@ -78,6 +99,7 @@ class UnprocessableEntityError(ApiError):
 class RateLimitedError(ApiError):
     status = 429
     name = "TooManyRequestsError"
+    envelope = "typed"
 
     @classmethod
     def retry_after(cls, message: str, *, seconds: int, headers: dict[str, str] | None = None) -> "RateLimitedError":
@@ -90,7 +112,6 @@ class RateLimitedError(ApiError):
             status=429,
             retry_after_seconds=seconds,
         )
-        error.envelope = "typed"  # type: ignore[attr-defined]
         return error
 
 

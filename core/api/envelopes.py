@@ -58,5 +58,5 @@ def typed_error(error: ApiError) -> dict[str, Any]:
 def render_error(error: ApiError, envelope: str) -> dict[str, Any]:
     body = typed_error(error) if envelope == TYPED else platform_error(error)
     # Click's 410 keeps top-level success/message beside the typed error object.
-    body.update(getattr(error, "top_level", {}))
+    body.update(error.top_level or {})
     return body

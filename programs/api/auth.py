@@ -12,7 +12,7 @@ from rest_framework.authentication import BaseAuthentication
 
 from core import messages
 from core.api.auth import bearer_token
-from core.errors import UnauthorizedError
+from core.errors import TypedUnauthorizedError
 from core.urls import public_url
 from programs.models import ProgramKey
 from programs.selectors import program_key_get_by_raw
@@ -45,16 +45,14 @@ def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
     }
 
 
-def rotation_required_error(key: ProgramKey, request) -> UnauthorizedError:
-    error = UnauthorizedError(
+def rotation_required_error(key: ProgramKey, request) -> TypedUnauthorizedError:
+    return TypedUnauthorizedError(
         messages.KEY_ROTATION_REQUIRED.format(deadline=key.rotation_deadline.isoformat()),  # type: ignore[union-attr]
         code="api_key_rotation_required",
         headers=rotation_headers(key, request),
         hint=messages.KEY_ROTATION_HINT,
         docs_url=public_url(request, ROTATION_DOCS_PATH),
     )
-    error.envelope = "typed"  # type: ignore[attr-defined]
-    return error
 
 
 class ProgramKeyAuthentication(BaseAuthentication):

@@ -84,3 +84,39 @@ def test_wrong_method_is_a_405_in_the_envelope(api_client):
     response = api_client.get("/t/boom")
     assert response.status_code == 405
     assert response.json()["error"]["name"] == "MethodNotAllowedError"
+
+
+def test_the_errors_the_spec_always_answers_typed_carry_their_envelope_whatever_the_route():
+    from core.api.envelopes import PLATFORM, render_error
+    from core.errors import RateLimitedError, TypedGoneError, TypedUnauthorizedError
+
+    gone = TypedGoneError("Link off", code="link_disabled", hint="Turn it on", top_level={"success": False})
+    assert render_error(gone, gone.envelope or PLATFORM) == {
+        "error": {"code": "link_disabled", "message": "Link off", "hint": "Turn it on"},
+        "success": False,
+    }
+    retired = TypedUnauthorizedError("Rotate", code="api_key_rotation_required")
+    assert (retired.envelope, RateLimitedError.envelope, GoneError.envelope, ConflictError.envelope) == (
+        "typed",
+        "typed",
+        None,
+        None,
+    )
+
+
+def test_no_code_sets_an_envelope_or_top_level_keys_on_an_error_after_the_fact():
+    # The error's class says how it renders; an attribute set on one instance is invisible to readers and types.
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assignment = re.compile(r"\.(envelope|top_level)\s*=")
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for app in ("core", "programs", "tracking", "commissions", "cli_api", "dashboard")
+        for path in (root / app).rglob("*.py")
+        if "migrations" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if assignment.search(line) and not line.lstrip().startswith("self.")
+    ]
+    assert offenders == []

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from core import messages
 from core.clientip import parse_ip
-from core.errors import BadRequestError, GoneError
+from core.errors import BadRequestError, TypedGoneError
 from core.ids import id_parse
 from core.text import storable_text
 from programs.models import Program, ProgramKey
@@ -64,10 +64,12 @@ def _link_for(code: str, program_id: Any) -> LinkTarget:
     if link.partner_id is None or link.program_id is None:
         raise BadRequestError(messages.INVALID_LINK_CONFIGURATION)
     if not link.is_active:
-        error = GoneError(messages.LINK_DISABLED, code="link_disabled", hint=messages.LINK_DISABLED_HINT)
-        error.envelope = "typed"  # type: ignore[attr-defined]
-        error.top_level = {"success": False, "message": messages.LINK_DISABLED}  # type: ignore[attr-defined]
-        raise error
+        raise TypedGoneError(
+            messages.LINK_DISABLED,
+            code="link_disabled",
+            hint=messages.LINK_DISABLED_HINT,
+            top_level={"success": False, "message": messages.LINK_DISABLED},
+        )
     return link
 
 
