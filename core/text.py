@@ -5,20 +5,13 @@ import re
 from typing import Any
 
 
+# Every character PostgreSQL cannot store: NUL, and the surrogate range (only ever lone in a Python str).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def storable_text(text: str) -> bool:
     """False for text holding a NUL character or a lone surrogate."""
-    if "\x00" in text:
-        return False
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+    return _UNSTORABLE.search(text) is None
 
 
 def storable_copy(value: Any) -> Any:
