@@ -4,7 +4,6 @@ surrogate (JSON's "\\ud800"); either one reaches the database as a DataError, so
 import re
 from typing import Any
 
-
 # Every character PostgreSQL cannot store: NUL, and the surrogate range (only ever lone in a Python str).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
