@@ -3,13 +3,16 @@
 spec message."""
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
-def spec_messages(message: str) -> dict[str, str]:
+
+def spec_messages(message: str) -> "dict[str, StrOrPromise]":
     """One message for every way a field can be wrong: what the spec gives callers."""
     return {
         key: message for key in ("required", "null", "invalid", "blank", "max_length", "min_value", "invalid_choice")

@@ -66,7 +66,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     shape = getattr(view, "shape_error", None)
     if shape is not None:
         error = shape(error)
-    envelope = error.envelope or getattr(view, "envelope", PLATFORM)
+    declared: str = getattr(view, "envelope", PLATFORM)
+    envelope = error.envelope or declared
     headers = dict(error.headers)
     if error.status == 401:
         headers.setdefault("WWW-Authenticate", "Bearer")
@@ -87,7 +88,8 @@ def error_response_for_route(request: HttpRequest, error: errors.ApiError) -> Js
     codes = getattr(view_class, "default_error_codes", {})
     if error.code is None and error.status in codes:
         error.code = codes[error.status]
-    envelope = error.envelope or getattr(view_class, "envelope", PLATFORM)
+    declared: str = getattr(view_class, "envelope", PLATFORM)
+    envelope = error.envelope or declared
     response = JsonResponse(render_error(error, envelope), status=error.status)
     for name, value in error.headers.items():
         response[name] = value

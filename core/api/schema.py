@@ -167,7 +167,8 @@ class ApiAutoSchema(AutoSchema):
         decide = getattr(self.view, "should_send_request_id", None)
         return decide is not None and bool(decide(SimpleNamespace(status_code=int(status_code))))
 
-    def get_description(self) -> str:
+    # drf-spectacular's AutoSchema already narrows DRF's get_description(path, method) to this signature.
+    def get_description(self) -> str:  # type: ignore[override]
         # Only the view's own docstring: a base class's docstring is a note for maintainers.
         method_doc = get_doc(getattr(self.view, self.method.lower(), None))
         own_doc = type(self.view).__dict__.get("__doc__")
