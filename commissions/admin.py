@@ -1,9 +1,14 @@
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 
 from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
 from .outbox import notification_outbox_deliver
 from .selectors import commissions_with_money
 from .services import withdrawal_cancel, withdrawal_mark_paid
+
+if TYPE_CHECKING:
+    from .selectors import CommissionWithMoney
 
 
 @admin.register(Commission)
@@ -54,11 +59,11 @@ class CommissionAdmin(admin.ModelAdmin):
         return commissions_with_money(super().get_queryset(request))
 
     @admin.display(description="still pays", ordering="payable_cents")
-    def payable(self, commission: Commission) -> int:
+    def payable(self, commission: "CommissionWithMoney") -> int:
         return commission.payable_cents
 
     @admin.display(description="clawed back", ordering="clawed_back_cents")
-    def clawed_back(self, commission: Commission) -> int:
+    def clawed_back(self, commission: "CommissionWithMoney") -> int:
         return commission.clawed_back_cents
 
 

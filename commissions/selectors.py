@@ -12,10 +12,24 @@ From the spec's commission states:
 and nothing for one that was never credited."""
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import BigIntegerField, Case, F, Q, QuerySet, Sum, Value, When
 
 from .models import Commission, CommissionStatus
+
+
+class CommissionMoney(TypedDict):
+    """The annotations commissions_with_money adds."""
+
+    payable_cents: int
+    clawed_back_cents: int
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    CommissionWithMoney = WithAnnotations[Commission, CommissionMoney]
 
 
 def cancelled_by_refund(prefix: str = "") -> Q:
@@ -44,7 +58,9 @@ def clawed_back_cents(prefix: str = "") -> Case:
     )
 
 
-def commissions_with_money(queryset: QuerySet[Commission] | None = None) -> QuerySet[Commission]:
+def commissions_with_money(
+    queryset: QuerySet[Commission] | None = None,
+) -> "QuerySet[CommissionWithMoney]":
     """The commissions annotated with `payable_cents` and `clawed_back_cents`."""
     queryset = Commission.objects.all() if queryset is None else queryset
     return queryset.annotate(payable_cents=payable_cents(), clawed_back_cents=clawed_back_cents())

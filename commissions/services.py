@@ -88,7 +88,7 @@ def commission_settle(
     commission = Commission.objects.create(
         program=program,
         partner_id=sale.partner_id,
-        sale=sale,
+        sale_id=sale.pk,
         customer=customer,
         amount_cents=amount,
         currency=sale.currency,
