@@ -9,6 +9,7 @@ from functools import lru_cache
 import maxminddb
 import user_agents
 from geolite2 import geolite2_database
+from maxminddb.types import Record
 
 logger = logging.getLogger("svc.tracking")
 
@@ -50,14 +51,24 @@ def geo_for_ip(ip: str) -> Geo:
     except (ValueError, OSError):
         logger.warning("geo.lookup_failed", exc_info=True)
         return EMPTY_GEO
-    if not record:
+    if not isinstance(record, dict) or not record:
         return EMPTY_GEO
-    subdivisions = record.get("subdivisions") or [{}]
+    subdivisions = record.get("subdivisions")
+    first_subdivision = subdivisions[0] if isinstance(subdivisions, list) and subdivisions else None
     return Geo(
-        country=(record.get("country") or {}).get("iso_code", "")[:2],
-        region=(subdivisions[0].get("names") or {}).get("en", "")[:128],
-        city=((record.get("city") or {}).get("names") or {}).get("en", "")[:128],
+        country=_text_at(record, "country", "iso_code")[:2],
+        region=_text_at(first_subdivision, "names", "en")[:128],
+        city=_text_at(record, "city", "names", "en")[:128],
     )
+
+
+def _text_at(record: Record | None, *keys: str) -> str:
+    """The text at record[keys[0]][keys[1]]...; empty where the path is missing."""
+    for key in keys:
+        if not isinstance(record, dict):
+            return ""
+        record = record.get(key)
+    return record if isinstance(record, str) else ""
 
 
 @lru_cache(maxsize=4096)
