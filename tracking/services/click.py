@@ -14,7 +14,7 @@ from programs.models import Program, ProgramKey
 
 from ..counters import link_click_count
 from ..enrichment import device_for_user_agent, geo_for_ip
-from ..link_cache import LinkTarget, link_target_get
+from ..link_cache import link_target_get
 from ..models import ClickEvent, Customer
 from .common import (
     TestEventRecorded,
@@ -48,7 +48,18 @@ def referral_code_from(affiliate_url: str) -> str:
     raise BadRequestError(messages.NO_AFF_PARAMETER)
 
 
-def _link_for(code: str, program_id: Any) -> LinkTarget:
+@dataclass(frozen=True)
+class ConfiguredLink:
+    """A link that can take clicks: it names its partner and its program."""
+
+    pk: int
+    short_link: str
+    partner_id: int
+    program_id: int
+    cookie_window_days: int
+
+
+def _link_for(code: str, program_id: Any) -> ConfiguredLink:
     link = link_target_get(code)
     if program_id is not None:
         scoped = id_parse(program_id)
@@ -61,7 +72,8 @@ def _link_for(code: str, program_id: Any) -> LinkTarget:
             raise BadRequestError(messages.UNKNOWN_PROGRAM_ID)
     if link is None:
         raise BadRequestError(messages.REFERRAL_LINK_NOT_FOUND)
-    if link.partner_id is None or link.program_id is None:
+    # The window is the program's, so it is missing exactly when the program is.
+    if link.partner_id is None or link.program_id is None or link.cookie_window_days is None:
         raise BadRequestError(messages.INVALID_LINK_CONFIGURATION)
     if not link.is_active:
         raise TypedGoneError(
@@ -70,7 +82,13 @@ def _link_for(code: str, program_id: Any) -> LinkTarget:
             hint=messages.LINK_DISABLED_HINT,
             top_level={"success": False, "message": messages.LINK_DISABLED},
         )
-    return link
+    return ConfiguredLink(
+        pk=link.pk,
+        short_link=link.short_link,
+        partner_id=link.partner_id,
+        program_id=link.program_id,
+        cookie_window_days=link.cookie_window_days,
+    )
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> ClickRecorde
         check_test_program(additional_data=additional, key=context.key)
     code = referral_code_from(data.get("affiliate_url") or "")
     link = _link_for(code, data.get("program_id"))
-    program_id: int = link.program_id  # type: ignore[assignment]
+    program_id = link.program_id
 
     # visitor_ip is trusted only from the link's own program's server (not a retired key).
     visitor_ip = parse_ip(data.get("visitor_ip"))
@@ -183,7 +201,7 @@ def click_record(*, data: dict[str, Any], context: ClickContext) -> ClickRecorde
     )
 
 
-def _customer_for_click(*, existing_click_id: str, link: LinkTarget, scoped: bool, now) -> Customer:
+def _customer_for_click(*, existing_click_id: str, link: ConfiguredLink, scoped: bool, now) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
     existing_click_id when nobody has it yet."""
@@ -200,10 +218,10 @@ def _customer_for_click(*, existing_click_id: str, link: LinkTarget, scoped: boo
             except IntegrityError:
                 # A concurrent click created it first: reuse theirs.
                 return Customer.objects.get(click_id=existing_click_id)
-    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now)  # type: ignore[arg-type]
+    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now)
 
 
-def _customer_create(*, click_id: str, link: LinkTarget, now) -> Customer:
+def _customer_create(*, click_id: str, link: ConfiguredLink, now) -> Customer:
     return Customer.objects.create(
         program_id=link.program_id,
         click_id=click_id,
@@ -215,5 +233,5 @@ def _customer_create(*, click_id: str, link: LinkTarget, now) -> Customer:
     )
 
 
-def _count_click(*, link: LinkTarget, now) -> None:
-    link_click_count(link_id=link.pk, partner_id=link.partner_id, program_id=link.program_id, now=now)  # type: ignore[arg-type]
+def _count_click(*, link: ConfiguredLink, now) -> None:
+    link_click_count(link_id=link.pk, partner_id=link.partner_id, program_id=link.program_id, now=now)

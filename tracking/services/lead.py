@@ -24,7 +24,8 @@ def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | No
     else:
         # Server mode with only customer_key: it is saved on the customer only once a lead settled,
         # so a first lead sent this way finds nobody.
-        customer = customers.filter(program_id=key.program_id, customer_key=customer_key).order_by("pk").first()  # type: ignore[union-attr]
+        assert key is not None  # lead_record refuses a browser lead without click_id
+        customer = customers.filter(program_id=key.program_id, customer_key=customer_key).order_by("pk").first()
     if customer is None:
         raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
     if key is not None:

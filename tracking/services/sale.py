@@ -193,9 +193,11 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
 def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
     """Partner-program metrics (sales and revenue; commission money is read from the commissions themselves,
     see commissions.selectors). A failure is logged and never fails the sale (spec rule 5)."""
+    if customer.first_partner_id is None:
+        return  # no partner, no partner-program row to count in
     try:
         partner_program_add(
-            partner_id=customer.first_partner_id,  # type: ignore[arg-type]
+            partner_id=customer.first_partner_id,
             program_id=sale.program_id,
             sales=1,
             revenue_cents=sale.amount_cents,
