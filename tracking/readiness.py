@@ -241,7 +241,7 @@ def readiness_verdict(checks: list[Check]) -> Verdict:
     failing = [c for c in checks if c.status == FAIL]
     warning = [c for c in checks if c.status == WARN]
     status = "ready" if not failing and not warning else ("incomplete" if failing else "ready_with_warnings")
-    first = (failing or warning or [None])[0]
+    first = next(iter(failing or warning), None)
     return Verdict(ready=not failing, status=status, next_step=first.next_step if first else "")
 
 

@@ -47,7 +47,12 @@ def sale_reconcile(*, sale_id: int) -> bool:
     with transaction.atomic():
         sale = SaleEvent.objects.select_for_update(skip_locked=True).filter(pk=sale_id).first()
         # Read after the lock, so a run that settled the sale just before is seen.
-        if sale is None or sale.no_commission_reason or Commission.objects.filter(sale_id=sale_id).exists():
+        if (
+            sale is None
+            or sale.customer_id is None
+            or sale.no_commission_reason
+            or Commission.objects.filter(sale_id=sale_id).exists()
+        ):
             return False
         customer = Customer.objects.get(pk=sale.customer_id)
         settled = commission_create_for_sale(sale=sale, customer=customer, program=sale.program, now=sale.created_at)

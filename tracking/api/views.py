@@ -195,9 +195,11 @@ class SaleTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
-        test_mode = sale_is_test(data=_body(request), key=self.program_key)
+        key = self.program_key
+        assert key is not None  # the key is required: authentication refused the call without one
+        test_mode = sale_is_test(data=_body(request), key=key)
         data = _validated(SaleInputSerializer(data=request.data, test_mode=test_mode))
-        result = sale_record(data=data, key=self.program_key, request_id=request._request.request_id)
+        result = sale_record(data=data, key=key, request_id=request._request.request_id)
         return Response(sale_body(result))
 
 
@@ -217,8 +219,10 @@ class RefundTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
+        key = self.program_key
+        assert key is not None  # the key is required: authentication refused the call without one
         # A test key (or a test-mode body) refunds nothing and is answered before the body is checked.
-        if is_test_mode(_body(request).get("additional_data"), self.program_key):
+        if is_test_mode(_body(request).get("additional_data"), key):
             return Response({"success": True, "test": True})
         data = _validated(RefundInputSerializer(data=request.data))
-        return Response(refund_body(refund_record(data=data, key=self.program_key)))
+        return Response(refund_body(refund_record(data=data, key=key)))

@@ -10,6 +10,7 @@ from core import messages
 from core.errors import ApiError, BadRequestError
 from programs.models import Program, ProgramKey, ReferralLink
 
+from ..models import SaleEvent
 from .click import ClickContext, click_record
 from .common import TestEventRecorded
 from .lead import lead_record
@@ -198,6 +199,7 @@ def synthetic_event_send(
         )
     )
     sale = recorded.event
+    assert isinstance(sale, SaleEvent)  # sale_record's test event is the sale it stored
     return {
         **result,
         "event_id": recorded.event_id,

@@ -27,7 +27,12 @@ from .attribution import PaymentParties, stripe_customer_attribute
 
 logger = logging.getLogger("svc.stripe")
 
-INTERVALS = {("month", 1): "monthly", ("month", 3): "quarterly", ("year", 1): "annual"}
+# Keyed by Stripe's (interval, interval_count), looked up with whatever the event carries.
+INTERVALS: dict[tuple[object, object], str] = {
+    ("month", 1): "monthly",
+    ("month", 3): "quarterly",
+    ("year", 1): "annual",
+}
 
 
 @dataclass(frozen=True)

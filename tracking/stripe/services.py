@@ -4,6 +4,7 @@ processing to the worker after their transaction commits."""
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -56,6 +57,6 @@ def processor_events_replay(*, event_pks: Iterable[int]) -> int:
         replayed = list(ProcessorEvent.objects.filter(pk__in=pks).order_by("pk").values_list("pk", flat=True))
         ProcessorEvent.objects.filter(pk__in=replayed).update(status=ProcessorEvent.Status.RECEIVED)
         for pk in replayed:
-            transaction.on_commit(lambda pk=pk: enqueue(processor_event_attempt_task, pk))
+            transaction.on_commit(partial(enqueue, processor_event_attempt_task, pk))
     logger.info("stripe.events_replayed", extra={"event_pks": replayed})
     return len(replayed)
