@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import psycopg
 from psycopg import sql
@@ -66,8 +66,9 @@ def env_int(name: str, default: int, *, minimum: int = 1) -> int:
 
 
 def ensure_wrk() -> str:
-    if shutil.which("wrk"):
-        return shutil.which("wrk")
+    found = shutil.which("wrk")
+    if found:
+        return found
     if not shutil.which("apt-get"):
         fail("wrk is not installed and there is no apt-get to install it; install wrk and run again")
     print("bench: wrk not found, installing the Debian package", flush=True)
@@ -81,9 +82,10 @@ def ensure_wrk() -> str:
         # Package lists are often missing on a fresh machine; refresh them only when needed.
         apt_get("update")
         done = apt_get("install", "-y", "wrk")
-    if done.returncode != 0 or not shutil.which("wrk"):
+    found = shutil.which("wrk")
+    if done.returncode != 0 or not found:
         fail(f"could not install wrk with apt-get (root needed):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return shutil.which("wrk")
+    return found
 
 
 def recreate_database() -> None:
@@ -311,6 +313,7 @@ def sale_commissions(env: dict[str, str], transaction_prefix: str, settle_second
                 break
             previous = counted
             time.sleep(0.5)
+    assert counted is not None  # an aggregate without GROUP BY always returns one row
     sales, with_commission = counted
     return {"sales": sales, "with_commission": with_commission}
 
@@ -432,7 +435,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=ENDPOINTS, default=ENDPOINTS, help="endpoints to drive")
     options = parser.parse_args()
     wanted = [name for name in ENDPOINTS if name in options.only]
-    config = {
+    config: dict[str, Any] = {
         "seconds": env_int("BENCH_SECONDS", 15),
         "warmup": env_int("BENCH_WARMUP", 2, minimum=0),
         "connections": env_int("BENCH_CONNECTIONS", 32),

@@ -66,7 +66,9 @@ def _failure_from(response: httpx.Response) -> CliFailure:
             status=response.status_code,
             request_id=request_id,
         )
-    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    details = error.get("details")
+    if not isinstance(details, dict):
+        details = {}
     # Platform errors name a code in error.code or, for account problems, in error.details.code.
     code = error.get("code") or details.get("code")
     retry_after = error.get("retry_after_seconds")
