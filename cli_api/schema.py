@@ -74,18 +74,6 @@ POLL_OK = data_of(
     },
 )
 LOGOUT_OK = data_of("CliAuthLogout", {"revoked": serializers.BooleanField()})
-INIT_INPUT = inline_serializer(
-    "CliInitInput",
-    fields={
-        "name": serializers.CharField(),
-        "domain": serializers.CharField(),
-        "commission_type": serializers.ChoiceField(["percent", "fixed", "recurring_percent", "recurring_fixed"]),
-        "commission_rate": serializers.FloatField(),
-        "duration_months": serializers.IntegerField(required=False),
-        "cookie_duration": serializers.IntegerField(required=False),
-        "advertiser_id": serializers.IntegerField(required=False),
-    },
-)
 INIT_OK = data_of(
     "CliInit",
     {

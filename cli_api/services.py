@@ -21,7 +21,6 @@ from core.errors import BadRequestError, ForbiddenError, NotFoundError, RateLimi
 from programs.keys import generate_key, key_digest
 from programs.models import Partner, PartnerProgram, Program, ReferralLink, Workspace
 from programs.services import CreatedProgram, program_create
-from programs.validation import program_settings_validate
 from tracking.services.verification import verification_run
 
 from . import messages
@@ -241,12 +240,10 @@ def advertiser_resolve(*, user: AbstractBaseUser, advertiser_id: Any) -> Workspa
     raise ForbiddenError(messages.ADVERTISER_MISMATCH)
 
 
-def cli_program_create(*, user: AbstractBaseUser, data: dict[str, Any]) -> CreatedProgram:
-    """POST /api/v1/cli/init. Checks the advertiser, then the settings in the spec's table order; creates the
-    program with its live and test keys only when everything passed."""
-    workspace = advertiser_resolve(user=user, advertiser_id=data.get("advertiser_id"))
-    clean = program_settings_validate(data)
-    created = program_create(workspace=workspace, **clean)
+def cli_program_create(*, user: AbstractBaseUser, workspace: Workspace, settings: dict[str, Any]) -> CreatedProgram:
+    """POST /api/v1/cli/init: the program with its live and test keys, from settings validated by
+    programs.api.serializers.CliInitInputSerializer, in a workspace from advertiser_resolve."""
+    created = program_create(workspace=workspace, **settings)
     logger.info("cli.program_created", extra={"program_id": created.program.pk, "user_id": user.pk})
     return created
 

@@ -6,15 +6,14 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
 
 from commissions.selectors import payable_cents
-from programs.models import ROLE_ACTIONS, KeyRotation, Program, ProgramKey
-from programs.selectors import program_live_key_get
+from programs.models import ROLE_ACTIONS, KeyRotation, Program
+from programs.selectors import program_live_key_get, program_settings_data
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
@@ -31,11 +30,6 @@ NO_PARTNER_NAME = "(no partner)"
 
 def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
-
-
-def rate_number(value: Decimal) -> int | float:
-    """A rate as a JSON number: whole rates without a fraction (20), others as decimals (12.5)."""
-    return int(value) if value == value.to_integral_value() else float(value)
 
 
 def day_start(day: date) -> datetime:
@@ -96,21 +90,6 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
             "lead": iso(last["last_lead"]),
             "sale": iso(last["last_sale"]),
         },
-    }
-
-
-def program_settings_data(program: Program, *, live_key: ProgramKey | None) -> dict[str, Any]:
-    """The settings fields shared by the status and settings routes (no cookie field: each route names it)."""
-    return {
-        "id": program.pk,
-        "name": program.name,
-        "domain": program.domain,
-        "commission_type": program.commission_type,
-        "commission_rate": rate_number(program.commission_rate),
-        "duration_months": program.duration_months,
-        "hold_days": program.hold_days,
-        "lead_auth": program.lead_auth,
-        "api_token_masked": live_key.masked if live_key else "",
     }
 
 

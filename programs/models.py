@@ -77,6 +77,23 @@ class LeadAuth(models.TextChoices):
     SERVER_REQUIRED = "server_required", "Browser leads stay provisional until confirmed"
 
 
+# What an owner may change on an existing program (PATCH /api/v1/programs/:id/settings), in check order.
+EDITABLE_SETTINGS = (
+    "name",
+    "domain",
+    "commission_type",
+    "commission_rate",
+    "duration_months",
+    "cookie_duration",
+    "hold_days",
+    "lead_auth",
+)
+# The rate column holds 14 digits, 4 after the point; a larger rate would fail in the database.
+COMMISSION_RATE_MAX = Decimal("9999999999.9999")
+# A hundred years. Larger values would overflow the date arithmetic of the recurring period.
+DURATION_MONTHS_MAX = 1200
+
+
 class Program(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="programs")
     name = models.CharField(max_length=200)

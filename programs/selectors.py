@@ -1,3 +1,6 @@
+from decimal import Decimal
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from .keys import digests_match, key_digest
@@ -23,3 +26,23 @@ def membership_get(*, user: AbstractBaseUser | AnonymousUser, program: Program) 
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(user=user, workspace_id=program.workspace_id, is_active=True).first()
+
+
+def rate_number(value: Decimal) -> int | float:
+    """A rate as a JSON number: whole rates without a fraction (20), others as decimals (12.5)."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def program_settings_data(program: Program, *, live_key: ProgramKey | None) -> dict[str, Any]:
+    """The settings fields shared by the status and settings routes (no cookie field: each route names it)."""
+    return {
+        "id": program.pk,
+        "name": program.name,
+        "domain": program.domain,
+        "commission_type": program.commission_type,
+        "commission_rate": rate_number(program.commission_rate),
+        "duration_months": program.duration_months,
+        "hold_days": program.hold_days,
+        "lead_auth": program.lead_auth,
+        "api_token_masked": live_key.masked if live_key else "",
+    }

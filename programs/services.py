@@ -3,11 +3,12 @@
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TypedDict
 
 from django.db import transaction
 from django.utils import timezone
 
+from core import messages
 from core.errors import BadRequestError
 
 from .keys import (
@@ -18,10 +19,22 @@ from .keys import (
     key_digest,
     key_prefix_of,
 )
-from .models import AgentKey, Program, ProgramKey, Workspace
-from .validation import EDITABLE_SETTINGS, program_settings_changes_validate
+from .models import PERCENT_TYPES, AgentKey, Program, ProgramKey, Workspace
 
-SETTINGS_EMPTY_PATCH = "Send at least one setting to change. Editable: " + ", ".join(EDITABLE_SETTINGS)
+
+class SettingsChanges(TypedDict, total=False):
+    """An update of a program's settings, validated (programs.api.serializers.ProgramSettingsPatchSerializer)."""
+
+    name: str
+    domain: str
+    commission_type: str
+    commission_rate: Decimal
+    duration_months: int
+    cookie_duration: int
+    hold_days: int
+    lead_auth: str
+
+
 _PREFIX_BY_MODE = {ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX, ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX}
 
 
@@ -114,16 +127,23 @@ def agent_key_issue(*, key: AgentKey) -> str:
     return raw
 
 
-def program_settings_update(*, program_id: int, data: dict[str, Any]) -> Program:
-    """Validates and saves an update in one transaction. The row is locked first and checked as it is now:
-    two concurrent updates (one to a percent type, one raising the rate) would otherwise each pass against
-    the old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is saved then."""
-    if not data:
-        # An empty patch is a caller mistake (a dropped body, a misspelt client), not a successful no-op.
-        raise BadRequestError(SETTINGS_EMPTY_PATCH)
+def commission_rate_check(*, commission_type: str, rate: Decimal) -> None:
+    """A percentage rate (percent, recurring_percent) is at most 100. Raises BadRequestError."""
+    if commission_type in PERCENT_TYPES and rate > 100:
+        raise BadRequestError(messages.PROGRAM_RATE_OVER_100)
+
+
+def program_settings_update(*, program_id: int, changes: SettingsChanges) -> Program:
+    """Saves validated changes in one transaction. The row is locked first and the rate checked against it as
+    it is now: two concurrent updates (one to a percent type, one raising the rate) would otherwise each pass
+    against the old row and together break the percent-at-most-100 rule. Raises BadRequestError; nothing is
+    saved then."""
     with transaction.atomic():
         program = Program.objects.select_for_update().get(pk=program_id)
-        changes = program_settings_changes_validate(data, current=program)
+        commission_rate_check(
+            commission_type=changes.get("commission_type", program.commission_type),
+            rate=changes.get("commission_rate", program.commission_rate),
+        )
         if changes:
             for field, value in changes.items():
                 setattr(program, field, value)

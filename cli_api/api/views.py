@@ -1,7 +1,6 @@
 """The command-line helper API, /api/v1/cli/*. Every route: rate limit 60/min per Bearer credential (IP when none
 is sent), request id at the end of a 500's message and in its details. Bodies: {"data": ...}; see docs/cli.md."""
 
-from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,7 +12,9 @@ from core.api import ratelimit
 from core.api.base import BaseApi
 from core.urls import public_url
 from programs.api.base import ProgramKeyApi
+from programs.api.serializers import CliInitInputSerializer
 from programs.models import Program, ProgramKey
+from programs.selectors import rate_number
 from tracking.readiness import readiness_compute
 
 from .. import messages
@@ -24,6 +25,7 @@ from ..services import (
     LOGIN_SESSION_LIFETIME,
     POLL_INTERVAL_SECONDS,
     TEST_RUNS_PER_HOUR,
+    advertiser_resolve,
     cli_program_create,
     cli_test_event_run,
     cli_token_revoke,
@@ -44,10 +46,6 @@ def _body(request) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _number(value: Decimal) -> int | float:
-    return int(value) if value == value.to_integral_value() else float(value)
-
-
 def program_out(program: Program) -> dict[str, Any]:
     keys = {key.mode: key.masked for key in program.keys.all()}
     return {
@@ -57,7 +55,7 @@ def program_out(program: Program) -> dict[str, Any]:
         "advertiser_id": program.workspace_id,
         "advertiser_name": program.workspace.name,
         "commission_type": program.commission_type,
-        "commission_rate": _number(program.commission_rate),
+        "commission_rate": rate_number(program.commission_rate),
         "duration_months": program.duration_months,
         "cookie_duration": program.cookie_duration,
         "api_token_masked": keys.get(ProgramKey.Mode.LIVE, ""),
@@ -164,11 +162,16 @@ class ProgramInitApi(LoginTokenApi):
 
     @extend_schema(
         summary="Create a program (svc init); its keys are returned once",
-        request=docs.INIT_INPUT,
+        request=CliInitInputSerializer,
         responses={201: docs.INIT_OK, **docs.errors(400, 401, 403)},
     )
     def post(self, request):
-        created = cli_program_create(user=request.user, data=_body(request))
+        body = _body(request)
+        # The spec's table order: the advertiser (403) before the settings (400).
+        workspace = advertiser_resolve(user=request.user, advertiser_id=body.get("advertiser_id"))
+        serializer = CliInitInputSerializer(data=body)
+        serializer.is_valid(raise_exception=True)
+        created = cli_program_create(user=request.user, workspace=workspace, settings=serializer.validated_data)
         data = {
             "program": program_out(created.program),
             "api_key": created.api_key,

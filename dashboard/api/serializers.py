@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
 from dashboard.selectors import EVENT_TYPES, TimeBounds
-from programs.models import CommissionType, LeadAuth
+from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
 from tracking.services.verification import SYNTHETIC_EVENT_TYPES
 
 PAGE_SIZE_MAX = 100
@@ -223,61 +223,9 @@ class CheckTestEventsInputSerializer(LeanSerializer):
     )
 
 
-def _whole_number(minimum: int, maximum: int | None, help_text: str) -> serializers.JSONField:
-    """A whole number, sent as a JSON number or a string of digits (the settings route accepts both)."""
-    schema: dict[str, Any] = {"type": ["integer", "string"], "minimum": minimum, "pattern": r"^\s*[0-9]+\s*$"}
-    if maximum is not None:
-        schema["maximum"] = maximum
-    return extend_schema_field(schema)(serializers.JSONField(required=False, help_text=help_text))
-
-
-@extend_schema_field({"type": ["number", "string"], "exclusiveMinimum": 0})
-class _RateField(serializers.JSONField):
-    pass
-
-
-class SettingsPatchSerializer(serializers.Serializer):
-    """The settings to change; send at least one. Fields left out keep their value. Checked in this order,
-    the first failure answers 400 and nothing is saved."""
-
-    min_properties = 1  # programs.services.program_settings_update refuses an empty patch
-    name = serializers.CharField(required=False, max_length=200, help_text="Surrounding spaces are trimmed")
-    domain = serializers.CharField(required=False, max_length=253, help_text="Surrounding spaces are trimmed")
-    commission_type = serializers.ChoiceField(choices=CommissionType.choices, required=False)
-    commission_rate = _RateField(
-        required=False,
-        help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent",
-    )
-    duration_months = _whole_number(0, None, "Recurring commissions: months from the first sale (0 = lifetime)")
-    cookie_duration = _whole_number(1, 365, "Attribution window in days")
-    hold_days = _whole_number(0, 365, "Days a new commission stays pending before it can be paid")
-    lead_auth = serializers.ChoiceField(choices=LeadAuth.values, required=False)
-
-
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
 
 _TIME = serializers.DateTimeField(allow_null=True)
-
-PROGRAM_SETTINGS_FIELDS = {
-    "id": serializers.IntegerField(),
-    "name": serializers.CharField(),
-    "domain": serializers.CharField(),
-    "commission_type": serializers.ChoiceField(choices=CommissionType.choices),
-    "commission_rate": serializers.FloatField(),
-    "duration_months": serializers.IntegerField(),
-    "hold_days": serializers.IntegerField(),
-    "lead_auth": serializers.ChoiceField(choices=LeadAuth.values),
-    "api_token_masked": serializers.CharField(),
-}
-
-SETTINGS_OK = inline_serializer(
-    "ProgramSettingsResult",
-    fields={
-        "data": inline_serializer(
-            "ProgramSettings", fields={**PROGRAM_SETTINGS_FIELDS, "cookie_duration": serializers.IntegerField()}
-        )
-    },
-)
 
 STATUS_OK = inline_serializer(
     "TrackingStatusResult",

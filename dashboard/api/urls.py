@@ -3,7 +3,6 @@ from django.urls import path
 from .views import (
     ProgramClickSourcesGetApi,
     ProgramReadinessGetApi,
-    ProgramSettingsApi,
     TrackingEventsListApi,
     TrackingPerformanceGetApi,
     TrackingReadinessGetApi,
@@ -29,5 +28,4 @@ urlpatterns = [
     path("api/tracking/check-test-events", TrackingTestEventsCheckApi.as_view(), name="tracking-check-test-events"),
     path("api/v1/programs/me/readiness", ProgramReadinessGetApi.as_view(), name="program-readiness"),
     path("api/v1/programs/me/analytics/sources", ProgramClickSourcesGetApi.as_view(), name="program-click-sources"),
-    path("api/v1/programs/<str:program_id>/settings", ProgramSettingsApi.as_view(), name="program-settings"),
 ]

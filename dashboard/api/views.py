@@ -1,8 +1,8 @@
-"""The dashboard API (/api/tracking/*, program settings; signed-in session only) and the two program-key
-report routes (/api/v1/programs/me/readiness, /api/v1/programs/me/analytics/sources).
+"""The dashboard API (/api/tracking/*; signed-in session only) and the two program-key report routes
+(/api/v1/programs/me/readiness, /api/v1/programs/me/analytics/sources).
 
 Dashboard routes take the program from the path, or from `program_id` in the body of the two POST routes
-without one, and need an active membership whose role allows the route's action (dashboard.permissions).
+without one, and need an active membership whose role allows the route's action (programs.permissions).
 A program key is never looked at on them. Success bodies are {"data": ..., "meta"?: ...}; errors use the
 platform envelope; POST and PATCH need the CSRF token (SessionAuthentication enforces it)."""
 
@@ -14,26 +14,22 @@ from rest_framework.response import Response
 
 from core import messages
 from core.api import ratelimit
-from core.api.auth import DashboardSessionAuthentication
-from core.api.base import BaseApi
 from core.api.envelopes import TYPED
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
-from core.errors import ApiError, BadRequestError, UnauthorizedError
+from core.errors import ApiError, UnauthorizedError
 from core.urls import public_url
-from dashboard.permissions import HasProgramAction
 from dashboard.selectors import (
     click_sources_get,
-    program_settings_data,
     tracking_events_list,
     tracking_performance_get,
     tracking_status_get,
     tracking_test_events_get,
 )
-from programs.api.base import ProgramKeyApi
-from programs.models import Action, Program
-from programs.selectors import membership_get, program_live_key_get
-from programs.services import program_settings_update
+from programs.api.base import ProgramKeyApi, ProgramMemberApi
+from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
+from programs.models import Action
+from programs.selectors import membership_get
 from tracking.readiness import readiness_compute
 from tracking.services.verification import synthetic_event_send, verification_run
 
@@ -41,14 +37,6 @@ from . import serializers as s
 
 READINESS_RETRY_AFTER_SECONDS = 10
 
-DASHBOARD_ERRORS = {
-    400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request; the message names the parameter"),
-    401: OpenApiResponse(PLATFORM_ERROR, description="Not signed in (a program key is never accepted)"),
-    403: OpenApiResponse(PLATFORM_ERROR, description="No active membership allowing the action, or CSRF failed"),
-    404: OpenApiResponse(PLATFORM_ERROR, description="Program not found"),
-    500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
-}
-PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
 DAY_RANGE = [
     OpenApiParameter("dateFrom", str, description="YYYY-MM-DD, inclusive (default: 29 days before dateTo)"),
     OpenApiParameter("dateTo", str, description="YYYY-MM-DD, inclusive (default: today, UTC); range ≤ 366 days"),
@@ -64,31 +52,13 @@ def _base_url(request) -> str:
     return public_url(request, "/").rstrip("/")
 
 
-class DashboardApi(BaseApi):
-    """Signed-in dashboard session only; `HasProgramAction` resolves `self.program`."""
-
-    authentication_classes = [DashboardSessionAuthentication]
-    permission_classes = [HasProgramAction]
-    metadata_class = None  # no OPTIONS description: it would skip the program check
-    blank_query_means_absent = True  # query parameters are read through serializers.present()
-    program_id_from = "path"
-    program_actions: dict[str, str] = {}
-    program: Program
-
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
-        response = super().finalize_response(request, response, *args, **kwargs)
-        # Per-user data: never kept by a shared cache.
-        response["Cache-Control"] = "private, no-store"
-        return response
-
-
-class TrackingStatusGetApi(DashboardApi):
+class TrackingStatusGetApi(ProgramMemberApi):
     program_actions = {"GET": Action.TRACKING_LIST}
 
     @extend_schema(
         summary="Program settings, key and Stripe state, the caller's role, latest live events",
         parameters=[PROGRAM_ID],
-        responses={200: s.STATUS_OK, **DASHBOARD_ERRORS},
+        responses={200: s.STATUS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         membership = membership_get(user=request.user, program=self.program)
@@ -96,13 +66,13 @@ class TrackingStatusGetApi(DashboardApi):
         return Response({"data": tracking_status_get(program=self.program, role=role, now=timezone.now())})
 
 
-class TrackingEventsListApi(DashboardApi):
+class TrackingEventsListApi(ProgramMemberApi):
     program_actions = {"GET": Action.TRACKING_LIST}
 
     @extend_schema(
         summary="Live clicks, leads and conversions, newest first (each type capped at 3 × pageSize)",
         parameters=[PROGRAM_ID, s.EventsQuerySerializer],
-        responses={200: s.EVENTS_OK, **DASHBOARD_ERRORS},
+        responses={200: s.EVENTS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         query = _validated(s.EventsQuerySerializer(data=s.present(request.query_params)))
@@ -116,13 +86,13 @@ class TrackingEventsListApi(DashboardApi):
         return Response({"data": items, "meta": {"pagination": pagination}})
 
 
-class TrackingPerformanceGetApi(DashboardApi):
+class TrackingPerformanceGetApi(ProgramMemberApi):
     program_actions = {"GET": Action.TRACKING_LIST}
 
     @extend_schema(
         summary="Clicks, leads, sales, revenue and commission per UTC day and per partner",
         parameters=[PROGRAM_ID, *DAY_RANGE],
-        responses={200: s.PERFORMANCE_OK, **DASHBOARD_ERRORS},
+        responses={200: s.PERFORMANCE_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         today = timezone.now().date()
@@ -130,39 +100,39 @@ class TrackingPerformanceGetApi(DashboardApi):
         return Response({"data": tracking_performance_get(program=self.program, **query)})
 
 
-class TrackingReadinessGetApi(DashboardApi):
+class TrackingReadinessGetApi(ProgramMemberApi):
     program_actions = {"GET": Action.TRACKING_LIST}
 
     @extend_schema(
         summary="The readiness verdict of the program (the same as the program-key route)",
         parameters=[PROGRAM_ID],
-        responses={200: s.READINESS_OK, **DASHBOARD_ERRORS},
+        responses={200: s.READINESS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         return Response({"data": readiness_compute(program=self.program, base_url=_base_url(request))})
 
 
-class TrackingVerificationRunApi(DashboardApi):
+class TrackingVerificationRunApi(ProgramMemberApi):
     program_actions = {"POST": Action.TRACKING_TEST}
 
     @extend_schema(
         summary="Run the synthetic test click → lead → sale chain; each step's outcome is in the result",
         parameters=[PROGRAM_ID],
         request=None,
-        responses={200: s.VERIFICATION_OK, **DASHBOARD_ERRORS},
+        responses={200: s.VERIFICATION_OK, **MEMBER_ERRORS},
     )
     def post(self, request, program_id: str):
         return Response({"data": verification_run(program=self.program, request_id=request._request.request_id)})
 
 
-class TrackingTestEventSendApi(DashboardApi):
+class TrackingTestEventSendApi(ProgramMemberApi):
     program_actions = {"POST": Action.TRACKING_TEST}
     program_id_from = "body"
 
     @extend_schema(
         summary="Send one test-mode click, lead or sale through the real tracking services",
         request=s.TestEventInputSerializer,
-        responses={200: s.TEST_EVENT_OK, **DASHBOARD_ERRORS},
+        responses={200: s.TEST_EVENT_OK, **MEMBER_ERRORS},
     )
     def post(self, request):
         data = _validated(s.TestEventInputSerializer(data=request.data))
@@ -178,62 +148,20 @@ class TrackingTestEventSendApi(DashboardApi):
         return Response({"data": result})
 
 
-class TrackingTestEventsCheckApi(DashboardApi):
+class TrackingTestEventsCheckApi(ProgramMemberApi):
     program_actions = {"POST": Action.TRACKING_TEST}
     program_id_from = "body"
 
     @extend_schema(
         summary="Which test events of each type arrived since a time (default: the last hour)",
         request=s.CheckTestEventsInputSerializer,
-        responses={200: s.CHECK_TEST_EVENTS_OK, **DASHBOARD_ERRORS},
+        responses={200: s.CHECK_TEST_EVENTS_OK, **MEMBER_ERRORS},
     )
     def post(self, request):
         data = _validated(s.CheckTestEventsInputSerializer(data=request.data))
         now = timezone.now()
         since = data["since"].value if data.get("since") else now - s.TEST_EVENTS_DEFAULT_WINDOW
         return Response({"data": tracking_test_events_get(program=self.program, since=since, now=now)})
-
-
-# --- Program settings (dashboard sign-in) ------------------------------------------------------------------
-
-
-def _settings_body(program: Program) -> dict[str, Any]:
-    live_key = program_live_key_get(program_id=program.pk)
-    return {"data": {**program_settings_data(program, live_key=live_key), "cookie_duration": program.cookie_duration}}
-
-
-class ProgramSettingsApi(DashboardApi):
-    """GET needs tracking:list, PATCH program:manage. 30 calls per minute per sign-in."""
-
-    rate_scope = ratelimit.PROGRAM_SETTINGS
-    failure_message = messages.SETTINGS_UPDATE_FAILED
-    program_actions = {"GET": Action.TRACKING_LIST, "PATCH": Action.PROGRAM_MANAGE}
-
-    @extend_schema(
-        summary="A program's settings",
-        parameters=[PROGRAM_ID],
-        responses={200: s.SETTINGS_OK, **DASHBOARD_ERRORS},
-    )
-    def get(self, request, program_id: str):
-        return Response(_settings_body(self.program))
-
-    @extend_schema(
-        summary="Change a program's settings (owners and admins); answers the updated settings",
-        parameters=[PROGRAM_ID],
-        request=s.SettingsPatchSerializer,
-        responses={
-            200: s.SETTINGS_OK,
-            **DASHBOARD_ERRORS,
-            400: OpenApiResponse(
-                PLATFORM_ERROR, description="Empty patch, unknown field or bad value; the message names it"
-            ),
-        },
-    )
-    def patch(self, request, program_id: str):
-        if not isinstance(request.data, dict):
-            raise BadRequestError(messages.BODY_NOT_OBJECT)
-        program = program_settings_update(program_id=self.program.pk, data=request.data)
-        return Response(_settings_body(program))
 
 
 # --- Program-key report routes ------------------------------------------------------------------------------

@@ -10,10 +10,12 @@ class SaleTrackApi(ProgramKeyApi):
 from typing import Any
 
 from core import messages
+from core.api.auth import DashboardSessionAuthentication
 from core.api.base import BaseApi
 from core.errors import ApiError, UnauthorizedError
 from programs.api import auth
-from programs.models import ProgramKey
+from programs.models import Program, ProgramKey
+from programs.permissions import HasProgramAction
 
 
 class ProgramKeyApi(BaseApi):
@@ -39,4 +41,23 @@ class ProgramKeyApi(BaseApi):
                 response[name] = value
             if isinstance(response.data, dict):
                 response.data["warnings"] = [auth.rotation_warning(key, request)]
+        return response
+
+
+class ProgramMemberApi(BaseApi):
+    """Routes for a signed-in program member (dashboard session only; a program key is never looked at).
+    `HasProgramAction` resolves `self.program` from the path or the body and checks the role's action."""
+
+    authentication_classes = [DashboardSessionAuthentication]
+    permission_classes = [HasProgramAction]
+    metadata_class = None  # no OPTIONS description: it would skip the program check
+    blank_query_means_absent = True  # query parameters are read through serializers.present()
+    program_id_from = "path"
+    program_actions: dict[str, str] = {}
+    program: Program
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Per-user data: never kept by a shared cache.
+        response["Cache-Control"] = "private, no-store"
         return response

@@ -1,7 +1,10 @@
-"""OpenAPI: how program-key authentication appears in the generated description (registered by ProgramsConfig)."""
+"""OpenAPI: how program-key authentication appears in the generated description (registered by ProgramsConfig),
+and the parameters and errors shared by the program-member routes."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
+from core.api.schema import PLATFORM_ERROR
 from programs.api import auth
 
 
@@ -24,3 +27,13 @@ class ProgramKeyScheme(OpenApiAuthenticationExtension):
         if getattr(auto_schema.view, "program_key_mode", auth.REQUIRED) != auth.REQUIRED:
             return [{self.name: []}, {}]
         return {self.name: []}
+
+
+PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
+MEMBER_ERRORS = {
+    400: OpenApiResponse(PLATFORM_ERROR, description="Invalid request; the message names the parameter"),
+    401: OpenApiResponse(PLATFORM_ERROR, description="Not signed in (a program key is never accepted)"),
+    403: OpenApiResponse(PLATFORM_ERROR, description="No active membership allowing the action, or CSRF failed"),
+    404: OpenApiResponse(PLATFORM_ERROR, description="Program not found"),
+    500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
+}

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import ProgramKeyRegenerateApi
+from .views import ProgramKeyRegenerateApi, ProgramSettingsApi
 
 urlpatterns = [
     path(
@@ -8,4 +8,5 @@ urlpatterns = [
         ProgramKeyRegenerateApi.as_view(),
         name="program-key-regenerate",
     ),
+    path("api/v1/programs/<str:program_id>/settings", ProgramSettingsApi.as_view(), name="program-settings"),
 ]

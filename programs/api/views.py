@@ -1,13 +1,23 @@
+from typing import Any
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core import messages
+from core.api import ratelimit
 from core.api.auth import DashboardSessionAuthentication
 from core.api.base import BaseApi
 from core.api.schema import PLATFORM_ERROR
-from programs.models import Action, ProgramKey
+from core.errors import BadRequestError
+from programs.models import Action, Program, ProgramKey
 from programs.permissions import program_for_action
-from programs.services import program_key_regenerate
+from programs.selectors import program_live_key_get, program_settings_data
+from programs.services import program_key_regenerate, program_settings_update
+
+from .base import ProgramMemberApi
+from .schema import MEMBER_ERRORS, PROGRAM_ID
+from .serializers import SETTINGS_OK, ProgramSettingsPatchSerializer
 
 
 class ProgramKeyRegenerateApi(BaseApi):
@@ -68,3 +78,44 @@ class ProgramKeyRegenerateApi(BaseApi):
         )
         response["Cache-Control"] = "no-store"
         return response
+
+
+def _settings_body(program: Program) -> dict[str, Any]:
+    live_key = program_live_key_get(program_id=program.pk)
+    return {"data": {**program_settings_data(program, live_key=live_key), "cookie_duration": program.cookie_duration}}
+
+
+class ProgramSettingsApi(ProgramMemberApi):
+    """GET /api/v1/programs/:id/settings needs tracking:list, PATCH program:manage (dashboard sign-in).
+    30 calls per minute per sign-in."""
+
+    rate_scope = ratelimit.PROGRAM_SETTINGS
+    failure_message = messages.SETTINGS_UPDATE_FAILED
+    program_actions = {"GET": Action.TRACKING_LIST, "PATCH": Action.PROGRAM_MANAGE}
+
+    @extend_schema(
+        summary="A program's settings",
+        parameters=[PROGRAM_ID],
+        responses={200: SETTINGS_OK, **MEMBER_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        return Response(_settings_body(self.program))
+
+    @extend_schema(
+        summary="Change a program's settings (owners and admins); answers the updated settings",
+        parameters=[PROGRAM_ID],
+        request=ProgramSettingsPatchSerializer,
+        responses={
+            200: SETTINGS_OK,
+            **MEMBER_ERRORS,
+            400: OpenApiResponse(
+                PLATFORM_ERROR, description="Empty patch, unknown field or bad value; the message names it"
+            ),
+        },
+    )
+    def patch(self, request, program_id: str):
+        if not isinstance(request.data, dict):
+            raise BadRequestError(messages.BODY_NOT_OBJECT)
+        changes = ProgramSettingsPatchSerializer(data=request.data, context={"program": self.program}).changes()
+        program = program_settings_update(program_id=self.program.pk, changes=changes)
+        return Response(_settings_body(program))

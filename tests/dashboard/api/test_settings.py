@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from core import messages
 from programs import services
 from programs.models import Program, ProgramKey, Role
-from programs.services import SETTINGS_EMPTY_PATCH
+from programs.messages import SETTINGS_EMPTY_PATCH
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bad_request, run_together, wait_for_lock_waiters
 from tracking.link_cache import link_target_get
@@ -264,18 +264,17 @@ def test_concurrent_patches_cannot_combine_into_a_percent_rate_over_100():
             if n == 1:
                 second_done.set()
 
-    checked = services.program_settings_changes_validate
+    checked = services.commission_rate_check
 
-    def clean_then_hold(data, *, current):
+    def check_then_hold(**kwargs):
         # The first PATCH stays in its transaction after the check until the second queues behind its row
         # lock (or, were the lock missing, until the second has checked the old row too and finished).
-        clean = checked(data, current=current)
+        checked(**kwargs)
         if not holding.is_set():
             holding.set()
             wait_for_lock_waiters(1, or_until=second_done.is_set)
-        return clean
 
-    with mock.patch.object(services, "program_settings_changes_validate", clean_then_hold):
+    with mock.patch.object(services, "commission_rate_check", check_then_hold):
         statuses = run_together(2, patch)
     program.refresh_from_db()
     assert sorted(statuses) == [200, 400]

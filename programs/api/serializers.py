@@ -1,0 +1,261 @@
+"""Input of a program's commercial settings: creation (`svc init`, POST /api/v1/cli/init) and update (PATCH
+/api/v1/programs/:id/settings). The fields are declared in the spec's check order and the first failure is the
+one answered, with the spec's message; the same classes are the OpenAPI description of these bodies."""
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer, inline_serializer
+from rest_framework import serializers
+from rest_framework.fields import SkipField, empty
+from rest_framework.settings import api_settings
+
+from core import messages
+from core.ids import integer_parse
+
+from .. import messages as program_messages
+from ..models import (
+    COMMISSION_RATE_MAX,
+    DURATION_MONTHS_MAX,
+    EDITABLE_SETTINGS,
+    CommissionType,
+    LeadAuth,
+    Program,
+)
+from ..services import SettingsChanges, commission_rate_check
+
+REQUIRED_ON_CREATION = ("name", "domain", "commission_type", "commission_rate")
+
+
+def _refused(message: str) -> serializers.ValidationError:
+    """A failure of the whole body, raised before the fields are checked (DRF wants it keyed)."""
+    return serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]})
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+class _Setting(serializers.Field):
+    """A setting checked by its own rule. Absence is the serializer's business (missing fields on creation,
+    nothing to change on update); null is checked like any other value, so it gets the field's message."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if data is empty:
+            raise SkipField()
+        return self.to_internal_value(data)
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "string", "minLength": 1})
+class _TextSetting(_Setting):
+    def __init__(self, *, limit: int, **kwargs: Any) -> None:
+        self.limit = limit
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or not data.strip() or len(data.strip()) > self.limit:
+            raise serializers.ValidationError(
+                messages.PROGRAM_TEXT_INVALID.format(field=self.field_name, limit=self.limit)
+            )
+        return data.strip()
+
+
+class _ChoiceSetting(_Setting):
+    def __init__(self, *, choices: list[str], message: str, **kwargs: Any) -> None:
+        self.choices, self.message = choices, message
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or data not in self.choices:
+            raise serializers.ValidationError(self.message.format(value=data))
+        return data
+
+
+def _choice(choices: list[str], message: str) -> _ChoiceSetting:
+    return extend_schema_field({"type": "string", "enum": choices})(_ChoiceSetting(choices=choices, message=message))
+
+
+@extend_schema_field({"type": ["number", "string"], "exclusiveMinimum": 0})
+class _CommissionRateSetting(_Setting):
+    def to_internal_value(self, data: Any) -> Decimal:
+        try:
+            if isinstance(data, bool):
+                raise InvalidOperation
+            rate = Decimal(str(data).strip())
+        except (InvalidOperation, ValueError):
+            raise serializers.ValidationError(messages.PROGRAM_RATE_NOT_POSITIVE) from None
+        if not rate.is_finite() or rate <= 0 or rate > COMMISSION_RATE_MAX:
+            raise serializers.ValidationError(messages.PROGRAM_RATE_NOT_POSITIVE)
+        rate = rate.quantize(Decimal("0.0001"))
+        # Stored with 4 decimals: a positive rate below 0.00005 would be stored as 0 (and break a check constraint).
+        if rate <= 0:
+            raise serializers.ValidationError(messages.PROGRAM_RATE_NOT_POSITIVE)
+        return rate
+
+
+class _WholeNumberSetting(_Setting):
+    """A whole number sent as a JSON number (5 or 5.0) or a string of digits. On creation an optional setting
+    may be null (it keeps its default); on update null is refused."""
+
+    def __init__(self, *, minimum: int, maximum: int, message: str, nullable: bool = False, **kwargs: Any) -> None:
+        self.minimum, self.maximum, self.message, self.nullable = minimum, maximum, message, nullable
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int | None:
+        if data is None and self.nullable:
+            return None
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
+        number = integer_parse(data, minimum=self.minimum, maximum=self.maximum)
+        if number is None:
+            raise serializers.ValidationError(self.message)
+        return number
+
+
+def _whole_number(minimum: int, maximum: int, message: str, help_text: str, *, nullable: bool) -> _WholeNumberSetting:
+    schema: dict[str, Any] = {
+        "type": ["integer", "string", *(["null"] if nullable else [])],
+        "minimum": minimum,
+        "maximum": maximum,
+        "pattern": r"^\s*[0-9]+\s*$",
+    }
+    field = _WholeNumberSetting(
+        minimum=minimum, maximum=maximum, message=message, nullable=nullable, help_text=help_text
+    )
+    return extend_schema_field(schema)(field)
+
+
+def _settings_fields(*, nullable_numbers: bool) -> dict[str, serializers.Field]:
+    """The settings of creation and update, in the spec's check order. Built per serializer instance: the
+    schema annotations of the per-field instances would not survive DRF's deep copy of declared fields."""
+    return {
+        "name": _TextSetting(limit=200, help_text="Surrounding spaces are trimmed"),
+        "domain": _TextSetting(limit=253, help_text="Surrounding spaces are trimmed"),
+        "commission_type": _choice(CommissionType.values, messages.PROGRAM_INVALID_COMMISSION_TYPE),
+        "commission_rate": _CommissionRateSetting(
+            help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent"
+        ),
+        "duration_months": _whole_number(
+            0,
+            DURATION_MONTHS_MAX,
+            messages.PROGRAM_DURATION_INVALID,
+            "Recurring commissions: months from the first sale (0 = lifetime)",
+            nullable=nullable_numbers,
+        ),
+        "cookie_duration": _whole_number(
+            1, 365, messages.PROGRAM_COOKIE_INVALID, "Attribution window in days", nullable=nullable_numbers
+        ),
+    }
+
+
+class _ProgramSettingsSerializer(serializers.Serializer):
+    # Optional numbers may be null on creation (they keep their default); an update refuses null.
+    nullable_numbers: bool
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # The settings first, then any field the subclass declares.
+        return {**_settings_fields(nullable_numbers=self.nullable_numbers), **super().get_fields()}
+
+    def validate_commission_rate(self, rate: Decimal) -> Decimal:
+        # Checked against the type sent with the rate, else the program's; an update re-checks the locked row.
+        sent_type = self.initial_data.get("commission_type")
+        current: Program | None = self.context.get("program")
+        commission_type = sent_type if isinstance(sent_type, str) else (current.commission_type if current else "")
+        commission_rate_check(commission_type=commission_type, rate=rate)
+        return rate
+
+
+class ProgramCreateInputSerializer(_ProgramSettingsSerializer):
+    """A new program's settings. name, domain, commission_type and commission_rate are required; the others
+    keep their defaults when left out or null."""
+
+    nullable_numbers = True
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, dict) and any(_blank(data.get(field)) for field in REQUIRED_ON_CREATION):
+            raise _refused(messages.PROGRAM_MISSING_FIELDS)
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return {field: value for field, value in attrs.items() if value is not None}
+
+
+@extend_schema_serializer(component_name="CliInitInput")
+class CliInitInputSerializer(ProgramCreateInputSerializer):
+    """POST /api/v1/cli/init. advertiser_id is resolved before the settings are checked (403 before 400)."""
+
+    advertiser_id = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="The advertiser to create the program in (default: the account's first)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.pop("advertiser_id", None)
+        return super().validate(attrs)
+
+
+@extend_schema_serializer(component_name="SettingsPatch")
+class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
+    """The settings to change; send at least one. Fields left out keep their value. Checked in this order,
+    the first failure answers 400 and nothing is saved. Needs the program in the context ("program")."""
+
+    nullable_numbers = False
+    min_properties = 1  # an empty patch is refused
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            **super().get_fields(),
+            "hold_days": _whole_number(
+                0,
+                365,
+                program_messages.HOLD_DAYS_INVALID,
+                "Days a new commission stays pending before it can be paid",
+                nullable=False,
+            ),
+            "lead_auth": _choice(LeadAuth.values, program_messages.LEAD_AUTH_INVALID),
+        }
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not data:
+            # An empty patch is a caller mistake (a dropped body, a misspelt client), not a successful no-op.
+            raise _refused(program_messages.SETTINGS_EMPTY_PATCH)
+        unknown = sorted(set(data) - set(EDITABLE_SETTINGS))
+        if unknown:
+            fields = ", ".join(unknown)
+            raise _refused(program_messages.SETTINGS_UNKNOWN_FIELDS.format(fields=fields))
+        return super().to_internal_value(data)
+
+    def changes(self) -> SettingsChanges:
+        self.is_valid(raise_exception=True)
+        return SettingsChanges(**self.validated_data)
+
+
+# --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
+
+PROGRAM_SETTINGS_FIELDS = {
+    "id": serializers.IntegerField(),
+    "name": serializers.CharField(),
+    "domain": serializers.CharField(),
+    "commission_type": serializers.ChoiceField(choices=CommissionType.choices),
+    "commission_rate": serializers.FloatField(),
+    "duration_months": serializers.IntegerField(),
+    "hold_days": serializers.IntegerField(),
+    "lead_auth": serializers.ChoiceField(choices=LeadAuth.values),
+    "api_token_masked": serializers.CharField(),
+}
+
+SETTINGS_OK = inline_serializer(
+    "ProgramSettingsResult",
+    fields={
+        "data": inline_serializer(
+            "ProgramSettings", fields={**PROGRAM_SETTINGS_FIELDS, "cookie_duration": serializers.IntegerField()}
+        )
+    },
+)
