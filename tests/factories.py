@@ -2,8 +2,10 @@ from decimal import Decimal
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.utils import timezone
 
+from commissions.models import Commission
 from commissions.services import commission_approve
 from programs.keys import generate_key
 from programs.models import (
@@ -17,9 +19,10 @@ from programs.models import (
     Workspace,
 )
 from programs.services import program_key_regenerate
+from tracking.models import Customer, SaleEvent
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
         model = get_user_model()
         skip_postgeneration_save = True
@@ -34,14 +37,14 @@ class UserFactory(factory.django.DjangoModelFactory):
             obj.save()
 
 
-class WorkspaceFactory(factory.django.DjangoModelFactory):
+class WorkspaceFactory(factory.django.DjangoModelFactory[Workspace]):
     class Meta:
         model = Workspace
 
     name = factory.Sequence(lambda n: f"Workspace {n}")
 
 
-class MembershipFactory(factory.django.DjangoModelFactory):
+class MembershipFactory(factory.django.DjangoModelFactory[Membership]):
     class Meta:
         model = Membership
 
@@ -50,7 +53,7 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     role = Role.OWNER
 
 
-class ProgramFactory(factory.django.DjangoModelFactory):
+class ProgramFactory(factory.django.DjangoModelFactory[Program]):
     """A program with live and test keys. The raw keys are on `program.raw_api_key` / `raw_test_api_key`."""
 
     class Meta:
@@ -72,7 +75,7 @@ class ProgramFactory(factory.django.DjangoModelFactory):
             obj.raw_test_api_key = program_key_regenerate(program=obj, mode=ProgramKey.Mode.TEST)
 
 
-class PartnerFactory(factory.django.DjangoModelFactory):
+class PartnerFactory(factory.django.DjangoModelFactory[Partner]):
     class Meta:
         model = Partner
 
@@ -81,7 +84,7 @@ class PartnerFactory(factory.django.DjangoModelFactory):
     email = factory.LazyAttribute(lambda o: f"{o.name.lower().replace(' ', '')}@example.com")
 
 
-class PartnerProgramFactory(factory.django.DjangoModelFactory):
+class PartnerProgramFactory(factory.django.DjangoModelFactory[PartnerProgram]):
     class Meta:
         model = PartnerProgram
 
@@ -89,7 +92,7 @@ class PartnerProgramFactory(factory.django.DjangoModelFactory):
     program = factory.SubFactory(ProgramFactory)
 
 
-class ReferralLinkFactory(factory.django.DjangoModelFactory):
+class ReferralLinkFactory(factory.django.DjangoModelFactory[ReferralLink]):
     class Meta:
         model = ReferralLink
         skip_postgeneration_save = True
@@ -109,7 +112,7 @@ def legacy_key() -> str:
     return generate_key("")
 
 
-class CustomerFactory(factory.django.DjangoModelFactory):
+class CustomerFactory(factory.django.DjangoModelFactory[Customer]):
     """A clicked customer of a link's program, first partner = the link's partner."""
 
     class Meta:
@@ -125,7 +128,7 @@ class CustomerFactory(factory.django.DjangoModelFactory):
     customer_status = "click"
 
 
-class SaleFactory(factory.django.DjangoModelFactory):
+class SaleFactory(factory.django.DjangoModelFactory[SaleEvent]):
     class Meta:
         model = "tracking.SaleEvent"
 
@@ -138,7 +141,7 @@ class SaleFactory(factory.django.DjangoModelFactory):
     currency = "USD"
 
 
-class CommissionFactory(factory.django.DjangoModelFactory):
+class CommissionFactory(factory.django.DjangoModelFactory[Commission]):
     """A pending commission on a sale (20% by default)."""
 
     class Meta:
@@ -154,9 +157,11 @@ class CommissionFactory(factory.django.DjangoModelFactory):
     hold_until = factory.LazyFunction(timezone.now)
 
 
-def credited_commission(amount: int = 10000, commission: int = 2000):
+def credited_commission(amount: int = 10000, commission: int = 2000) -> Commission:
     """A commission approved through the service, so its credit is in the partner's ledger."""
-    made = CommissionFactory(sale=SaleFactory(amount_cents=amount), amount_cents=commission, hold_until=timezone.now())
+    made = CommissionFactory.create(
+        sale=SaleFactory(amount_cents=amount), amount_cents=commission, hold_until=timezone.now()
+    )
     assert commission_approve(commission_id=made.pk)
     made.refresh_from_db()
     return made

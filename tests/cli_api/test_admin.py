@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def operator() -> Client:
     client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    client.force_login(UserFactory.create(is_staff=True, is_superuser=True))
     return client
 
 

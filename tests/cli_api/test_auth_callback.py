@@ -173,7 +173,7 @@ def _service_token(**overrides) -> str:
             algorithm="HS256",
         ),
         lambda user, state: jwt.encode(
-            jwt.decode(service_id_token(user, state), options={"verify_signature": False}), None, algorithm="none"
+            jwt.decode(service_id_token(user, state), options={"verify_signature": False}), "", algorithm="none"
         ),
     ],
     ids=["garbage", "other-session", "audience", "issuer", "expired", "no-user", "bad-sub", "wrong-key", "alg-none"],

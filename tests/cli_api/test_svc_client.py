@@ -81,12 +81,14 @@ class Browser:
             with httpx.Client(follow_redirects=True, timeout=10) as http:
                 form = http.get(url)  # redirected to the sign-in form, ?next= back to the page
                 assert "/accounts/login/" in str(form.url)
+                next_field = re.search(r'name="next" value="([^"]*)"', form.text)
+                assert next_field is not None, form.text
                 page = http.post(
                     str(form.url),
                     data={
                         "username": self.username,
                         "password": PASSWORD,
-                        "next": re.search(r'name="next" value="([^"]*)"', form.text).group(1),
+                        "next": next_field.group(1),
                         "csrfmiddlewaretoken": http.cookies["csrftoken"],
                     },
                     headers={"Referer": str(form.url)},

@@ -27,7 +27,7 @@ def partner():
 
 
 def credited(partner, amount_cents: int) -> Commission:
-    commission = CommissionFactory(partner=partner, amount_cents=amount_cents, hold_until=timezone.now())
+    commission = CommissionFactory.create(partner=partner, amount_cents=amount_cents, hold_until=timezone.now())
     assert commission_approve(commission_id=commission.pk)
     return commission
 

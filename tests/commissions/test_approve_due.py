@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 def pending(days: int = 30) -> Commission:
-    return CommissionFactory(hold_until=timezone.now() + timedelta(days=days))
+    return CommissionFactory.create(hold_until=timezone.now() + timedelta(days=days))
 
 
 def test_nothing_is_approved_during_the_hold():

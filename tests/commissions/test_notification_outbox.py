@@ -4,6 +4,7 @@ the task could not, exactly once."""
 
 import logging
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -36,10 +37,11 @@ def broker_down():
 
     def use_broker(url: str) -> None:
         # Celery keeps its connection and producer pools for the life of the app; dropping them (as it does
-        # itself after a fork) makes the next publish connect to the new address.
-        celery_app._pool = None
-        celery_app.amqp._producer_pool = None
-        celery_app.conf.broker_url = url
+        # itself after a fork) makes the next publish connect to the new address. The stubs leave both out.
+        app: Any = celery_app
+        app._pool = None
+        app.amqp._producer_pool = None
+        celery_app.conf.update(broker_url=url)
 
     def broker_back() -> None:
         use_broker(previous[0])

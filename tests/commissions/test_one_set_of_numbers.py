@@ -36,7 +36,7 @@ def run_the_scenario(api_client, *, hold_days: int):
     program = ProgramFactory(commission_type="percent", commission_rate=Decimal("20"), hold_days=hold_days)
     link = ReferralLinkFactory(program=program)
     for n, (transaction_id, amount) in enumerate(SALES.items()):
-        customer = CustomerFactory(link=link, customer_key=f"user_{n}")
+        customer = CustomerFactory.create(link=link, customer_key=f"user_{n}")
         body = {"transaction_id": transaction_id, "amount_cents": amount, "customer_key": customer.customer_key}
         sale = api_client.post("/api/v1/track/sale", body, format="json", **bearer(program.raw_api_key))
         assert sale.json()["commission_id"] is not None

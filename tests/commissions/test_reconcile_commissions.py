@@ -55,7 +55,9 @@ def metrics(link) -> tuple[int, int]:
 def orphan_sale(customer, *, age: timedelta = LATER, **fields) -> SaleEvent:
     """An attributed live sale as a killed request leaves it: stored, no commission, no reason for none."""
     stored_at = timezone.now() - age
-    return SaleFactory(customer=customer, amount_cents=10000, created_at=stored_at, sale_date=stored_at, **fields)
+    return SaleFactory.create(
+        customer=customer, amount_cents=10000, created_at=stored_at, sale_date=stored_at, **fields
+    )
 
 
 def reconcile_command(*args: str) -> str:

@@ -21,7 +21,7 @@ def _app_files(app: str) -> list[Path]:
 
 
 def _imported_modules(tree: ast.AST) -> set[str]:
-    modules = set()
+    modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)

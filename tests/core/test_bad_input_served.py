@@ -7,7 +7,7 @@ empty SQLite file and the tests run the same on every database."""
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +57,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
         yield Server(host="127.0.0.1", port=port, log=log)
 
 
-def exchange(server: Server, head: bytes, body_parts: list[bytes] = (), *, close_write: bool = False) -> Answer:
+def exchange(server: Server, head: bytes, body_parts: Sequence[bytes] = (), *, close_write: bool = False) -> Answer:
     """Sends a raw request and reads the whole answer (the sync worker closes the connection after it). Sending
     may fail once the server has answered and closed (it need not read what it refused): the answer still counts."""
     with socket.create_connection((server.host, server.port), timeout=20) as sock:

@@ -35,7 +35,7 @@ def _only_punctuation(node: ast.expr) -> bool:
     """f"{message}." adds a full stop to a messages constant: no wording of its own."""
     if not isinstance(node, ast.JoinedStr):
         return False
-    text = "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+    text = "".join(part.value for part in node.values if isinstance(part, ast.Constant) and isinstance(part.value, str))
     return not any(character.isalnum() for character in text)
 
 

@@ -42,7 +42,7 @@ def deliver(client, django_capture_on_commit_callbacks):
 
 
 def customer_of(link, **fields) -> Customer:
-    return CustomerFactory(link=link, **fields)
+    return CustomerFactory.create(link=link, **fields)
 
 
 class TestCheckout:

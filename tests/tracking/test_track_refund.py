@@ -26,7 +26,7 @@ def refund(client, program, **body):
 
 def pending_commission(amount=10000, commission=2000) -> Commission:
     sale = SaleFactory(amount_cents=amount)
-    return CommissionFactory(sale=sale, amount_cents=commission, hold_until=timezone.now() + timedelta(days=30))
+    return CommissionFactory.create(sale=sale, amount_cents=commission, hold_until=timezone.now() + timedelta(days=30))
 
 
 @pytest.fixture

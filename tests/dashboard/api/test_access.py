@@ -32,7 +32,7 @@ ALL_ROUTES = [(method, path) for method, path, _ in PATH_ROUTES] + [(method, pat
 def call(client: APIClient, method: str, path: str, program_id: object, **extra):
     if "{id}" in path:
         # The settings PATCH refuses an empty patch; the access rules are the same for a real one.
-        body = {"name": "Renamed"} if method == "patch" else {}
+        body: dict[str, object] = {"name": "Renamed"} if method == "patch" else {}
         return getattr(client, method)(path.format(id=program_id), body, format="json", **extra)
     body = {"program_id": program_id, "event_type": "click"}
     return getattr(client, method)(path, body, format="json", **extra)
@@ -153,7 +153,7 @@ class TestCsrf:
     @pytest.fixture
     def csrf_client(self, program) -> APIClient:
         client = APIClient(enforce_csrf_checks=True)
-        client.force_login(MembershipFactory(workspace=program.workspace, role=Role.OWNER).user)
+        client.force_login(MembershipFactory.create(workspace=program.workspace, role=Role.OWNER).user)
         return client
 
     @pytest.mark.parametrize(
