@@ -40,7 +40,7 @@ class CliTokenAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "user__email", "last4"]
     list_select_related = ["user"]
     fields = ["masked", "user", "session", "created_at", "expires_at", "last_used_at", "revoked_at"]
-    readonly_fields = fields
+    readonly_fields = ("masked", "user", "session", "created_at", "expires_at", "last_used_at", "revoked_at")
     actions = ["revoke"]
 
     def has_add_permission(self, request, obj=None) -> bool:

@@ -31,7 +31,7 @@ def errors(*statuses: int, typed_429: bool = True) -> dict[int, OpenApiResponse]
     return described
 
 
-PROGRAM_FIELDS = {
+PROGRAM_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "name": serializers.CharField(),
     "domain": serializers.CharField(),

@@ -1,6 +1,6 @@
 """Reads for the command-line helper: login sessions and tokens by their secret, and what an account may see."""
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from programs.keys import digests_match, key_digest
@@ -25,14 +25,14 @@ def cli_token_get_by_raw(raw_token: str) -> CliToken | None:
     return token
 
 
-def account_is_suspended(user: AbstractBaseUser) -> bool:
+def account_is_suspended(user: User) -> bool:
     """A suspended account: the user is deactivated, or a workspace they belong to is blocked."""
     if not user.is_active:
         return True
     return Membership.objects.filter(user=user, is_active=True, workspace__is_blocked=True).exists()
 
 
-def advertiser_workspaces(user: AbstractBaseUser) -> list[Workspace]:
+def advertiser_workspaces(user: User) -> list[Workspace]:
     """Workspaces where the user may create programs (owner or admin), oldest membership first: the first one is
     the account's default advertiser."""
     memberships = (
@@ -43,7 +43,7 @@ def advertiser_workspaces(user: AbstractBaseUser) -> list[Workspace]:
     return [membership.workspace for membership in memberships]
 
 
-def account_programs_list(user: AbstractBaseUser) -> tuple[QuerySet[Program], dict[int, str]]:
+def account_programs_list(user: User) -> tuple[QuerySet[Program], dict[int, str]]:
     """Programs of every workspace the user is an active member of, oldest first, with their keys; and the user's
     role per workspace id."""
     roles = dict(Membership.objects.filter(user=user, is_active=True).values_list("workspace_id", "role"))

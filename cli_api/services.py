@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -74,7 +74,7 @@ def login_session_start() -> StartedLogin:
     return StartedLogin(session=session, state=state, user_code=user_code_for(state))
 
 
-def _login_user(id_token: str, *, session_digest: str) -> AbstractBaseUser:
+def _login_user(id_token: str, *, session_digest: str) -> User:
     """The account an id_token names, or the callback's refusal."""
     try:
         identity = id_token_verify(id_token, session_digest=session_digest)
@@ -91,7 +91,7 @@ def _login_user(id_token: str, *, session_digest: str) -> AbstractBaseUser:
         if user is None:
             raise ForbiddenError(messages.CALLBACK_NO_ACCOUNT)
     else:
-        user = users.filter(pk=identity.user_id).first()
+        user = users.filter(pk=identity.user_id).first() if identity.user_id is not None else None
         if user is None:
             raise UnauthorizedError(messages.CALLBACK_INVALID_ID_TOKEN)
     if account_is_suspended(user):
@@ -189,7 +189,7 @@ def login_sessions_purge(*, now: datetime | None = None) -> int:
 # --- Login tokens ----------------------------------------------------------------------------------------------
 
 
-def cli_token_create(*, user: AbstractBaseUser, session: CliLoginSession | None = None) -> tuple[CliToken, str]:
+def cli_token_create(*, user: User, session: CliLoginSession | None = None) -> tuple[CliToken, str]:
     """A new login token; the raw value is returned here once and never stored."""
     raw = generate_key(LOGIN_TOKEN_PREFIX)
     now = timezone.now()
@@ -223,7 +223,7 @@ def cli_token_touch(*, token: CliToken) -> None:
 # --- svc init ---------------------------------------------------------------------------------------------------
 
 
-def advertiser_resolve(*, user: AbstractBaseUser, advertiser_id: Any) -> Workspace:
+def advertiser_resolve(*, user: User, advertiser_id: Any) -> Workspace:
     """The workspace a new program goes to: `advertiser_id` when it is one the user may create programs in,
     otherwise (omitted) the account's default advertiser."""
     workspaces = advertiser_workspaces(user)
@@ -240,7 +240,7 @@ def advertiser_resolve(*, user: AbstractBaseUser, advertiser_id: Any) -> Workspa
     raise ForbiddenError(messages.ADVERTISER_MISMATCH)
 
 
-def cli_program_create(*, user: AbstractBaseUser, workspace: Workspace, settings: dict[str, Any]) -> CreatedProgram:
+def cli_program_create(*, user: User, workspace: Workspace, settings: dict[str, Any]) -> CreatedProgram:
     """POST /api/v1/cli/init: the program with its live and test keys, from settings validated by
     programs.api.serializers.CliInitInputSerializer, in a workspace from advertiser_resolve."""
     created = program_create(workspace=workspace, **settings)

@@ -4,6 +4,7 @@ reports aggregate in SQL, so no call grows with the size of the event tables."""
 
 import math
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -166,7 +167,10 @@ def _conversion_item(row: dict[str, Any]) -> dict[str, Any]:
 
 # Per type: model, time field, the columns read, the item builder. `converted` is the customer's
 # first_sale_at, read through the join (a LEFT JOIN for clicks, whose customer may be gone), never per row.
-_EVENT_SOURCES = {
+_EVENT_SOURCES: dict[
+    str,
+    tuple[type[ClickEvent | LeadEvent | SaleEvent], str, tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]],
+] = {
     "click": (
         ClickEvent,
         "click_timestamp",
@@ -278,7 +282,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
         day += timedelta(days=1)
     partners: dict[int | None, dict[str, Any]] = {}
 
-    def partner_row(row: dict[str, Any]) -> dict[str, Any]:
+    def partner_row(row: Mapping[str, Any]) -> dict[str, Any]:
         found = partners.get(row["partner_id"])
         if found is None:
             found = partners[row["partner_id"]] = {
@@ -288,7 +292,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
             }
         return found
 
-    def add(target: dict[str, Any], row: dict[str, Any], names: tuple[str, ...]) -> None:
+    def add(target: dict[str, Any], row: Mapping[str, Any], names: tuple[str, ...]) -> None:
         for name in names:
             target[name] += row[name] or 0
 
@@ -299,15 +303,15 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
     ):
         names = tuple(sums)
         by_day = queryset.annotate(day=TruncDate(time_field, tzinfo=UTC)).order_by().values("day").annotate(**sums)
-        for row in by_day:
-            add(days[row["day"]], row, names)
-        for row in queryset.order_by().values("partner_id", "partner__name").annotate(**sums):
-            add(partner_row(row), row, names)
+        for day_sums in by_day:
+            add(days[day_sums["day"]], day_sums, names)
+        for partner_sums in queryset.order_by().values("partner_id", "partner__name").annotate(**sums):
+            add(partner_row(partner_sums), partner_sums, names)
 
     totals = _empty_row()
-    for row in days.values():
+    for day_row in days.values():
         for name in totals:
-            totals[name] += row[name]
+            totals[name] += day_row[name]
     by_partner = sorted(
         partners.values(),
         # Ties: more sales, more clicks, then by id, the deleted partners' row last.

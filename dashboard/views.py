@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -39,6 +39,9 @@ from programs.models import (
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
 from tracking.services.tracker import tracker_script_tag
+
+if TYPE_CHECKING:
+    from commissions.selectors import CommissionWithMoney
 
 COMMISSIONS_PER_PAGE = 25
 PARTNERS_PER_PAGE = 20
@@ -140,9 +143,10 @@ def _date_range(request: HttpRequest) -> tuple[date, date]:
 @login_required
 @require_safe
 def program_list(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    assert user.is_authenticated  # login_required
     memberships = {
-        m.workspace_id: m
-        for m in Membership.objects.filter(user=request.user, is_active=True).select_related("workspace")
+        m.workspace_id: m for m in Membership.objects.filter(user=user, is_active=True).select_related("workspace")
     }
     programs = Program.objects.filter(workspace_id__in=memberships).select_related("workspace").order_by("name", "pk")
     rows = [{"program": program, "role": memberships[program.workspace_id].role} for program in programs]
@@ -299,7 +303,10 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
         commissions = commissions.filter(status=status)
     else:
         status = ""
-    page = Paginator(commissions.order_by("-created_at", "-pk"), COMMISSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    paginator: Paginator[CommissionWithMoney] = Paginator(
+        commissions.order_by("-created_at", "-pk"), COMMISSIONS_PER_PAGE
+    )
+    page = paginator.get_page(request.GET.get("page"))
     rows = [
         {
             "commission": commission,

@@ -43,7 +43,7 @@ class ProgramKeyInline(admin.TabularInline):
     extra = 0
     can_delete = False
     fields = ["mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
-    readonly_fields = fields
+    readonly_fields = ["mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

@@ -4,7 +4,7 @@ HasProgramAction, taking the program from the path (`program_id`) or from `progr
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from rest_framework.permissions import BasePermission
 
 from core import messages
@@ -15,7 +15,7 @@ from .models import Program
 from .selectors import membership_get
 
 
-def program_for_action(*, user: AbstractBaseUser | AnonymousUser, program_id: object, action: str) -> Program:
+def program_for_action(*, user: User | AnonymousUser, program_id: object, action: str) -> Program:
     """The program, when the signed-in user's active membership allows the action on it.
     401 signed out, 404 no such program, 403 no membership or a role without the action."""
     if not user.is_authenticated:

@@ -1,7 +1,7 @@
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from .keys import digests_match, key_digest
 from .models import Membership, Program, ProgramKey
@@ -22,7 +22,7 @@ def program_live_key_get(*, program_id: int) -> ProgramKey | None:
     return next(iter(ProgramKey.objects.filter(program_id=program_id, mode=ProgramKey.Mode.LIVE)[:1]), None)
 
 
-def membership_get(*, user: AbstractBaseUser | AnonymousUser, program: Program) -> Membership | None:
+def membership_get(*, user: User | AnonymousUser, program: Program) -> Membership | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(user=user, workspace_id=program.workspace_id, is_active=True).first()

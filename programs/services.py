@@ -35,7 +35,10 @@ class SettingsChanges(TypedDict, total=False):
     lead_auth: str
 
 
-_PREFIX_BY_MODE = {ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX, ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX}
+_PREFIX_BY_MODE: dict[str, str] = {
+    ProgramKey.Mode.LIVE: PROGRAM_KEY_PREFIX,
+    ProgramKey.Mode.TEST: PROGRAM_TEST_KEY_PREFIX,
+}
 
 
 @dataclass(frozen=True)

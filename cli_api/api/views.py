@@ -134,6 +134,7 @@ class AuthPollApi(CliApi):
             data["interval"] = POLL_INTERVAL_SECONDS
             return Response({"data": data})
         user = result.token.user
+        assert user is not None  # a token just issued names its account
         data.update(
             {
                 "token": result.raw_token,
@@ -203,7 +204,7 @@ class ProgramStatusApi(CliProgramKeyApi):
 
     @extend_schema(summary="Program health (readiness)", responses={200: docs.STATUS_OK, **docs.errors(401)})
     def get(self, request):
-        key = self.program_key
+        key = self.required_program_key
         program = key.program
         readiness = readiness_compute(program=program, key=key, base_url=public_url(request, "/").rstrip("/"))
         data = {
@@ -223,7 +224,7 @@ class CliTestEventApi(CliProgramKeyApi):
         responses={200: docs.TEST_EVENT_OK, **docs.errors(401)},
     )
     def post(self, request):
-        outcome = cli_test_event_run(program=self.program_key.program, request_id=request.request_id)
+        outcome = cli_test_event_run(program=self.required_program_key.program, request_id=request.request_id)
         data = {
             **outcome.result,
             "limit": {"runs_per_hour": TEST_RUNS_PER_HOUR, "runs_remaining": outcome.runs_remaining},

@@ -174,12 +174,12 @@ class DayRangeQuerySerializer(LeanSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         today: date = self.context["today"]
         span = timedelta(days=RANGE_DAYS_DEFAULT - 1)
-        start, end = attrs.get("dateFrom"), attrs.get("dateTo")
-        if start is None and end is None:
-            end = today
+        start: date | None = attrs.get("dateFrom")
+        end: date | None = attrs.get("dateTo")
         if start is None:
+            end = end or today
             start = end - span
-        if end is None:
+        elif end is None:
             end = start + span
         if start > end:
             raise serializers.ValidationError("dateFrom must not be after dateTo")
@@ -321,7 +321,7 @@ EVENTS_OK = inline_serializer(
 )
 
 _RANGE = inline_serializer("DayRange", fields={"from": serializers.DateField(), "to": serializers.DateField()})
-_NUMBERS = {
+_NUMBERS: dict[str, serializers.Field] = {
     "clicks": serializers.IntegerField(),
     "leads": serializers.IntegerField(),
     "sales": serializers.IntegerField(),

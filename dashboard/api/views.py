@@ -196,7 +196,7 @@ class ProgramReadinessGetApi(ProgramKeyApi):
         },
     )
     def get(self, request):
-        key = self.program_key
+        key = self.required_program_key
         return Response(readiness_compute(program=key.program, key=key, base_url=_base_url(request)))
 
 
@@ -222,4 +222,4 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
     def get(self, request):
         today = timezone.now().date()
         query = _validated(s.DayRangeQuerySerializer(data=s.present(request.query_params), context={"today": today}))
-        return Response({"data": click_sources_get(program=self.program_key.program, **query)})
+        return Response({"data": click_sources_get(program=self.required_program_key.program, **query)})

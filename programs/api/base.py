@@ -33,6 +33,15 @@ class ProgramKeyApi(BaseApi):
         key = self.request.auth
         return key if isinstance(key, ProgramKey) else None
 
+    @property
+    def required_program_key(self) -> ProgramKey:
+        """The key of a route whose program_key_mode is REQUIRED: authentication has already refused a call
+        without one, so this only fails if a route reads it without requiring it."""
+        key = self.program_key
+        if key is None:
+            raise self.authentication_failed(self.empty_token_message)
+        return key
+
     def finalize_response(self, request, response, *args: Any, **kwargs: Any):
         response = super().finalize_response(request, response, *args, **kwargs)
         key = getattr(request, "_auth", None)

@@ -1,7 +1,7 @@
 """OpenAPI: how program-key authentication appears in the generated description (registered by ProgramsConfig),
 and the parameters and errors shared by the program-member routes."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from core.api.schema import PLATFORM_ERROR
@@ -37,3 +37,13 @@ MEMBER_ERRORS = {
     404: OpenApiResponse(PLATFORM_ERROR, description="Program not found"),
     500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
 }
+
+
+class SettingFieldExtension(OpenApiSerializerFieldExtension):
+    """A program setting field describes itself (programs.api.serializers._Setting.schema)."""
+
+    target_class = "programs.api.serializers._Setting"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        return self.target.schema

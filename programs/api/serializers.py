@@ -5,7 +5,7 @@ one answered, with the spec's message; the same classes are the OpenAPI descript
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
 from rest_framework.settings import api_settings
@@ -40,6 +40,9 @@ class _Setting(serializers.Field):
     """A setting checked by its own rule. Absence is the serializer's business (missing fields on creation,
     nothing to change on update); null is checked like any other value, so it gets the field's message."""
 
+    # The field's OpenAPI schema (programs.api.schema.SettingFieldExtension reads it).
+    schema: dict[str, Any] = {}
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(required=False, **kwargs)
 
@@ -52,10 +55,10 @@ class _Setting(serializers.Field):
         return value
 
 
-@extend_schema_field({"type": "string", "minLength": 1})
 class _TextSetting(_Setting):
     def __init__(self, *, limit: int, **kwargs: Any) -> None:
         self.limit = limit
+        self.schema = {"type": "string", "minLength": 1, "maxLength": limit}
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
@@ -69,6 +72,7 @@ class _TextSetting(_Setting):
 class _ChoiceSetting(_Setting):
     def __init__(self, *, choices: list[str], message: str, **kwargs: Any) -> None:
         self.choices, self.message = choices, message
+        self.schema = {"type": "string", "enum": choices}
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
@@ -77,12 +81,9 @@ class _ChoiceSetting(_Setting):
         return data
 
 
-def _choice(choices: list[str], message: str) -> _ChoiceSetting:
-    return extend_schema_field({"type": "string", "enum": choices})(_ChoiceSetting(choices=choices, message=message))
-
-
-@extend_schema_field({"type": ["number", "string"], "exclusiveMinimum": 0})
 class _CommissionRateSetting(_Setting):
+    schema = {"type": ["number", "string"], "exclusiveMinimum": 0}
+
     def to_internal_value(self, data: Any) -> Decimal:
         try:
             if isinstance(data, bool):
@@ -105,6 +106,12 @@ class _WholeNumberSetting(_Setting):
 
     def __init__(self, *, minimum: int, maximum: int, message: str, nullable: bool = False, **kwargs: Any) -> None:
         self.minimum, self.maximum, self.message, self.nullable = minimum, maximum, message, nullable
+        self.schema = {
+            "type": ["integer", "string", *(["null"] if nullable else [])],
+            "minimum": minimum,
+            "maximum": maximum,
+            "pattern": r"^\s*[0-9]+\s*$",
+        }
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> int | None:
@@ -118,38 +125,30 @@ class _WholeNumberSetting(_Setting):
         return number
 
 
-def _whole_number(minimum: int, maximum: int, message: str, help_text: str, *, nullable: bool) -> _WholeNumberSetting:
-    schema: dict[str, Any] = {
-        "type": ["integer", "string", *(["null"] if nullable else [])],
-        "minimum": minimum,
-        "maximum": maximum,
-        "pattern": r"^\s*[0-9]+\s*$",
-    }
-    field = _WholeNumberSetting(
-        minimum=minimum, maximum=maximum, message=message, nullable=nullable, help_text=help_text
-    )
-    return extend_schema_field(schema)(field)
-
-
 def _settings_fields(*, nullable_numbers: bool) -> dict[str, serializers.Field]:
-    """The settings of creation and update, in the spec's check order. Built per serializer instance: the
-    schema annotations of the per-field instances would not survive DRF's deep copy of declared fields."""
+    """The settings of creation and update, in the spec's check order."""
     return {
         "name": _TextSetting(limit=200, help_text="Surrounding spaces are trimmed"),
         "domain": _TextSetting(limit=253, help_text="Surrounding spaces are trimmed"),
-        "commission_type": _choice(CommissionType.values, messages.PROGRAM_INVALID_COMMISSION_TYPE),
+        "commission_type": _ChoiceSetting(
+            choices=CommissionType.values, message=messages.PROGRAM_INVALID_COMMISSION_TYPE
+        ),
         "commission_rate": _CommissionRateSetting(
             help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent"
         ),
-        "duration_months": _whole_number(
-            0,
-            DURATION_MONTHS_MAX,
-            messages.PROGRAM_DURATION_INVALID,
-            "Recurring commissions: months from the first sale (0 = lifetime)",
+        "duration_months": _WholeNumberSetting(
+            minimum=0,
+            maximum=DURATION_MONTHS_MAX,
+            message=messages.PROGRAM_DURATION_INVALID,
             nullable=nullable_numbers,
+            help_text="Recurring commissions: months from the first sale (0 = lifetime)",
         ),
-        "cookie_duration": _whole_number(
-            1, 365, messages.PROGRAM_COOKIE_INVALID, "Attribution window in days", nullable=nullable_numbers
+        "cookie_duration": _WholeNumberSetting(
+            minimum=1,
+            maximum=365,
+            message=messages.PROGRAM_COOKIE_INVALID,
+            nullable=nullable_numbers,
+            help_text="Attribution window in days",
         ),
     }
 
@@ -212,14 +211,13 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
     def get_fields(self) -> dict[str, serializers.Field]:
         return {
             **super().get_fields(),
-            "hold_days": _whole_number(
-                0,
-                365,
-                program_messages.HOLD_DAYS_INVALID,
-                "Days a new commission stays pending before it can be paid",
-                nullable=False,
+            "hold_days": _WholeNumberSetting(
+                minimum=0,
+                maximum=365,
+                message=program_messages.HOLD_DAYS_INVALID,
+                help_text="Days a new commission stays pending before it can be paid",
             ),
-            "lead_auth": _choice(LeadAuth.values, program_messages.LEAD_AUTH_INVALID),
+            "lead_auth": _ChoiceSetting(choices=LeadAuth.values, message=program_messages.LEAD_AUTH_INVALID),
         }
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
@@ -239,7 +237,7 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
 
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
 
-PROGRAM_SETTINGS_FIELDS = {
+PROGRAM_SETTINGS_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "name": serializers.CharField(),
     "domain": serializers.CharField(),

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from core import messages
 from programs import services
-from programs.models import Program, ProgramKey, Role
 from programs.messages import SETTINGS_EMPTY_PATCH
+from programs.models import Program, ProgramKey, Role
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bad_request, run_together, wait_for_lock_waiters
 from tracking.link_cache import link_target_get
