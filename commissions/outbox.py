@@ -1,4 +1,4 @@
-"""Delivery of the refund notifications recorded in the outbox (see NotificationOutbox).
+"""The refund notifications, and their delivery from the outbox (see NotificationOutbox).
 
 Delivering a row means creating its Notification rows. Claiming the row (locked, skip_locked, still
 undelivered), creating the notifications and marking it delivered commit together, so a row is delivered
@@ -7,14 +7,65 @@ and leaves the row for the next sweep."""
 
 import logging
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import services
-from .models import NotificationOutbox
+from .models import Commission, CommissionStatus, Notification, NotificationOutbox
 
 logger = logging.getLogger("svc.commissions")
+
+
+def refund_notifications_create(
+    *, commission_id: int, step: int, was_paid_out: bool, reversed_: bool | None = None, reason: str | None = None
+) -> int:
+    """In-app notice to the partner; a manual-review warning to the advertiser when the commission had
+    already been paid out. Idempotent per refund step, so a retried task never notifies twice.
+    reversed_ and reason describe the refund step (the outbox row keeps them); without them the
+    commission's current state is used."""
+    commission = Commission.objects.select_related("program", "partner").get(pk=commission_id)
+    if reversed_ is None:
+        reversed_ = commission.status == CommissionStatus.REVERSED
+    if reason is None:
+        reason = commission.refund_reason
+    kind = Notification.Kind.COMMISSION_REVERSED if reversed_ else Notification.Kind.COMMISSION_REFUNDED
+    reason_text = f" Reason: {reason}." if reason else ""
+    wanted = [
+        Notification(
+            audience=Notification.Audience.PARTNER,
+            kind=kind,
+            partner_id=commission.partner_id,
+            commission=commission,
+            dedupe_key=f"{commission_id}:{step}",
+            message=(
+                f"Commission #{commission_id} in {commission.program.name} was "
+                f"{'reversed' if reversed_ else 'reduced by a partial refund'}.{reason_text}"
+            ),
+        )
+    ]
+    if was_paid_out:
+        wanted.append(
+            Notification(
+                audience=Notification.Audience.ADVERTISER,
+                kind=Notification.Kind.MANUAL_REVIEW,
+                workspace_id=commission.program.workspace_id,
+                commission=commission,
+                dedupe_key=f"{commission_id}:{step}",
+                message=(
+                    f"Commission #{commission_id} to {commission.partner.name} was already paid out and its sale "
+                    f"was refunded. Review it: the partner's balance is now reduced.{reason_text}"
+                ),
+            )
+        )
+    created = 0
+    for notification in wanted:
+        try:
+            with transaction.atomic():
+                notification.save()
+            created += 1
+        except IntegrityError:
+            pass  # already sent for this step
+    return created
 
 
 def notification_outbox_deliver(*, outbox_id: int) -> bool:
@@ -30,7 +81,7 @@ def notification_outbox_deliver(*, outbox_id: int) -> bool:
             )
             if row is None:
                 return False
-            services.refund_notifications_create(
+            refund_notifications_create(
                 commission_id=row.commission_id,
                 step=row.refund_step,
                 was_paid_out=row.was_paid_out,

@@ -6,24 +6,24 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Min, Sum
-from django.utils import timezone
 
 from core import messages
 from core.tasks import enqueue
 from programs.models import RECURRING_TYPES, Partner, Program
 
+from .approval import ledger_credit
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
     CommissionStatus,
     LedgerEntry,
-    Notification,
     NotificationOutbox,
     ProductCommissionRate,
     Withdrawal,
 )
+from .tasks import notification_outbox_deliver_task
 
 PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 
@@ -99,7 +99,7 @@ def commission_settle(
         created_at=now,
     )
     if instant:
-        _ledger_credit(commission)
+        ledger_credit(commission)
     return SaleCommission(commission=commission, created=True)
 
 
@@ -107,55 +107,6 @@ def _first_commissioned_at(*, customer_id: int) -> datetime | None:
     """When the customer's first commissioned sale happened: the earliest sale that has a commission, whatever
     that commission's status (a refund does not move the recurring period)."""
     return Commission.objects.filter(customer_id=customer_id).aggregate(first=Min("sale__sale_date"))["first"]
-
-
-def _ledger_credit(commission: Commission) -> None:
-    LedgerEntry.objects.create(
-        partner_id=commission.partner_id,
-        program_id=commission.program_id,
-        commission=commission,
-        kind=LedgerEntry.Kind.CREDIT,
-        amount_cents=commission.amount_cents,
-        currency=commission.currency,
-        memo=f"Commission #{commission.pk} approved",
-    )
-
-
-def commission_approve(*, commission_id: int, now: datetime | None = None) -> bool:
-    """Moves one commission out of its hold and credits the partner. False when it is not due or no
-    longer pending (refunded during the hold, or approved by a concurrent run)."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        # skip_locked: a commission being refunded right now is left for the next run.
-        commission = (
-            Commission.objects.select_for_update(skip_locked=True)
-            .filter(pk=commission_id, status=CommissionStatus.PENDING, hold_until__lte=now)
-            .first()
-        )
-        if commission is None:
-            return False
-        commission.status = CommissionStatus.APPROVED
-        commission.credited = True
-        commission.approved_at = now
-        commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
-        _ledger_credit(commission)
-    return True
-
-
-def commissions_approve_due(*, now: datetime | None = None, batch_size: int = 500) -> int:
-    """Approves every commission whose hold period has ended. Returns how many were approved."""
-    now = now or timezone.now()
-    approved = 0
-    while True:
-        due = list(
-            Commission.objects.filter(status=CommissionStatus.PENDING, hold_until__lte=now)
-            .order_by("hold_until")
-            .values_list("pk", flat=True)[:batch_size]
-        )
-        batch_approved = sum(commission_approve(commission_id=pk, now=now) for pk in due)
-        approved += batch_approved
-        if len(due) < batch_size or batch_approved == 0:
-            return approved
 
 
 def partner_balance(*, partner_id: int, currency: str) -> int:
@@ -345,59 +296,5 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
-        from .tasks import notification_outbox_deliver_task
-
         transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
     return RefundOutcome(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
-
-
-def refund_notifications_create(
-    *, commission_id: int, step: int, was_paid_out: bool, reversed_: bool | None = None, reason: str | None = None
-) -> int:
-    """In-app notice to the partner; a manual-review warning to the advertiser when the commission had
-    already been paid out. Idempotent per refund step, so a retried task never notifies twice.
-    reversed_ and reason describe the refund step (the outbox row keeps them); without them the
-    commission's current state is used."""
-    commission = Commission.objects.select_related("program", "partner").get(pk=commission_id)
-    if reversed_ is None:
-        reversed_ = commission.status == CommissionStatus.REVERSED
-    if reason is None:
-        reason = commission.refund_reason
-    kind = Notification.Kind.COMMISSION_REVERSED if reversed_ else Notification.Kind.COMMISSION_REFUNDED
-    reason_text = f" Reason: {reason}." if reason else ""
-    wanted = [
-        Notification(
-            audience=Notification.Audience.PARTNER,
-            kind=kind,
-            partner_id=commission.partner_id,
-            commission=commission,
-            dedupe_key=f"{commission_id}:{step}",
-            message=(
-                f"Commission #{commission_id} in {commission.program.name} was "
-                f"{'reversed' if reversed_ else 'reduced by a partial refund'}.{reason_text}"
-            ),
-        )
-    ]
-    if was_paid_out:
-        wanted.append(
-            Notification(
-                audience=Notification.Audience.ADVERTISER,
-                kind=Notification.Kind.MANUAL_REVIEW,
-                workspace_id=commission.program.workspace_id,
-                commission=commission,
-                dedupe_key=f"{commission_id}:{step}",
-                message=(
-                    f"Commission #{commission_id} to {commission.partner.name} was already paid out and its sale "
-                    f"was refunded. Review it: the partner's balance is now reduced.{reason_text}"
-                ),
-            )
-        )
-    created = 0
-    for notification in wanted:
-        try:
-            with transaction.atomic():
-                notification.save()
-            created += 1
-        except IntegrityError:
-            pass  # already sent for this step
-    return created

@@ -1,7 +1,7 @@
 from core.tasks import service_task
 
-from .outbox import notification_outbox_deliver, notification_outbox_deliver_pending
-from .services import commissions_approve_due, refund_notifications_create
+from .approval import commissions_approve_due
+from .outbox import notification_outbox_deliver, notification_outbox_deliver_pending, refund_notifications_create
 
 # Registered names predate the service names; they stay, because beat and queued messages use them.
 

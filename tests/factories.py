@@ -5,8 +5,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from commissions.approval import commission_approve
 from commissions.models import Commission
-from commissions.services import commission_approve
 from programs.keys import generate_key
 from programs.models import (
     Membership,

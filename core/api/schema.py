@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from core import limits
 from core.api.envelopes import TYPED
+from core.api.fields import LeanSerializer
 
 
 class DashboardSessionScheme(OpenApiAuthenticationExtension):
@@ -208,6 +209,4 @@ class ApiAutoSchema(AutoSchema):
 
 def lib_doc_excludes() -> list[type]:
     """LeanSerializer's docstring is a performance note; input serializers document themselves."""
-    from core.api.fields import LeanSerializer
-
     return [*get_lib_doc_excludes(), LeanSerializer]

@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
+from commissions.approval import commission_approve
 from commissions.models import Commission, LedgerEntry, Withdrawal
-from commissions.services import commission_approve, withdrawal_request
+from commissions.services import withdrawal_request
 from tests.factories import CommissionFactory, PartnerFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,9 @@ import time_machine
 from django.core.management import call_command
 from django.utils import timezone
 
+from commissions.approval import commission_approve, commissions_approve_due
 from commissions.models import Commission, LedgerEntry
-from commissions.services import commission_approve, commissions_approve_due, partner_balance
+from commissions.services import partner_balance
 from commissions.tasks import commissions_approve_due_task
 from config.settings import CELERY_BEAT_SCHEDULE
 from tests.factories import CommissionFactory

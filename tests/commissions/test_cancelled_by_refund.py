@@ -3,9 +3,10 @@ and read by what the commission still pays."""
 
 import pytest
 
+from commissions.approval import commission_approve
 from commissions.models import Commission
 from commissions.selectors import cancelled_by_refund, commissions_with_money
-from commissions.services import commission_approve, refund_apply
+from commissions.services import refund_apply
 from tests.factories import CommissionFactory
 
 pytestmark = pytest.mark.django_db

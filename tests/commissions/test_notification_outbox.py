@@ -161,7 +161,7 @@ def test_a_failed_delivery_is_recorded_and_retried_by_the_next_sweep(monkeypatch
         raise ConnectionError("notification store unavailable")
 
     with monkeypatch.context() as patched:
-        patched.setattr("commissions.services.refund_notifications_create", down)
+        patched.setattr("commissions.outbox.refund_notifications_create", down)
         with caplog.at_level(logging.ERROR, logger="svc.commissions"):
             assert notification_outbox_deliver_pending() == 0
     assert "outbox.delivery_failed" in caplog.messages

@@ -13,9 +13,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
+from commissions.approval import commissions_approve_due
 from commissions.models import Commission
 from commissions.selectors import commissions_with_money
-from commissions.services import commissions_approve_due, partner_balance
+from commissions.services import partner_balance
 from programs.models import Role
 from tests.factories import CustomerFactory, MembershipFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer

@@ -3,8 +3,9 @@
 import pytest
 from django.utils import timezone
 
+from commissions.approval import commission_approve
 from commissions.models import LedgerEntry, Withdrawal
-from commissions.services import commission_approve, withdrawal_cancel, withdrawal_mark_paid, withdrawal_request
+from commissions.services import withdrawal_cancel, withdrawal_mark_paid, withdrawal_request
 from tests.factories import CommissionFactory
 from tests.helpers import run_together
 

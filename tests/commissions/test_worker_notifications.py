@@ -3,8 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
+from commissions.approval import commission_approve
 from commissions.models import Notification
-from commissions.services import commission_approve
 from programs.services import program_key_regenerate
 from tests.factories import CommissionFactory, SaleFactory
 from tests.worker import wait_for

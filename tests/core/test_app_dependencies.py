@@ -92,3 +92,34 @@ def test_a_cycle_is_found_when_there_is_one():
     assert find_cycle(graph) == ["programs", "tracking", "commissions", "programs"]
     graph["programs"] = {}
     assert find_cycle(graph) is None
+
+
+def _is_project_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] in APPS
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in APPS for alias in node.names)
+    return False
+
+
+def _function_level_imports(path: Path) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for function in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Import | ast.ImportFrom) and _is_project_import(node)
+    ]
+
+
+def test_no_module_imports_project_code_inside_a_function():
+    """Within an app too, modules depend one way: an import inside a function (commissions/services.py once
+    imported its own tasks that way) hides a cycle. AppConfig.ready() is where Django wants late imports."""
+    found = [
+        where
+        for app in APPS
+        for path in _app_files(app)
+        if path.name != "apps.py"
+        for where in _function_level_imports(path)
+    ]
+    assert found == []

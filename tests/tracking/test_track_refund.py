@@ -4,9 +4,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from commissions.approval import commission_approve
 from commissions.models import Commission, LedgerEntry, Notification
 from commissions.services import (
-    commission_approve,
     partner_balance,
     withdrawal_mark_paid,
     withdrawal_request,
@@ -333,7 +333,7 @@ def test_the_partner_is_notified_once_per_refund(client, django_capture_on_commi
         commission.partner_id,
     )
     assert "late delivery" in notice.message
-    from commissions.services import refund_notifications_create
+    from commissions.outbox import refund_notifications_create
 
     assert refund_notifications_create(commission_id=commission.pk, step=1, was_paid_out=False) == 0  # a retried task
 

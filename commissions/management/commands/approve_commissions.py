@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from commissions.services import commissions_approve_due
+from commissions.approval import commissions_approve_due
 
 
 class Command(BaseCommand):

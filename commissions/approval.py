@@ -1,0 +1,59 @@
+"""The end of a commission's hold: approval credits the partner's ledger. Approved one by one, each in its own
+transaction with its row lock, so a refund arriving at the same moment either sees the commission pending or
+approved with its credit, never half of it."""
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Commission, CommissionStatus, LedgerEntry
+
+
+def ledger_credit(commission: Commission) -> None:
+    LedgerEntry.objects.create(
+        partner_id=commission.partner_id,
+        program_id=commission.program_id,
+        commission=commission,
+        kind=LedgerEntry.Kind.CREDIT,
+        amount_cents=commission.amount_cents,
+        currency=commission.currency,
+        memo=f"Commission #{commission.pk} approved",
+    )
+
+
+def commission_approve(*, commission_id: int, now: datetime | None = None) -> bool:
+    """Moves one commission out of its hold and credits the partner. False when it is not due or no
+    longer pending (refunded during the hold, or approved by a concurrent run)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        # skip_locked: a commission being refunded right now is left for the next run.
+        commission = (
+            Commission.objects.select_for_update(skip_locked=True)
+            .filter(pk=commission_id, status=CommissionStatus.PENDING, hold_until__lte=now)
+            .first()
+        )
+        if commission is None:
+            return False
+        commission.status = CommissionStatus.APPROVED
+        commission.credited = True
+        commission.approved_at = now
+        commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
+        ledger_credit(commission)
+    return True
+
+
+def commissions_approve_due(*, now: datetime | None = None, batch_size: int = 500) -> int:
+    """Approves every commission whose hold period has ended. Returns how many were approved."""
+    now = now or timezone.now()
+    approved = 0
+    while True:
+        due = list(
+            Commission.objects.filter(status=CommissionStatus.PENDING, hold_until__lte=now)
+            .order_by("hold_until")
+            .values_list("pk", flat=True)[:batch_size]
+        )
+        batch_approved = sum(commission_approve(commission_id=pk, now=now) for pk in due)
+        approved += batch_approved
+        if len(due) < batch_size or batch_approved == 0:
+            return approved
