@@ -263,9 +263,9 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
     partner_ids = [enrolment.partner_id for enrolment in page]
     # Commission money comes from the commissions (what they still pay after refunds), never from a counter.
     payable = commission_payable_by_partner(program_id=program.pk, partner_ids=partner_ids)
-    links_by_partner: dict[int, list[ReferralLink]] = {}
+    links_by_partner: dict[int | None, list[ReferralLink]] = {}
     for link in ReferralLink.objects.filter(program=program, partner_id__in=partner_ids).order_by("short_link"):
-        links_by_partner.setdefault(link.partner_id, []).append(link)  # type: ignore[arg-type]
+        links_by_partner.setdefault(link.partner_id, []).append(link)
     partners = [
         {
             "enrolment": enrolment,

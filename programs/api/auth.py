@@ -24,18 +24,26 @@ IGNORED = "ignored"  # click: a key only unlocks visitor_ip and never refuses
 ROTATION_DOCS_PATH = "/docs/errors#api_key_rotation_required"
 
 
+def _deadline(key: ProgramKey) -> datetime:
+    """The rotation deadline of a flagged key (these helpers are only called for one)."""
+    if key.rotation_deadline is None:
+        raise ValueError(f"program key {key.pk} is not flagged for rotation")
+    return key.rotation_deadline
+
+
 def rotation_headers(key: ProgramKey, request) -> dict[str, str]:
-    assert key.rotation_deadline is not None and key.rotation_marked_at is not None
+    deadline = _deadline(key)
+    marked_at = key.rotation_marked_at or deadline
     docs_url = public_url(request, ROTATION_DOCS_PATH)
     return {
-        "Deprecation": f"@{int(key.rotation_marked_at.timestamp())}",
-        "Sunset": http_date(key.rotation_deadline.timestamp()),
+        "Deprecation": f"@{int(marked_at.timestamp())}",
+        "Sunset": http_date(deadline.timestamp()),
         "Link": f'<{docs_url}>; rel="deprecation"',
     }
 
 
 def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
-    deadline: datetime = key.rotation_deadline  # type: ignore[assignment]
+    deadline = _deadline(key)
     return {
         "code": "api_key_rotation_required",
         "message": messages.KEY_ROTATION_WARNING.format(deadline=deadline.isoformat()),
@@ -47,7 +55,7 @@ def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
 
 def rotation_required_error(key: ProgramKey, request) -> TypedUnauthorizedError:
     return TypedUnauthorizedError(
-        messages.KEY_ROTATION_REQUIRED.format(deadline=key.rotation_deadline.isoformat()),  # type: ignore[union-attr]
+        messages.KEY_ROTATION_REQUIRED.format(deadline=_deadline(key).isoformat()),
         code="api_key_rotation_required",
         headers=rotation_headers(key, request),
         hint=messages.KEY_ROTATION_HINT,
