@@ -193,7 +193,10 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "GET_LIB_DOC_EXCLUDES": "core.api.schema.lib_doc_excludes",
-    "ENUM_NAME_OVERRIDES": {"CommissionTypeEnum": "programs.models.CommissionType"},
+    "ENUM_NAME_OVERRIDES": {
+        "CommissionTypeEnum": "programs.models.CommissionType",
+        "LeadAuthEnum": "programs.models.LeadAuth",
+    },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.
 CORS_URLS_REGEX = r"^/(api/v1/track/|js/).*$"

@@ -5,6 +5,8 @@ one answered, with the spec's message; the same classes are the OpenAPI descript
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.db.models import TextChoices
+from drf_spectacular.plumbing import build_choice_field
 from drf_spectacular.utils import extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
@@ -43,8 +45,9 @@ class _Setting(serializers.Field):
     # The field's OpenAPI schema (programs.api.schema.SettingFieldExtension reads it).
     schema: dict[str, Any] = {}
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(required=False, **kwargs)
+    def __init__(self, *, required: bool = False, **kwargs: Any) -> None:
+        # `required` only documents the field: absence never reaches the field (see run_validation).
+        super().__init__(required=required, **kwargs)
 
     def run_validation(self, data: Any = empty) -> Any:
         if data is empty:
@@ -70,13 +73,14 @@ class _TextSetting(_Setting):
 
 
 class _ChoiceSetting(_Setting):
-    def __init__(self, *, choices: list[str], message: str, **kwargs: Any) -> None:
-        self.choices, self.message = choices, message
-        self.schema = {"type": "string", "enum": choices}
+    def __init__(self, *, choices: type[TextChoices], message: str, **kwargs: Any) -> None:
+        self.values, self.message = choices.values, message
+        # Described as DRF describes a ChoiceField of the same choices, so both share one enum component.
+        self.schema = build_choice_field(serializers.ChoiceField(choices=choices.choices))
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or data not in self.choices:
+        if not isinstance(data, str) or data not in self.values:
             raise serializers.ValidationError(self.message.format(value=data))
         return data
 
@@ -125,41 +129,42 @@ class _WholeNumberSetting(_Setting):
         return number
 
 
-def _settings_fields(*, nullable_numbers: bool) -> dict[str, serializers.Field]:
-    """The settings of creation and update, in the spec's check order."""
+def _settings_fields(*, creation: bool) -> dict[str, serializers.Field]:
+    """The settings of creation and update, in the spec's check order. Creation requires the first four and
+    lets the optional numbers be null (they keep their default); an update refuses null."""
     return {
-        "name": _TextSetting(limit=200, help_text="Surrounding spaces are trimmed"),
-        "domain": _TextSetting(limit=253, help_text="Surrounding spaces are trimmed"),
+        "name": _TextSetting(limit=200, required=creation, help_text="Surrounding spaces are trimmed"),
+        "domain": _TextSetting(limit=253, required=creation, help_text="Surrounding spaces are trimmed"),
         "commission_type": _ChoiceSetting(
-            choices=CommissionType.values, message=messages.PROGRAM_INVALID_COMMISSION_TYPE
+            choices=CommissionType, message=messages.PROGRAM_INVALID_COMMISSION_TYPE, required=creation
         ),
         "commission_rate": _CommissionRateSetting(
-            help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent"
+            required=creation,
+            help_text="A positive number (or numeric string); at most 100 for percent and recurring_percent",
         ),
         "duration_months": _WholeNumberSetting(
             minimum=0,
             maximum=DURATION_MONTHS_MAX,
             message=messages.PROGRAM_DURATION_INVALID,
-            nullable=nullable_numbers,
+            nullable=creation,
             help_text="Recurring commissions: months from the first sale (0 = lifetime)",
         ),
         "cookie_duration": _WholeNumberSetting(
             minimum=1,
             maximum=365,
             message=messages.PROGRAM_COOKIE_INVALID,
-            nullable=nullable_numbers,
+            nullable=creation,
             help_text="Attribution window in days",
         ),
     }
 
 
 class _ProgramSettingsSerializer(serializers.Serializer):
-    # Optional numbers may be null on creation (they keep their default); an update refuses null.
-    nullable_numbers: bool
+    creation: bool
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # The settings first, then any field the subclass declares.
-        return {**_settings_fields(nullable_numbers=self.nullable_numbers), **super().get_fields()}
+        return {**_settings_fields(creation=self.creation), **super().get_fields()}
 
     def validate_commission_rate(self, rate: Decimal) -> Decimal:
         # Checked against the type sent with the rate, else the program's; an update re-checks the locked row.
@@ -174,7 +179,7 @@ class ProgramCreateInputSerializer(_ProgramSettingsSerializer):
     """A new program's settings. name, domain, commission_type and commission_rate are required; the others
     keep their defaults when left out or null."""
 
-    nullable_numbers = True
+    creation = True
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, dict) and any(_blank(data.get(field)) for field in REQUIRED_ON_CREATION):
@@ -185,13 +190,20 @@ class ProgramCreateInputSerializer(_ProgramSettingsSerializer):
         return {field: value for field, value in attrs.items() if value is not None}
 
 
+class _AdvertiserIdField(_Setting):
+    """Any value: cli_api.services.advertiser_resolve decides (403 for one that is not the account's)."""
+
+    schema = {"type": ["integer", "string", "null"]}
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+
 @extend_schema_serializer(component_name="CliInitInput")
 class CliInitInputSerializer(ProgramCreateInputSerializer):
-    """POST /api/v1/cli/init. advertiser_id is resolved before the settings are checked (403 before 400)."""
+    """A new program: its settings, and the advertiser to create it in (checked first: 403 before 400)."""
 
-    advertiser_id = serializers.JSONField(
-        required=False,
-        allow_null=True,
+    advertiser_id = _AdvertiserIdField(
         help_text="The advertiser to create the program in (default: the account's first)",
     )
 
@@ -203,9 +215,11 @@ class CliInitInputSerializer(ProgramCreateInputSerializer):
 @extend_schema_serializer(component_name="SettingsPatch")
 class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
     """The settings to change; send at least one. Fields left out keep their value. Checked in this order,
-    the first failure answers 400 and nothing is saved. Needs the program in the context ("program")."""
+    the first failure answers 400 and nothing is saved."""
 
-    nullable_numbers = False
+    # Needs the program in the context ("program"): the rate is checked against its type.
+
+    creation = False
     min_properties = 1  # an empty patch is refused
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -217,7 +231,7 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
                 message=program_messages.HOLD_DAYS_INVALID,
                 help_text="Days a new commission stays pending before it can be paid",
             ),
-            "lead_auth": _ChoiceSetting(choices=LeadAuth.values, message=program_messages.LEAD_AUTH_INVALID),
+            "lead_auth": _ChoiceSetting(choices=LeadAuth, message=program_messages.LEAD_AUTH_INVALID),
         }
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
@@ -245,7 +259,7 @@ PROGRAM_SETTINGS_FIELDS: dict[str, serializers.Field] = {
     "commission_rate": serializers.FloatField(),
     "duration_months": serializers.IntegerField(),
     "hold_days": serializers.IntegerField(),
-    "lead_auth": serializers.ChoiceField(choices=LeadAuth.values),
+    "lead_auth": serializers.ChoiceField(choices=LeadAuth.choices),
     "api_token_masked": serializers.CharField(),
 }
 
