@@ -2,8 +2,9 @@
 message is the one the caller sees, so fields are declared in the order the spec checks them."""
 
 import re
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, get_args
 
 from django.utils import timezone
 from rest_framework import serializers
@@ -19,22 +20,31 @@ from core.api.fields import (
     spec_messages,
 )
 from tracking.amounts import MAX_AMOUNT_CENTS
+from tracking.services.click import ClickInput
+from tracking.services.lead import LeadInput
+from tracking.services.refund import RefundInput, RefundReason
+from tracking.services.sale import IntervalValue, SaleInput, SaleProvider, SaleTypeValue
 
-PROVIDERS = (
-    "stripe",
-    "polar",
-    "dodo",
-    "paddle",
-    "lemonsqueezy",
-    "creem",
-    "sepay",
-    "payos",
-    "apipay",
-    "x402",
-    "other",
-)
+# The choices are the services' own input types, so the two cannot drift apart.
+PROVIDERS: tuple[str, ...] = get_args(SaleProvider)
+SALE_TYPES: tuple[str, ...] = get_args(SaleTypeValue)
+SUBSCRIPTION_INTERVALS: tuple[str, ...] = get_args(IntervalValue)
+REFUND_REASONS: tuple[str, ...] = get_args(RefundReason)
 OCCURRED_AT_MAX_AGE = timedelta(days=30)
 OCCURRED_AT_MAX_AHEAD = timedelta(minutes=5)
+
+
+InputT = TypeVar("InputT", bound=Mapping[str, object])
+
+
+class TypedInputSerializer(serializers.Serializer, Generic[InputT]):
+    """A request body validated into its service's typed input InputT."""
+
+    def validated_input(self) -> InputT:
+        self.is_valid(raise_exception=True)
+        # validated_data holds, for every field the body sent (every required one is sent), what its
+        # to_internal_value and validate_<field> return: the keys and value types InputT declares.
+        return cast(InputT, self.validated_data)
 
 
 def optional_text(name: str, max_length: int | None = None) -> StrictCharField:
@@ -71,7 +81,7 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
     return {**value, **inner.validated_data}
 
 
-class ClickInputSerializer(LeanSerializer):
+class ClickInputSerializer(LeanSerializer, TypedInputSerializer[ClickInput]):
     """A click on a referral link, as the tracker script sends it: `affiliate_url` carries the partner's
     `?aff=` (or `?via=`) code; the other fields describe the visit."""
 
@@ -131,7 +141,7 @@ def _dimensions(value: str, message: str) -> str:
     return f"{int(match[1])}x{int(match[2])}"
 
 
-class LeadInputSerializer(LeanSerializer):
+class LeadInputSerializer(LeanSerializer, TypedInputSerializer[LeadInput]):
     """A signup. Browser mode (no key) proves attribution with `click_id`; server mode (program key) sends
     `click_id` with `customer_key` so later sales can use `customer_key` alone."""
 
@@ -151,7 +161,7 @@ class LeadInputSerializer(LeanSerializer):
         return validate_additional_data(value)
 
 
-class SaleInputSerializer(LeanSerializer):
+class SaleInputSerializer(LeanSerializer, TypedInputSerializer[SaleInput]):
     """A payment to record. `transaction_id` is your unique payment id: a second call with it answers 409,
     so retry a failed call with the same id. The sale is attributed through `customer_key` or `click_id`.
     Amounts are integers in the smallest currency unit. Test mode (test key, `livemode: false` or
@@ -210,7 +220,7 @@ class SaleInputSerializer(LeanSerializer):
         },
     )
     sale_type = serializers.ChoiceField(
-        choices=("payment", "subscription"),
+        choices=SALE_TYPES,
         required=False,
         allow_null=True,
         error_messages=spec_messages("sale_type must be payment or subscription"),
@@ -221,7 +231,7 @@ class SaleInputSerializer(LeanSerializer):
     )
     subscription_id = optional_text("subscription_id", 255)
     subscription_interval = serializers.ChoiceField(
-        choices=("monthly", "quarterly", "annual"),
+        choices=SUBSCRIPTION_INTERVALS,
         required=False,
         allow_null=True,
         allow_blank=True,
@@ -265,7 +275,7 @@ class SaleInputSerializer(LeanSerializer):
         return validate_additional_data(value)
 
 
-class RefundInputSerializer(LeanSerializer):
+class RefundInputSerializer(LeanSerializer, TypedInputSerializer[RefundInput]):
     """A refund of a sale recorded with `transaction_id`. Leave out `refund_amount_cents` (or send 0) to
     refund the rest; a partial amount is added to what was already refunded, capped at the sale amount.
     Send `refund_id` so a retried partial refund is applied once."""
@@ -274,7 +284,7 @@ class RefundInputSerializer(LeanSerializer):
         max_length=255, error_messages=spec_messages(messages.REFUND_TRANSACTION_ID_REQUIRED)
     )
     reason = serializers.ChoiceField(
-        choices=("refund", "chargeback"),
+        choices=REFUND_REASONS,
         required=False,
         allow_null=True,
         allow_blank=True,

@@ -19,8 +19,8 @@ from core.api.base import BaseApi
 from core.api.fields import IdField, spec_messages
 from core.api.schema import PLATFORM_ERROR
 
-from ..services.tracker import tracker_config_get, visit_record
-from .serializers import additional_data_field, optional_text, validate_additional_data
+from ..services.tracker import VisitInput, tracker_config_get, visit_record
+from .serializers import TypedInputSerializer, additional_data_field, optional_text, validate_additional_data
 from .views import COMMON_ERRORS
 
 TRACKER_PATH = Path(settings.BASE_DIR) / "static" / "js" / "svc-tracker.js"
@@ -93,7 +93,7 @@ class VisitTrackApi(BaseApi):
     rate_scope = ratelimit.TRACK_VISIT
     failure_message = messages.VISIT_TRACKING_FAILED
 
-    class InputSerializer(ProgramIdInputSerializer):
+    class InputSerializer(ProgramIdInputSerializer, TypedInputSerializer[VisitInput]):
         page_url = optional_text("page_url", 4096)
         page_title = optional_text("page_title", 1024)
         referrer_url = optional_text("referrer_url", 4096)
@@ -110,9 +110,7 @@ class VisitTrackApi(BaseApi):
         responses={200: OpenApiResponse(VISIT_OK), **COMMON_ERRORS},
     )
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        visit = visit_record(data=serializer.validated_data)
+        visit = visit_record(data=self.InputSerializer(data=request.data).validated_input())
         return Response({"success": True, "visit_id": visit.pk})
 
 

@@ -114,11 +114,6 @@ def _body(request) -> dict[str, Any]:
     return request.data if isinstance(request.data, dict) else {}
 
 
-def _validated(serializer) -> dict[str, Any]:
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
 class ClickTrackApi(ProgramKeyApi):
     program_key_mode = auth.IGNORED
     rate_scope = ratelimit.TRACK_CLICK
@@ -137,7 +132,7 @@ class ClickTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
-        data = _validated(ClickInputSerializer(data=request.data))
+        data = ClickInputSerializer(data=request.data).validated_input()
         context = ClickContext(
             key=self.program_key,
             request_ip=client_ip(request._request),
@@ -168,7 +163,7 @@ class LeadTrackApi(ProgramKeyApi):
         },
     )
     def post(self, request):
-        data = _validated(LeadInputSerializer(data=request.data))
+        data = LeadInputSerializer(data=request.data).validated_input()
         result = lead_record(data=data, key=self.program_key, request_id=request._request.request_id)
         return Response(lead_body(result))
 
@@ -198,7 +193,7 @@ class SaleTrackApi(ProgramKeyApi):
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
         test_mode = sale_is_test(data=_body(request), key=key)
-        data = _validated(SaleInputSerializer(data=request.data, test_mode=test_mode))
+        data = SaleInputSerializer(data=request.data, test_mode=test_mode).validated_input()
         result = sale_record(data=data, key=key, request_id=request._request.request_id)
         return Response(sale_body(result))
 
@@ -224,5 +219,5 @@ class RefundTrackApi(ProgramKeyApi):
         # A test key (or a test-mode body) refunds nothing and is answered before the body is checked.
         if is_test_mode(_body(request).get("additional_data"), key):
             return Response({"success": True, "test": True})
-        data = _validated(RefundInputSerializer(data=request.data))
+        data = RefundInputSerializer(data=request.data).validated_input()
         return Response(refund_body(refund_record(data=data, key=key)))

@@ -1,5 +1,5 @@
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
 from django.db import IntegrityError, transaction
@@ -59,7 +59,7 @@ class ConfiguredLink:
     cookie_window_days: int
 
 
-def _link_for(code: str, program_id: Any) -> ConfiguredLink:
+def _link_for(code: str, program_id: str | int | None) -> ConfiguredLink:
     link = link_target_get(code)
     if program_id is not None:
         scoped = id_parse(program_id)
@@ -91,6 +91,26 @@ def _link_for(code: str, program_id: Any) -> ConfiguredLink:
     )
 
 
+class ClickInput(TypedDict, total=False):
+    """A click as tracking.api's ClickInputSerializer validates it: only affiliate_url is required; an
+    optional field the body leaves out is absent."""
+
+    affiliate_url: Required[str]
+    page_url: str
+    page_title: str
+    referrer_url: str
+    session_id: str
+    user_agent: str
+    screen_resolution: str
+    viewport_size: str
+    language: str
+    timezone: str
+    existing_click_id: str
+    program_id: str | int | None
+    visitor_ip: object  # any JSON value, used only when it is a valid IP
+    additional_data: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class ClickContext:
     key: ProgramKey | None
@@ -110,7 +130,7 @@ class ClickRecorded:
     click_event: ClickEvent
 
 
-def click_record(*, data: dict[str, Any], context: ClickContext) -> ClickRecorded | TestEventRecorded:
+def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | TestEventRecorded:
     """Records one click on a referral link and answers the click_id to keep in a first-party cookie.
 
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing

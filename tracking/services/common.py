@@ -1,6 +1,7 @@
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ def is_test_mode(additional_data: Any, key: ProgramKey | None) -> bool:
     return body_test_mode(additional_data) or (key is not None and key.is_test)
 
 
-def sale_is_test(*, data: dict[str, Any], key: ProgramKey | None) -> bool:
+def sale_is_test(*, data: Mapping[str, Any], key: ProgramKey | None) -> bool:
     return is_test_mode(data.get("additional_data"), key) or data.get("livemode") is False
 
 

@@ -1,6 +1,7 @@
 import logging
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NotRequired, TypedDict
 
 from django.db import transaction
 from django.utils import timezone
@@ -36,6 +37,35 @@ def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | No
     return customer
 
 
+class LeadInput(TypedDict, total=False):
+    """A lead as tracking.api's LeadInputSerializer validates it: every field is optional, and one the
+    body leaves out is absent."""
+
+    click_id: str
+    customer_key: str
+    email: str
+    session_id: str
+    page_url: str
+    additional_data: dict[str, Any]
+
+
+class LeadEventFields(TypedDict):
+    """The columns of a stored lead: lead_record's, or a Stripe payment's settling a provisional lead
+    (tracking.stripe.events), which has no page to record."""
+
+    program_id: int
+    customer: Customer
+    partner_id: int | None
+    click_id: str
+    customer_key: str
+    email: str
+    session_id: NotRequired[str]
+    page_url: NotRequired[str]
+    server_mode: bool
+    lead_timestamp: datetime
+    created_at: datetime
+
+
 @dataclass(frozen=True)
 class LeadRecorded:
     """A real lead; provisional while a server_required program waits for its server's confirmation."""
@@ -45,9 +75,7 @@ class LeadRecorded:
     provisional: bool = False
 
 
-def lead_record(
-    *, data: dict[str, Any], key: ProgramKey | None, request_id: str = ""
-) -> LeadRecorded | TestEventRecorded:
+def lead_record(*, data: LeadInput, key: ProgramKey | None, request_id: str = "") -> LeadRecorded | TestEventRecorded:
     """Moves a clicked customer on to `lead`. Server mode (key) settles at once; browser mode settles at
     once too, except on a server_required program, where it waits as a provisional lead.
 
@@ -69,7 +97,7 @@ def lead_record(
     if customer.is_test and not test_mode:
         raise BadRequestError(messages.LEAD_CUSTOMER_NOT_FOUND)
     now = timezone.now()
-    event_fields = {
+    event_fields: LeadEventFields = {
         "program_id": customer.program_id,
         "customer": customer,
         "partner_id": customer.first_partner_id,
@@ -103,7 +131,7 @@ def lead_record(
     return LeadRecorded(lead=event, click_id=customer.click_id)
 
 
-def _provisional_lead_store(*, customer: Customer, event_fields: dict[str, Any], is_test: bool) -> LeadEvent:
+def _provisional_lead_store(*, customer: Customer, event_fields: LeadEventFields, is_test: bool) -> LeadEvent:
     """One provisional lead per customer: a repeated browser signup refreshes it."""
     with transaction.atomic():
         existing = (
@@ -118,7 +146,7 @@ def _provisional_lead_store(*, customer: Customer, event_fields: dict[str, Any],
         return existing
 
 
-def lead_settle(*, customer: Customer, event_fields: dict[str, Any], is_test: bool = False) -> LeadEvent:
+def lead_settle(*, customer: Customer, event_fields: LeadEventFields, is_test: bool = False) -> LeadEvent:
     """click -> lead, saving customer_key (and email) on the customer, settling any provisional lead.
     The status move is a conditional UPDATE, so of two racing leads exactly one settles; the other
     gets the status error. The processor's payment events settle provisional leads through here too."""

@@ -1,4 +1,4 @@
-from typing import Any
+from typing import Literal, Required, TypedDict
 
 from commissions.services import RefundOutcome, refund_apply
 from core import messages
@@ -7,8 +7,21 @@ from programs.models import ProgramKey
 
 from ..models import SaleEvent
 
+RefundReason = Literal["refund", "chargeback"]
 
-def refund_record(*, data: dict[str, Any], key: ProgramKey) -> RefundOutcome:
+
+class RefundInput(TypedDict, total=False):
+    """A refund as tracking.api's RefundInputSerializer validates it: an optional field the body leaves
+    out is absent; one it sends may be null."""
+
+    transaction_id: Required[str]
+    reason: RefundReason | Literal[""] | None
+    refund_amount_cents: int | None
+    refund_id: str | None
+    refund_reason: str | None
+
+
+def refund_record(*, data: RefundInput, key: ProgramKey) -> RefundOutcome:
     """Refunds part or all of a sale of the key's program. Raises NotFoundError when the program has
     no live sale under that transaction_id."""
     sale = SaleEvent.objects.filter(

@@ -2,7 +2,7 @@ import logging
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -24,6 +24,37 @@ logger = logging.getLogger("svc.tracking")
 
 SUPPORTED_CURRENCIES = frozenset(Currency.values)
 SECONDS_PER_DAY = 86400
+
+SaleProvider = Literal[
+    "stripe", "polar", "dodo", "paddle", "lemonsqueezy", "creem", "sepay", "payos", "apipay", "x402", "other"
+]
+# The values of tracking.models.SaleType and SubscriptionInterval, as the types a validated body holds.
+SaleTypeValue = Literal["payment", "subscription"]
+IntervalValue = Literal["monthly", "quarterly", "annual"]
+
+
+class SaleInput(TypedDict, total=False):
+    """A sale as tracking.api's SaleInputSerializer validates it: an optional field the body leaves out is
+    absent; the nullable ones may be None. transaction_id and amount_cents are required of a live sale
+    only: a test sale may leave them out or send null."""
+
+    transaction_id: str | None
+    amount_cents: int | None
+    occurred_at: datetime | None
+    provider: SaleProvider | None
+    provider_payment_id: str | None
+    livemode: bool | None
+    currency: str | None
+    customer_key: str
+    click_id: str
+    tax_cents: int | None
+    sale_type: SaleTypeValue | None
+    line_items: dict[str, Any] | list[Any] | None
+    is_recurring: bool | None
+    subscription_id: str
+    subscription_interval: IntervalValue | Literal[""] | None
+    product_id: str
+    additional_data: dict[str, Any]
 
 
 def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is_test: bool) -> Customer | None:
@@ -57,7 +88,7 @@ def sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
         raise ConflictError(messages.SALE_DUPLICATE, code="duplicate_transaction", details={"sale_id": first}) from None
 
 
-def _sale_fields(*, data: dict[str, Any], program: Program, now: datetime, is_test: bool) -> dict[str, Any]:
+def _sale_fields(*, data: SaleInput, program: Program, now: datetime, is_test: bool) -> dict[str, Any]:
     return {
         "program": program,
         "processor_event_id": data.get("transaction_id") or None,
@@ -97,7 +128,7 @@ class SaleWindowExpired:
 
 
 def sale_record(
-    *, data: dict[str, Any], key: ProgramKey, request_id: str = ""
+    *, data: SaleInput, key: ProgramKey, request_id: str = ""
 ) -> SaleRecorded | SaleWindowExpired | TestEventRecorded:
     """Records a sale for the key's program and, when attributable, its commission.
 
@@ -223,7 +254,7 @@ def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
     return sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
 
 
-def _test_sale_record(*, data: dict[str, Any], program: Program, now: datetime, request_id: str) -> TestEventRecorded:
+def _test_sale_record(*, data: SaleInput, program: Program, now: datetime, request_id: str) -> TestEventRecorded:
     """Test sales are stored flagged, attached to a test customer when one matches, and create no
     commission, no fee and no metrics. Their transaction ids are unique among test sales only."""
     customer = _customer_for_sale(

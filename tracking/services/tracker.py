@@ -1,6 +1,6 @@
 """Page visits and program settings for the browser tracker (POST /api/v1/track/visit, GET /api/v1/track/config)."""
 
-from typing import Any
+from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
 from core import messages
@@ -42,7 +42,20 @@ def tracker_script_tag(*, base_url: str, program_id: int) -> str:
     return f'<script src="{base_url}/js/svc-tracker.js" data-svc-program-id="{program_id}" defer></script>'
 
 
-def visit_record(*, data: dict[str, Any]) -> PageVisit:
+class VisitInput(TypedDict, total=False):
+    """A visit as tracking.api's VisitTrackApi.InputSerializer validates it: program_id is required (a
+    string or an integer, kept as sent); an optional field the body leaves out is absent."""
+
+    program_id: Required[str | int]
+    page_url: str
+    page_title: str
+    referrer_url: str
+    click_id: str
+    session_id: str
+    additional_data: dict[str, Any]
+
+
+def visit_record(*, data: VisitInput) -> PageVisit:
     """Stores one page visit of a program's site. The click id and session id are stored as sent: a visit
     is analytics, it moves no customer and proves no attribution.
 

@@ -83,7 +83,7 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
     lead = step(
         "lead",
         lambda: lead_record(
-            data={"click_id": click_id, "customer_key": customer_key, "email": f"{customer_key}@example.com"},
+            data={"click_id": click_id or "", "customer_key": customer_key, "email": f"{customer_key}@example.com"},
             key=test_key,
             request_id=request_id,
         ),
