@@ -37,9 +37,9 @@ OCCURRED_AT_MAX_AHEAD = timedelta(minutes=5)
 InputT = TypeVar("InputT", bound=Mapping[str, object])
 
 
+# A request body validated into its service's typed input InputT. (A comment, not a docstring: the
+# OpenAPI description would show it on every body without one of its own.)
 class TypedInputSerializer(serializers.Serializer, Generic[InputT]):
-    """A request body validated into its service's typed input InputT."""
-
     def validated_input(self) -> InputT:
         self.is_valid(raise_exception=True)
         # validated_data holds, for every field the body sent (every required one is sent), what its

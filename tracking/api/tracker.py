@@ -18,6 +18,7 @@ from core.api import ratelimit
 from core.api.base import BaseApi
 from core.api.fields import IdField, spec_messages
 from core.api.schema import PLATFORM_ERROR
+from programs.models import LeadAuth
 
 from ..services.tracker import VisitInput, tracker_config_get, visit_record
 from .serializers import TypedInputSerializer, additional_data_field, optional_text, validate_additional_data
@@ -66,7 +67,7 @@ CONFIG_OK = inline_serializer(
         "success": serializers.BooleanField(),
         "program_id": serializers.IntegerField(),
         "cookie_window_days": serializers.IntegerField(help_text="Lifetime of the svc_click_id cookie, days"),
-        "lead_auth": serializers.ChoiceField(["browser_allowed", "server_required"]),
+        "lead_auth": serializers.ChoiceField(LeadAuth.choices),
         "decorate_payment_links": serializers.BooleanField(
             help_text="The program has a connected Stripe account: write the click id as client_reference_id"
         ),
