@@ -211,15 +211,27 @@ class KeyRotation:
         return key.rotation(now) if key is not None else cls()
 
 
+# Agent API scopes: read and write per resource. Write includes read (as with Stripe's restricted keys).
+AGENT_RESOURCES = ("programs", "partners", "links", "events", "commissions", "payouts")
+AGENT_SCOPES = tuple(f"{resource}:{access}" for resource in AGENT_RESOURCES for access in ("read", "write"))
+
+
 class AgentKey(models.Model):
-    """Operator-issued key for the agent API (`agt_`). Issued in admin only."""
+    """Operator-issued key for the agent API (`agt_`): one workspace, optionally only some of its programs,
+    with scopes and an optional expiry. Issued in admin or with `manage.py agent_key`, never through the API."""
 
     name = models.CharField(max_length=200)
+    # Nullable only for keys issued before keys were bound to a workspace; such a key never authenticates.
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agent_keys", null=True, blank=True)
+    programs = models.ManyToManyField(
+        Program, blank=True, related_name="agent_keys", help_text="Leave empty for every program of the workspace"
+    )
     digest = models.CharField(max_length=64, unique=True, editable=False)
     last4 = models.CharField(max_length=4, editable=False)
     scopes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
@@ -228,6 +240,14 @@ class AgentKey(models.Model):
     @property
     def masked(self) -> str:
         return mask_key("agt_", self.last4)
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and (now or timezone.now()) >= self.expires_at
+
+    def allows(self, scope: str) -> bool:
+        """`resource:read` is granted by `resource:read` or `resource:write`."""
+        resource, _, access = scope.partition(":")
+        return scope in self.scopes or (access == "read" and f"{resource}:write" in self.scopes)
 
 
 class Partner(models.Model):

@@ -1,5 +1,6 @@
 """Writes for programs and their keys. Raw keys leave these functions once and are never stored."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -19,7 +20,7 @@ from .keys import (
     key_digest,
     key_prefix_of,
 )
-from .models import PERCENT_TYPES, AgentKey, Program, ProgramKey, Workspace
+from .models import AGENT_SCOPES, PERCENT_TYPES, AgentKey, Program, ProgramKey, Workspace
 
 
 class SettingsChanges(TypedDict, total=False):
@@ -121,13 +122,55 @@ def program_key_mark_rotation(*, key: ProgramKey, deadline: datetime) -> Program
     return key
 
 
+class AgentKeyInvalid(ValueError):
+    """An agent key that cannot be issued as asked (unknown scope, program of another workspace)."""
+
+
+def agent_key_scopes_check(scopes: Iterable[str]) -> list[str]:
+    """The scopes, deduplicated in the canonical order; AgentKeyInvalid names any unknown one."""
+    wanted = set(scopes)
+    unknown = sorted(wanted - set(AGENT_SCOPES))
+    if unknown:
+        raise AgentKeyInvalid(f"Unknown scope(s): {', '.join(unknown)}. Known: {', '.join(AGENT_SCOPES)}")
+    return [scope for scope in AGENT_SCOPES if scope in wanted]
+
+
 def agent_key_issue(*, key: AgentKey) -> str:
     """Saves a new agent key and returns its raw value, the only time it is visible."""
+    key.scopes = agent_key_scopes_check(key.scopes)
     raw = generate_key(AGENT_KEY_PREFIX)
     key.digest = key_digest(raw)
     key.last4 = raw[-4:]
     key.save()
     return raw
+
+
+@transaction.atomic
+def agent_key_create(
+    *,
+    workspace: Workspace,
+    name: str,
+    scopes: Iterable[str],
+    programs: Iterable[Program] = (),
+    expires_at: datetime | None = None,
+) -> tuple[AgentKey, str]:
+    """Issues a key for the workspace (limited to `programs` when given). Returns the key and its raw value,
+    the only time that value is visible."""
+    programs = list(programs)
+    foreign = [program.pk for program in programs if program.workspace_id != workspace.pk]
+    if foreign:
+        raise AgentKeyInvalid(f"Program(s) {', '.join(map(str, foreign))} are not in workspace {workspace.pk}")
+    key = AgentKey(workspace=workspace, name=name, scopes=list(scopes), expires_at=expires_at)
+    raw = agent_key_issue(key=key)
+    key.programs.set(programs)
+    return key, raw
+
+
+def agent_key_revoke(*, key: AgentKey) -> bool:
+    """Revokes the key from now on. False when it was already revoked (the first revocation time stays)."""
+    changed = AgentKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    key.refresh_from_db(fields=["revoked_at"])
+    return bool(changed)
 
 
 def commission_rate_check(*, commission_type: str, rate: Decimal) -> None:
