@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -6,6 +8,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from .models import (
+    AGENT_SCOPES,
     AgentKey,
     Membership,
     Partner,
@@ -15,7 +18,14 @@ from .models import (
     ReferralLink,
     Workspace,
 )
-from .services import agent_key_issue, program_key_mark_rotation, program_key_regenerate
+from .services import (
+    AgentKeyInvalid,
+    agent_key_issue,
+    agent_key_revoke,
+    agent_key_scopes_check,
+    program_key_mark_rotation,
+    program_key_regenerate,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -139,41 +149,113 @@ class ProgramKeyAdmin(admin.ModelAdmin):
         return False  # keys come from program creation and regeneration only
 
 
+class ProgramsWithWorkspaceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Program) -> str:
+        return f"{obj} — {obj.workspace}"
+
+
 class AgentKeyForm(forms.ModelForm):
-    scopes = forms.CharField(required=False, help_text="Comma-separated scope names")
+    """Validates everything the services would refuse, so a bad key is a form error and never a 500."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=[(scope, scope) for scope in AGENT_SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Write includes read for the same resource.",
+    )
+    programs = ProgramsWithWorkspaceField(
+        queryset=Program.objects.select_related("workspace").order_by("workspace_id", "name"),
+        required=False,
+        help_text="Leave empty for every program of the workspace. Only programs of the key's workspace.",
+    )
 
     class Meta:
         model = AgentKey
-        fields = ["name", "workspace", "scopes", "revoked_at"]
+        fields = ["name", "workspace", "programs", "scopes", "expires_at"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if "workspace" in self.fields:
+            self.fields["workspace"].required = True
 
     def clean_scopes(self) -> list[str]:
-        raw = self.cleaned_data.get("scopes") or ""
-        if isinstance(raw, list):
-            return raw
-        return [part.strip() for part in raw.split(",") if part.strip()]
+        try:
+            return agent_key_scopes_check(self.cleaned_data.get("scopes") or [])
+        except AgentKeyInvalid as error:
+            raise forms.ValidationError(str(error)) from None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # The workspace is only a form field while the key has none; afterwards it is the instance's.
+        workspace = cleaned.get("workspace") if "workspace" in self.fields else self.instance.workspace
+        programs = cleaned.get("programs") or []
+        if workspace is not None:
+            foreign = [program.pk for program in programs if program.workspace_id != workspace.pk]
+            if foreign:
+                self.add_error(
+                    "programs",
+                    f"Program(s) {', '.join(map(str, foreign))} are not in workspace {workspace.pk}",
+                )
+        return cleaned
+
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "revoked"
+    parameter_name = "revoked"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Revoked"), ("no", "Not revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(revoked_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(revoked_at__isnull=True)
+        return queryset
 
 
 @admin.register(AgentKey)
 class AgentKeyAdmin(admin.ModelAdmin):
-    """Operators issue agent keys here and only here; the key is shown once after saving."""
+    """Operators issue agent keys here (or with `manage.py agent_key`); the key is shown once after saving.
+    Revocation goes through the action so it always uses the service."""
 
     form = AgentKeyForm
-    list_display = ["id", "name", "workspace", "masked", "scopes", "created_at", "revoked_at"]
-    readonly_fields = ["masked", "created_at"]
+    list_display = ["name", "workspace", "masked", "scope_list", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = ["workspace", RevokedFilter]
+    search_fields = ["name", "last4"]
+    actions = ["revoke_selected"]
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: AgentKey) -> str:
+        return ", ".join(obj.scopes)
 
     def get_fields(self, request, obj=None):
-        return (
-            ["name", "workspace", "scopes"]
-            if obj is None
-            else ["name", "workspace", "scopes", "masked", "created_at", "revoked_at"]
-        )
+        fields = ["name", "workspace", "programs", "scopes", "expires_at"]
+        return fields if obj is None else [*fields, "masked", "created_at", "last_used_at", "revoked_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        # Moving an issued key to another workspace would silently change what it reaches; only a legacy key
+        # without a workspace may be given one.
+        bound = ["workspace"] if obj.workspace_id is not None else []
+        return [*bound, "masked", "created_at", "last_used_at", "revoked_at"]
 
     def save_model(self, request, obj, form, change):
         if change:
             super().save_model(request, obj, form, change)
             return
+        # The programs were checked against the workspace by the form; save_related sets them on the saved key.
         raw = agent_key_issue(key=obj)
         messages.warning(request, f"Agent key issued: {raw} — copy it now, it is shown only once.")
+
+    @admin.action(description="Revoke selected agent keys")
+    def revoke_selected(self, request, queryset):
+        revoked = sum(agent_key_revoke(key=key) for key in queryset)
+        already = queryset.count() - revoked
+        self.message_user(
+            request,
+            f"Revoked {revoked} agent key(s)." + (f" {already} were already revoked." if already else ""),
+        )
 
 
 @admin.register(Partner)

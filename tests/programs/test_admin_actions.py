@@ -6,7 +6,7 @@ from django.contrib.messages import get_messages
 
 from programs.keys import key_digest
 from programs.models import AgentKey, ProgramKey
-from tests.factories import ProgramFactory
+from tests.factories import ProgramFactory, WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +24,16 @@ def shown_keys(response, prefix: str) -> list[str]:
 
 
 def test_issuing_an_agent_key_shows_it_once_and_stores_only_its_hash(operator_client):
+    workspace = WorkspaceFactory()
     response = operator_client.post(
-        "/admin/programs/agentkey/add/", {"name": "ops bot", "scopes": "tracking:read, programs:read"}
+        "/admin/programs/agentkey/add/",
+        {"name": "ops bot", "workspace": workspace.pk, "scopes": ["programs:read", "commissions:write"]},
     )
     assert response.status_code == 302
     [raw] = shown_keys(response, "agt_")
     key = AgentKey.objects.get()
-    assert key.digest == key_digest(raw) and key.scopes == ["tracking:read", "programs:read"]
+    assert key.digest == key_digest(raw) and key.scopes == ["programs:read", "commissions:write"]
+    assert raw not in {key.digest, key.last4, key.name}
     first = operator_client.get(f"/admin/programs/agentkey/{key.pk}/change/").content.decode()
     assert raw in first  # the one-time message
     again = operator_client.get(f"/admin/programs/agentkey/{key.pk}/change/").content.decode()
