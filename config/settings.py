@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "commissions",
     "cli_api",
     "dashboard",
+    "agent_api",
 ]
 
 MIDDLEWARE = [

@@ -19,6 +19,7 @@ urlpatterns = [
     path("", include("tracking.stripe.urls")),
     path("", include("dashboard.api.urls")),
     path("", include("cli_api.api.urls")),
+    path("", include("agent_api.api.urls")),
     path("", include("dashboard.urls")),
 ]
 

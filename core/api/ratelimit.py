@@ -35,6 +35,8 @@ READINESS = RateScope("readiness", 30, PER_KEY)
 ANALYTICS_SOURCES = RateScope("analytics-sources", 30, PER_KEY)
 PROGRAM_SETTINGS = RateScope("program-settings", 30, PER_SESSION)
 CLI = RateScope("cli", 60, PER_KEY)
+# Every agent route shares one bucket per agent key.
+AGENT = RateScope("agent", 120, PER_KEY)
 
 
 def _bucket(scope: RateScope, request) -> str:

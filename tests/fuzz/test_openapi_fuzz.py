@@ -23,7 +23,8 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from cli_api.models import CliToken
 from cli_api.services import cli_token_create
 from programs.keys import key_digest
-from programs.services import program_key_install
+from programs.models import AGENT_SCOPES, AgentKey
+from programs.services import agent_key_create, program_key_install
 from tests.factories import (
     CommissionFactory,
     CustomerFactory,
@@ -58,6 +59,7 @@ PROGRAM_ID = 910001
 PROGRAM_KEY = "aff_fuzz" + "k" * 40
 LOGIN_TOKEN = "svcl_fuzz" + "t" * 40
 SESSION_ID = "fuzz" + "s" * 28
+AGENT_KEY = "agt_fuzz" + "a" * 39
 LINK_CODE = "fuzzlink"
 AFFILIATE_URL = f"https://shop.fuzz.example/pricing?aff={LINK_CODE}"
 CLICK_ID = "fuzz-click"
@@ -80,6 +82,8 @@ def world(db, settings):
     link = ReferralLinkFactory(program=program, short_link=LINK_CODE)
     customer = CustomerFactory(link=link, click_id=CLICK_ID, customer_key=CUSTOMER_KEY)
     CommissionFactory(sale=SaleFactory(customer=customer, processor_event_id=SALE_TRANSACTION_ID))
+    agent_key, _ = agent_key_create(workspace=membership.workspace, name="fuzz", scopes=AGENT_SCOPES)
+    AgentKey.objects.filter(pk=agent_key.pk).update(digest=key_digest(AGENT_KEY), last4=AGENT_KEY[-4:])
     token, _ = cli_token_create(user=owner)
     CliToken.objects.filter(pk=token.pk).update(digest=key_digest(LOGIN_TOKEN), last4=LOGIN_TOKEN[-4:])
     browser = Client()
@@ -92,7 +96,8 @@ def world(db, settings):
 
 @schema.auth(refresh_interval=None)
 class Credentials:
-    """The credential each operation declares: program key, login token or dashboard session (with CSRF)."""
+    """The credential each operation declares: program key, login token, agent key or dashboard session (with
+    CSRF)."""
 
     def get(self, case, ctx):
         return {name for requirement in case.operation.definition.raw.get("security", []) for name in requirement}
@@ -102,6 +107,8 @@ class Credentials:
             case.headers["Authorization"] = f"Bearer {PROGRAM_KEY}"
         if "loginToken" in schemes:
             case.headers["Authorization"] = f"Bearer {LOGIN_TOKEN}"
+        if "agentKey" in schemes:
+            case.headers["Authorization"] = f"Bearer {AGENT_KEY}"
         if "dashboardSession" in schemes:
             case.cookies = {**(case.cookies or {}), "sessionid": SESSION_ID, "csrftoken": CSRF_TOKEN}
             case.headers["X-CSRFToken"] = CSRF_TOKEN

@@ -1,0 +1,50 @@
+"""The base view of every agent route (/api/agent/v1/): agent-key authentication, the scope each method needs,
+one rate limit per key (120 calls a minute, X-RateLimit-* headers, the typed 429), and errors in the platform
+envelope with a stable error.code."""
+
+from typing import Any
+
+from core.api import ratelimit
+from core.api.base import BaseApi
+from core.errors import ApiError
+from programs.models import AgentKey
+
+from .. import messages
+from ..auth import AgentKeyAuthentication
+from ..permissions import HasAgentScope
+
+DEFAULT_CODES = {
+    400: messages.CODE_BAD_REQUEST,
+    401: messages.CODE_KEY_INVALID,
+    404: messages.CODE_NOT_FOUND,
+    500: messages.CODE_INTERNAL,
+}
+
+
+class AgentApi(BaseApi):
+    authentication_classes = [AgentKeyAuthentication]
+    permission_classes = [HasAgentScope]
+    metadata_class = None  # no OPTIONS description: it would answer without the key
+    rate_scope = ratelimit.AGENT
+    failure_message = messages.AGENT_FAILED
+    default_error_codes = DEFAULT_CODES
+    blank_query_means_absent = True
+    # Method -> the scope it needs ("programs:read").
+    required_scopes: dict[str, str] = {}
+
+    @property
+    def agent_key(self) -> AgentKey:
+        key = self.request.auth
+        assert isinstance(key, AgentKey)  # AgentKeyAuthentication refuses every call without one
+        return key
+
+    def shape_error(self, error: ApiError) -> ApiError:
+        error = super().shape_error(error)
+        if error.code is None:
+            error.code = f"http_{error.status}"
+        return error
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response

@@ -1,0 +1,23 @@
+"""OpenAPI: agent-key authentication and the scope each agent operation needs."""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class AgentKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "agent_api.auth.AgentKeyAuthentication"
+    name = "agentKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "Agent API key (`agt_…`), issued by an operator (admin or `manage.py agent_key issue`). Each "
+                "operation names the scope it needs; `resource:write` includes `resource:read`."
+            ),
+        }
+
+    def get_security_requirement(self, auto_schema):
+        view = auto_schema.view
+        scope = view.required_scopes.get(auto_schema.method.upper())
+        return {self.name: [scope] if scope else []}

@@ -1,0 +1,65 @@
+"""Agent routes, /api/agent/v1/. Bodies: {"data": ...}; lists add "next_cursor" (null on the last page)."""
+
+from typing import Any
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from core.urls import public_url
+from programs.models import Program, ProgramKey
+from programs.selectors import program_live_key_get, program_settings_data
+from tracking.readiness import readiness_compute
+
+from ..selectors import agent_program_get, agent_programs
+from . import serializers as s
+from .base import AgentApi
+from .pagination import PageQuerySerializer, page_of
+
+PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
+
+
+def _query(serializer_class: type, request) -> dict[str, Any]:
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def program_out(program: Program, live_key: ProgramKey | None) -> dict[str, Any]:
+    return {
+        **program_settings_data(program, live_key=live_key),
+        "cookie_duration": program.cookie_duration,
+        "created_at": program.created_at.isoformat(),
+    }
+
+
+class AgentProgramsListApi(AgentApi):
+    required_scopes = {"GET": "programs:read"}
+
+    @extend_schema(
+        summary="The programs this key may see, newest first",
+        parameters=[PageQuerySerializer],
+        responses={200: s.PROGRAMS_OK, **s.errors(400)},
+    )
+    def get(self, request):
+        query = _query(PageQuerySerializer, request)
+        # program.keys holds only the live key (at most one) on these rows.
+        live_keys = Prefetch("keys", queryset=ProgramKey.objects.filter(mode=ProgramKey.Mode.LIVE))
+        programs, next_cursor = page_of(agent_programs(self.agent_key).prefetch_related(live_keys), query=query)
+        data = [program_out(program, next(iter(program.keys.all()), None)) for program in programs]
+        return Response({"data": data, "next_cursor": next_cursor})
+
+
+class AgentProgramGetApi(AgentApi):
+    required_scopes = {"GET": "programs:read"}
+
+    @extend_schema(
+        summary="One program: its settings and its readiness verdict",
+        parameters=[PROGRAM_ID],
+        responses={200: s.PROGRAM_OK, **s.errors(404)},
+    )
+    def get(self, request, program_id: str):
+        program = agent_program_get(self.agent_key, program_id)
+        readiness = readiness_compute(program=program, base_url=public_url(request, "/").rstrip("/"))
+        live_key = program_live_key_get(program_id=program.pk)
+        return Response({"data": {**program_out(program, live_key), "readiness": readiness}})

@@ -1,0 +1,26 @@
+"""Every message of the agent API (/api/agent/v1/), word for word. The spec leaves them open; the codes beside
+them (error.code) are stable and documented in docs/agent-api.md."""
+
+KEY_REQUIRED = "Agent API key required: send Authorization: Bearer agt_…"
+KEY_INVALID = "Invalid agent API key"
+KEY_REVOKED = "This agent API key has been revoked"
+KEY_EXPIRED = "This agent API key expired at {expired_at}"
+KEY_UNBOUND = "This agent API key belongs to no workspace; ask the operator for a new one"
+PROGRAM_KEY_REFUSED = "A program key does not authenticate the agent API; use an agent key (agt_…)"
+LOGIN_TOKEN_REFUSED = "A CLI login token does not authenticate the agent API; use an agent key (agt_…)"
+SCOPE_MISSING = "This agent API key lacks the {scope} scope"
+PROGRAM_NOT_FOUND = "Program not found"
+AGENT_FAILED = "The agent API failed to answer; retry later"
+LIMIT_MAX = 100
+CURSOR_INVALID = "cursor is not one this API returned"
+LIMIT_INVALID = f"limit must be a whole number from 1 to {LIMIT_MAX}"
+
+CODE_KEY_REQUIRED = "missing_api_key"
+CODE_KEY_INVALID = "invalid_api_key"
+CODE_KEY_REVOKED = "api_key_revoked"
+CODE_KEY_EXPIRED = "api_key_expired"
+CODE_WRONG_CREDENTIAL = "wrong_credential"
+CODE_SCOPE_MISSING = "missing_scope"
+CODE_NOT_FOUND = "not_found"
+CODE_BAD_REQUEST = "invalid_request"
+CODE_INTERNAL = "internal_error"
