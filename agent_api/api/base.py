@@ -48,3 +48,10 @@ class AgentApi(BaseApi):
         response = super().finalize_response(request, response, *args, **kwargs)
         response["Cache-Control"] = "no-store"
         return response
+
+
+def query_of(serializer_class: type, request) -> dict[str, Any]:
+    """The validated query parameters (400 invalid_request naming the first bad one)."""
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

@@ -1,9 +1,14 @@
-from django.urls import path
+"""Every agent route, /api/agent/v1/: one module per resource, each with its own urlpatterns."""
 
-from .views import AgentProgramGetApi, AgentProgramsListApi
+from . import commissions, events, links, me, partners, payouts, programs
 
 # Path ids are matched as text so a malformed one gets the JSON 404 (after the key check), not Django's page.
 urlpatterns = [
-    path("api/agent/v1/programs", AgentProgramsListApi.as_view(), name="agent-programs"),
-    path("api/agent/v1/programs/<str:program_id>", AgentProgramGetApi.as_view(), name="agent-program"),
+    *me.urlpatterns,
+    *programs.urlpatterns,
+    *partners.urlpatterns,
+    *links.urlpatterns,
+    *events.urlpatterns,
+    *commissions.urlpatterns,
+    *payouts.urlpatterns,
 ]

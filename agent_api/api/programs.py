@@ -1,8 +1,9 @@
-"""Agent routes, /api/agent/v1/. Bodies: {"data": ...}; lists add "next_cursor" (null on the last page)."""
+"""Agent routes for programs: /api/agent/v1/programs[/:id]."""
 
 from typing import Any
 
 from django.db.models import Prefetch
+from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
@@ -13,16 +14,10 @@ from tracking.readiness import readiness_compute
 
 from ..selectors import agent_program_get, agent_programs
 from . import serializers as s
-from .base import AgentApi
+from .base import AgentApi, query_of
 from .pagination import PageQuerySerializer, page_of
 
 PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
-
-
-def _query(serializer_class: type, request) -> dict[str, Any]:
-    serializer = serializer_class(data=request.query_params)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def program_out(program: Program, live_key: ProgramKey | None) -> dict[str, Any]:
@@ -42,7 +37,7 @@ class AgentProgramsListApi(AgentApi):
         responses={200: s.PROGRAMS_OK, **s.errors(400)},
     )
     def get(self, request):
-        query = _query(PageQuerySerializer, request)
+        query = query_of(PageQuerySerializer, request)
         # program.keys holds only the live key (at most one) on these rows.
         live_keys = Prefetch("keys", queryset=ProgramKey.objects.filter(mode=ProgramKey.Mode.LIVE))
         programs, next_cursor = page_of(agent_programs(self.agent_key).prefetch_related(live_keys), query=query)
@@ -63,3 +58,9 @@ class AgentProgramGetApi(AgentApi):
         readiness = readiness_compute(program=program, base_url=public_url(request, "/").rstrip("/"))
         live_key = program_live_key_get(program_id=program.pk)
         return Response({"data": {**program_out(program, live_key), "readiness": readiness}})
+
+
+urlpatterns = [
+    path("api/agent/v1/programs", AgentProgramsListApi.as_view(), name="agent-programs"),
+    path("api/agent/v1/programs/<str:program_id>", AgentProgramGetApi.as_view(), name="agent-program"),
+]
