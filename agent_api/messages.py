@@ -24,3 +24,34 @@ CODE_SCOPE_MISSING = "missing_scope"
 CODE_NOT_FOUND = "not_found"
 CODE_BAD_REQUEST = "invalid_request"
 CODE_INTERNAL = "internal_error"
+
+# Writes: the Idempotency-Key header.
+IDEMPOTENCY_KEY_INVALID = "Idempotency-Key must be 1 to 255 printable ASCII characters"
+IDEMPOTENCY_CONFLICT = "This Idempotency-Key was already used with a different request"
+CODE_IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+
+# GET /api/agent/v1/events
+EVENT_TYPE_INVALID = "type is required: one of click, lead, sale"
+EVENT_PROGRAM_ID_INVALID = "program_id must be a positive integer"
+EVENT_PARTNER_ID_INVALID = "partner_id must be a positive integer"
+EVENT_SINCE_INVALID = "since must be an ISO 8601 date or date-time"
+EVENT_UNTIL_INVALID = "until must be an ISO 8601 date or date-time"
+EVENT_RANGE_INVALID = "since must not be after until"
+EVENT_TEST_INVALID = "test must be true or false"
+
+# Commissions and payouts (read routes).
+COMMISSION_NOT_FOUND = "Commission not found"
+COMMISSION_STATUS_INVALID = "status must be one of: pending, approved, paid, refunded, reversed"
+WITHDRAWAL_STATUS_INVALID = "status must be one of: open, paid, cancelled"
+PROGRAM_ID_FILTER_INVALID = "program_id must be a positive whole number"
+PARTNER_ID_FILTER_INVALID = "partner_id must be a positive whole number"
+CREATED_SINCE_INVALID = "created_since must be an ISO 8601 date or date-time"
+CREATED_UNTIL_INVALID = "created_until must be an ISO 8601 date or date-time"
+
+# Partners and enrolments.
+TEXT_INVALID = "{field} must be a non-empty string of at most {limit} characters"
+EMAIL_INVALID = "email must be a valid email address"
+PROGRAM_ID_INVALID = "program_id must be the id of a program this key may see"
+PARTNER_NOT_FOUND = "Partner not found"
+PARTNER_PATCH_EMPTY = "Send name or email to change"
+LIMITED_KEY_NEEDS_PROGRAM = "A key limited to programs must enroll the new partner in one: send program_id"

@@ -153,6 +153,8 @@ CELERY_BEAT_SCHEDULE = {
     "deliver-pending-notifications": {"task": "commissions.deliver_pending_notifications", "schedule": 60.0},
     # Sales whose request died between storing the sale and settling its commission.
     "reconcile-commissions": {"task": "commissions.reconcile", "schedule": 60.0},
+    # Idempotency-Key records of agent writes are kept a day (agent_api.services.IDEMPOTENCY_RETENTION).
+    "purge-agent-idempotency-records": {"task": "agent_api.purge_idempotency_records", "schedule": 3600.0},
 }
 
 # --- Rate limits, proxies ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from .keys import key_digest, mask_key
 
@@ -243,6 +244,11 @@ class AgentKey(models.Model):
 
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and (now or timezone.now()) >= self.expires_at
+
+    @cached_property
+    def limited_program_ids(self) -> list[int] | None:
+        """The programs the key is limited to, or None for every program of its workspace (read once)."""
+        return sorted(self.programs.values_list("pk", flat=True)) or None
 
     def allows(self, scope: str) -> bool:
         """`resource:read` is granted by `resource:read` or `resource:write`."""

@@ -20,7 +20,7 @@ from .keys import (
     key_digest,
     key_prefix_of,
 )
-from .models import AGENT_SCOPES, PERCENT_TYPES, AgentKey, Program, ProgramKey, Workspace
+from .models import AGENT_SCOPES, PERCENT_TYPES, AgentKey, Partner, PartnerProgram, Program, ProgramKey, Workspace
 
 
 class SettingsChanges(TypedDict, total=False):
@@ -196,3 +196,34 @@ def program_settings_update(*, program_id: int, changes: SettingsChanges) -> Pro
             # save() (not update()) so the link cache, which holds cookie_duration, is cleared.
             program.save(update_fields=list(changes))
     return program
+
+
+# --- Partners and referral links ---------------------------------------------------------------------------
+
+
+def partner_create(*, workspace: Workspace, name: str, email: str = "") -> Partner:
+    return Partner.objects.create(workspace=workspace, name=name, email=email)
+
+
+def partner_update(*, partner_id: int, name: str | None = None, email: str | None = None) -> Partner:
+    """Changes what is given; the row is locked so two updates never interleave."""
+    with transaction.atomic():
+        partner = Partner.objects.select_for_update().get(pk=partner_id)
+        changed: list[str] = []
+        if name is not None:
+            partner.name = name
+            changed.append("name")
+        if email is not None:
+            partner.email = email
+            changed.append("email")
+        if changed:
+            partner.save(update_fields=changed)
+    return partner
+
+
+def partner_enroll(*, partner: Partner, program: Program) -> tuple[PartnerProgram, bool]:
+    """Enrolls the partner in the program (same workspace); True when it was not enrolled before. The unique
+    (partner, program) constraint makes two concurrent enrolments one."""
+    if partner.workspace_id != program.workspace_id:
+        raise ValueError("partner and program belong to different workspaces")
+    return PartnerProgram.objects.get_or_create(partner=partner, program=program)

@@ -2,19 +2,25 @@
 one rate limit per key (120 calls a minute, X-RateLimit-* headers, the typed 429), and errors in the platform
 envelope with a stable error.code."""
 
+import re
+from collections.abc import Callable
 from typing import Any
+
+from rest_framework.response import Response
 
 from core.api import ratelimit
 from core.api.base import BaseApi
-from core.errors import ApiError
+from core.errors import ApiError, BadRequestError
 from programs.models import AgentKey
 
 from .. import messages
 from ..auth import AgentKeyAuthentication
 from ..permissions import HasAgentScope
+from ..services import AgentWrite, agent_write_run, request_digest
 
 DEFAULT_CODES = {
     400: messages.CODE_BAD_REQUEST,
+    409: messages.CODE_IDEMPOTENCY_CONFLICT,
     401: messages.CODE_KEY_INVALID,
     404: messages.CODE_NOT_FOUND,
     500: messages.CODE_INTERNAL,
@@ -55,3 +61,28 @@ def query_of(serializer_class: type, request) -> dict[str, Any]:
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+
+
+class AgentWriteApi(AgentApi):
+    """A route that changes something. `write()` runs the domain service with its audit entry in one transaction
+    and honours the Idempotency-Key header (agent_api.services.agent_write_run); a replayed response carries
+    `Idempotent-Replayed: true`."""
+
+    def write(self, request, perform: Callable[[], AgentWrite]) -> Response:
+        idempotency_key = request.headers.get("Idempotency-Key")
+        if idempotency_key is not None and not _IDEMPOTENCY_KEY.fullmatch(idempotency_key):
+            raise BadRequestError(messages.IDEMPOTENCY_KEY_INVALID, code=messages.CODE_BAD_REQUEST)
+        outcome = agent_write_run(
+            key=self.agent_key,
+            perform=perform,
+            digest=request_digest(method=request.method, path=request.path, body=request.data),
+            idempotency_key=idempotency_key or "",
+            request_id=getattr(request._request, "request_id", ""),
+        )
+        response = Response(outcome.body, status=outcome.status)
+        if outcome.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response

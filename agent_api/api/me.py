@@ -37,14 +37,13 @@ class AgentKeyInfoGetApi(AgentApi):
     )
     def get(self, request):
         key = self.agent_key
-        program_ids = sorted(key.programs.values_list("pk", flat=True))
         return Response(
             {
                 "data": {
                     "name": key.name,
                     "masked": key.masked,
                     "workspace_id": key.workspace_id,
-                    "program_ids": program_ids or None,
+                    "program_ids": key.limited_program_ids,
                     "scopes": key.scopes,
                     "expires_at": key.expires_at.isoformat() if key.expires_at else None,
                 }

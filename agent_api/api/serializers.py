@@ -34,13 +34,13 @@ AGENT_PROGRAM_FIELDS: dict[str, serializers.Field] = {
     "cookie_duration": serializers.IntegerField(),
     "created_at": serializers.DateTimeField(),
 }
-_NEXT_CURSOR = serializers.CharField(allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last")
+NEXT_CURSOR = serializers.CharField(allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last")
 
 PROGRAMS_OK = inline_serializer(
     "AgentProgramList",
     fields={
         "data": inline_serializer("AgentProgram", fields=AGENT_PROGRAM_FIELDS, many=True),
-        "next_cursor": _NEXT_CURSOR,
+        "next_cursor": NEXT_CURSOR,
     },
 )
 PROGRAM_OK = inline_serializer(

@@ -1,0 +1,48 @@
+from django.contrib import admin
+
+from .models import AgentAuditEntry, AgentIdempotencyRecord
+
+
+@admin.register(AgentAuditEntry)
+class AgentAuditEntryAdmin(admin.ModelAdmin):
+    """Every write made through the agent API, read-only: the history is only ever appended to."""
+
+    list_display = ["created_at", "workspace", "key_masked", "action", "object_type", "object_id"]
+    list_filter = ["action", "object_type", "workspace"]
+    search_fields = ["object_id", "key_masked", "request_id", "idempotency_key"]
+    date_hierarchy = "created_at"
+    list_select_related = ["workspace"]
+    readonly_fields = [
+        "created_at",
+        "workspace",
+        "key",
+        "key_masked",
+        "action",
+        "object_type",
+        "object_id",
+        "before",
+        "after",
+        "request_id",
+        "idempotency_key",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AgentIdempotencyRecord)
+class AgentIdempotencyRecordAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "key", "idempotency_key", "status_code"]
+    readonly_fields = ["created_at", "key", "idempotency_key", "request_digest", "status_code", "response_body"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
