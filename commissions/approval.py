@@ -22,25 +22,46 @@ def ledger_credit(commission: Commission) -> None:
     )
 
 
+def _approve(commission: Commission, now: datetime) -> None:
+    commission.status = CommissionStatus.APPROVED
+    commission.credited = True
+    commission.approved_at = now
+    commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
+    ledger_credit(commission)
+
+
 def commission_approve(*, commission_id: int, now: datetime | None = None) -> bool:
-    """Moves one commission out of its hold and credits the partner. False when it is not due or no
+    """Moves one commission out of its hold and credits the partner. False when it is not due, on hold or no
     longer pending (refunded during the hold, or approved by a concurrent run)."""
     now = now or timezone.now()
     with transaction.atomic():
         # skip_locked: a commission being refunded right now is left for the next run.
         commission = (
             Commission.objects.select_for_update(skip_locked=True)
-            .filter(pk=commission_id, status=CommissionStatus.PENDING, hold_until__lte=now)
+            .filter(pk=commission_id, status=CommissionStatus.PENDING, hold_until__lte=now, held_at__isnull=True)
             .first()
         )
         if commission is None:
             return False
-        commission.status = CommissionStatus.APPROVED
-        commission.credited = True
-        commission.approved_at = now
-        commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
-        ledger_credit(commission)
+        _approve(commission, now)
     return True
+
+
+class CommissionNotApprovable(Exception):
+    """The commission is not pending, or is on hold."""
+
+
+def commission_approve_early(*, commission_id: int, now: datetime | None = None) -> Commission:
+    """Approves a pending commission before its hold period ends and credits the partner. The row is locked (a
+    refund arriving at the same moment waits). Raises CommissionNotApprovable when it is not pending or is on
+    hold (release it first)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if commission.status != CommissionStatus.PENDING or commission.held_at is not None:
+            raise CommissionNotApprovable(commission.status)
+        _approve(commission, now)
+    return commission
 
 
 def commissions_approve_due(*, now: datetime | None = None, batch_size: int = 500) -> int:

@@ -36,7 +36,13 @@ class Commission(models.Model):
     applied_anonymous_amounts = models.JSONField(default=list, blank=True)
     refund_count = models.PositiveIntegerField(default=0)
     hold_until = models.DateTimeField()
+    # Placed on hold by the program owner (agent API): not approved when hold_until passes, until released.
+    held_at = models.DateTimeField(null=True, blank=True)
+    hold_reason = models.TextField(blank=True, default="")
     approved_at = models.DateTimeField(null=True, blank=True)
+    # Voided by the program owner: reversed whole, its credit (if any) taken back from the ledger.
+    voided_at = models.DateTimeField(null=True, blank=True)
+    void_reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from django.db import transaction
 from django.db.models import Min, Sum
+from django.utils import timezone
 
 from core import messages
 from core.tasks import enqueue
@@ -298,3 +299,68 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
 
         transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
     return RefundOutcome(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
+
+
+# --- Owner actions: hold, release, void ----------------------------------------------------------------------
+
+
+class CommissionActionRefused(Exception):
+    """The commission's state does not allow the action; the message says why."""
+
+
+def commission_hold(*, commission_id: int, reason: str = "", now: datetime | None = None) -> Commission:
+    """Places a pending commission on hold: it is not approved when its hold period ends, until released.
+    Holding a held commission again only updates the reason."""
+    with transaction.atomic():
+        commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if commission.status != CommissionStatus.PENDING:
+            raise CommissionActionRefused(messages.COMMISSION_HOLD_NOT_PENDING.format(status=commission.status))
+        commission.held_at = commission.held_at or now or timezone.now()
+        commission.hold_reason = reason
+        commission.save(update_fields=["held_at", "hold_reason", "updated_at"])
+    return commission
+
+
+def commission_release(*, commission_id: int) -> Commission:
+    """Takes a commission off hold; it is approved by the next run once its hold period has ended."""
+    with transaction.atomic():
+        commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if commission.held_at is None:
+            raise CommissionActionRefused(messages.COMMISSION_NOT_HELD)
+        commission.held_at = None
+        commission.hold_reason = ""
+        commission.save(update_fields=["held_at", "hold_reason", "updated_at"])
+    return commission
+
+
+def commission_void(*, commission_id: int, reason: str, now: datetime | None = None) -> Commission:
+    """Voids a commission: it is reversed whole and pays nothing. What it had credited to the partner and not yet
+    taken back is deducted from the ledger in the same transaction (open withdrawals are then reduced to fit).
+    A paid commission is refused (the money has left; refund the sale instead), as is one already reversed."""
+    with transaction.atomic():
+        commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if commission.status == CommissionStatus.PAID:
+            raise CommissionActionRefused(messages.COMMISSION_VOID_PAID)
+        if commission.status == CommissionStatus.REVERSED:
+            raise CommissionActionRefused(messages.COMMISSION_VOID_REVERSED)
+        still_credited = commission.amount_cents - commission.deducted_cents if commission.credited else 0
+        commission.status = CommissionStatus.REVERSED
+        commission.voided_at = now or timezone.now()
+        commission.void_reason = reason
+        commission.held_at = None
+        if still_credited > 0:
+            commission.deducted_cents = commission.amount_cents
+        commission.save()
+        if still_credited > 0:
+            Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
+            LedgerEntry.objects.create(
+                partner_id=commission.partner_id,
+                program_id=commission.program_id,
+                commission=commission,
+                kind=LedgerEntry.Kind.DEDUCTION,
+                amount_cents=-still_credited,
+                currency=commission.currency,
+                memo=f"Commission #{commission.pk} voided" + (f": {reason}" if reason else ""),
+            )
+            withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
+    return commission

@@ -133,3 +133,10 @@ URI_TOO_LONG = "Request URL must be at most {limit} bytes"
 HEADERS_TOO_LARGE = (
     "Request headers must be at most {fields} fields, {field_bytes} bytes each and {total_bytes} bytes in all"
 )
+
+# Owner actions on a commission (agent API): hold, release, void, approve early.
+COMMISSION_HOLD_NOT_PENDING = "Only a pending commission can be held; this one is {status}"
+COMMISSION_NOT_HELD = "This commission is not on hold"
+COMMISSION_VOID_PAID = "A paid commission cannot be voided; refund its sale instead"
+COMMISSION_VOID_REVERSED = "This commission is already reversed"
+COMMISSION_APPROVE_NOT_PENDING = "Only a pending commission that is not on hold can be approved; this one is {status}"
