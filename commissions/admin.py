@@ -27,7 +27,7 @@ class CommissionAdmin(admin.ModelAdmin):
         "clawed_back",
         "hold_until",
     ]
-    list_filter = ["status", "currency", "credited"]
+    list_filter = ["status", "currency", "credited", ("held_at", admin.EmptyFieldListFilter)]
     raw_id_fields = ["program", "partner", "sale", "customer"]
     readonly_fields = [
         "program",
@@ -45,7 +45,11 @@ class CommissionAdmin(admin.ModelAdmin):
         "applied_anonymous_amounts",
         "refund_count",
         "hold_until",
+        "held_at",
+        "hold_reason",
         "approved_at",
+        "voided_at",
+        "void_reason",
         "created_at",
     ]
 
