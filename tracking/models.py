@@ -66,7 +66,11 @@ class ClickEvent(models.Model):
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time")]
+        indexes = [
+            models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time"),
+            # The agent API's keyset pages: one program's events, newest first by id.
+            models.Index(fields=["program", "is_test", "-id"], name="click_program_id"),
+        ]
 
     def __str__(self) -> str:
         return f"click #{self.pk} {self.click_id}"
@@ -92,6 +96,7 @@ class LeadEvent(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["program", "is_test", "-lead_timestamp"], name="lead_program_time"),
+            models.Index(fields=["program", "is_test", "-id"], name="lead_program_id"),
             models.Index(fields=["program", "email"], name="lead_program_email"),
             models.Index(fields=["program", "customer_key"], name="lead_program_key"),
         ]
@@ -142,7 +147,10 @@ class SaleEvent(models.Model):
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time")]
+        indexes = [
+            models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time"),
+            models.Index(fields=["program", "is_test", "-id"], name="sale_program_id"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["processor_event_id"], condition=Q(is_test=False), name="sale_unique_transaction_live"

@@ -4,10 +4,13 @@ from typing import Any
 
 from django.db.models import Prefetch
 from django.urls import path
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from core.urls import public_url
+from dashboard.api.serializers import PERFORMANCE_OK, DayRangeQuerySerializer, present
+from dashboard.selectors import tracking_performance_get
 from programs.models import Program, ProgramKey
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.readiness import readiness_compute
@@ -18,6 +21,10 @@ from .base import AgentApi, query_of
 from .pagination import PageQuerySerializer, page_of
 
 PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
+DAY_RANGE = [
+    OpenApiParameter("dateFrom", str, description="YYYY-MM-DD, inclusive (default: 29 days before dateTo)"),
+    OpenApiParameter("dateTo", str, description="YYYY-MM-DD, inclusive (default: today, UTC); range ≤ 366 days"),
+]
 
 
 def program_out(program: Program, live_key: ProgramKey | None) -> dict[str, Any]:
@@ -60,7 +67,27 @@ class AgentProgramGetApi(AgentApi):
         return Response({"data": {**program_out(program, live_key), "readiness": readiness}})
 
 
+class AgentProgramPerformanceGetApi(AgentApi):
+    required_scopes = {"GET": "programs:read"}
+
+    @extend_schema(
+        summary="Clicks, leads, sales, revenue and commission per UTC day and per partner (as the dashboard shows)",
+        parameters=[PROGRAM_ID, *DAY_RANGE],
+        responses={200: PERFORMANCE_OK, **s.errors(400, 404)},
+    )
+    def get(self, request, program_id: str):
+        program = agent_program_get(self.agent_key, program_id)
+        days = DayRangeQuerySerializer(data=present(request.query_params), context={"today": timezone.now().date()})
+        days.is_valid(raise_exception=True)
+        return Response({"data": tracking_performance_get(program=program, **days.validated_data)})
+
+
 urlpatterns = [
     path("api/agent/v1/programs", AgentProgramsListApi.as_view(), name="agent-programs"),
     path("api/agent/v1/programs/<str:program_id>", AgentProgramGetApi.as_view(), name="agent-program"),
+    path(
+        "api/agent/v1/programs/<str:program_id>/performance",
+        AgentProgramPerformanceGetApi.as_view(),
+        name="agent-program-performance",
+    ),
 ]
