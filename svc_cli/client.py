@@ -93,6 +93,34 @@ class Api:
         self.token = token
         self.timeout = timeout
 
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        json: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[httpx.Response, Any]:
+        """The 2xx answer and its JSON body (None when it has none); raises CliFailure otherwise."""
+        sent = {"User-Agent": f"svc-cli/{__version__}", "Accept": "application/json", **(headers or {})}
+        credential = token or self.token
+        if credential:
+            sent["Authorization"] = f"Bearer {credential}"
+        try:
+            response = httpx.request(
+                method, self.base_url + path, headers=sent, json=json, params=params, timeout=self.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise CliFailure(f"Could not reach {self.base_url}: {exc}", exit_code=NETWORK) from None
+        if not response.is_success:
+            raise _failure_from(response)
+        try:
+            return response, response.json()
+        except ValueError:
+            return response, None
+
     def call(
         self,
         method: str,
@@ -101,24 +129,10 @@ class Api:
         token: str | None = None,
         json: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """The whole JSON body of a 2xx answer ({"data": …, "warnings"?}); raises CliFailure otherwise."""
-        headers = {"User-Agent": f"svc-cli/{__version__}", "Accept": "application/json"}
-        credential = token or self.token
-        if credential:
-            headers["Authorization"] = f"Bearer {credential}"
-        try:
-            response = httpx.request(
-                method, self.base_url + path, headers=headers, json=json, params=params, timeout=self.timeout
-            )
-        except httpx.HTTPError as exc:
-            raise CliFailure(f"Could not reach {self.base_url}: {exc}", exit_code=NETWORK) from None
-        if not response.is_success:
-            raise _failure_from(response)
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
+        response, body = self._send(method, path, token=token, json=json, params=params, headers=headers)
         if not isinstance(body, dict) or "data" not in body:
             raise CliFailure(
                 f"Unexpected answer from the service (HTTP {response.status_code})",
@@ -126,3 +140,7 @@ class Api:
                 request_id=response.headers.get("X-Request-ID"),
             )
         return body
+
+    def get_json(self, path: str, *, params: dict[str, str] | None = None) -> Any:
+        """A 2xx answer's JSON body of any shape (the OpenAPI description); raises CliFailure otherwise."""
+        return self._send("GET", path, params=params)[1]

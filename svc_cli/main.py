@@ -7,6 +7,7 @@
     svc test-event --api-key KEY
                                 run a synthetic click, lead and sale
     svc logout                  revoke the login token and delete it
+    svc mcp                     a Model Context Protocol server on stdio over the agent API (SVC_AGENT_KEY)
 
 Every command takes --base-url (or SVC_BASE_URL) and --json. Exit codes: see svc_cli/client.py and docs/cli.md."""
 
@@ -39,7 +40,7 @@ from .config import credentials_delete, credentials_load, credentials_save
 
 app = typer.Typer(
     name="svc",
-    help="Command-line helper of the svc tracking service: login, init, programs, status, test-event.",
+    help="Command-line helper of the svc tracking service: login, init, programs, status, test-event, mcp.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -483,3 +484,28 @@ def test_event(
                 output.say(f"Runs left this hour: {limit['runs_remaining']} of {limit.get('runs_per_hour')}")
         if not data.get("success"):
             raise typer.Exit(VERIFICATION_FAILED)
+
+
+# --- mcp --------------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def mcp(
+    ctx: typer.Context,
+    agent_key: Annotated[
+        str | None,
+        typer.Option(
+            "--agent-key",
+            envvar="SVC_AGENT_KEY",
+            help="Agent API key (agt_…). Prefer SVC_AGENT_KEY: a command line is visible to other users.",
+            show_default=False,
+        ),
+    ] = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Serve the agent API as Model Context Protocol tools on stdio (for Claude Desktop, Cursor, any MCP client)."""
+    # Imported here: the MCP SDK takes about a second to import, which every other command would pay.
+    from .mcp_server import run as mcp_run
+
+    _, explicit = _setup(ctx, base_url, False)
+    raise typer.Exit(mcp_run(_resolve_base_url(explicit, credentials_load()), agent_key))

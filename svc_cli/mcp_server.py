@@ -1,0 +1,400 @@
+"""`svc mcp`: a Model Context Protocol server over stdio that offers the agent API (/api/agent/v1/) as tools.
+
+The agent key comes from SVC_AGENT_KEY. At start the server asks GET /api/agent/v1/me for the key's scopes and
+offers only the tools those scopes allow (write implies read); tools of routes the service may not have yet are
+offered only when its OpenAPI description lists them. Every tool call is one HTTP call to the service; an API
+error becomes a tool error carrying the API's error.code and message. stdout is the MCP channel: nothing else is
+written there."""
+
+import json
+import sys
+import uuid
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from . import __version__
+from .client import Api, CliFailure
+
+AGENT_PREFIX = "/api/agent/v1"
+SCHEMA_PATH = "/api/schema/"
+KEY_ENV = "SVC_AGENT_KEY"
+
+CURSOR = {"type": "string", "description": "next_cursor of the previous page; omit for the first page"}
+LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Rows per page"}
+PROGRAM_ID = {"type": "integer", "description": "Program id"}
+COMMISSION_ID = {"type": "integer", "description": "Commission id"}
+PARTNER_ID = {"type": "integer", "description": "Partner id"}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: an agent route. Arguments named in the path ({program_id}) fill it; for GET the others are query
+    parameters, for POST the JSON body."""
+
+    name: str
+    description: str
+    method: Literal["GET", "POST"]
+    path: str  # under /api/agent/v1
+    properties: dict[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    pick: str | None = None  # answer with this key of `data` only
+    # Routes the service has had since the agent API began; the others are offered only if its OpenAPI lists them.
+    always: bool = False
+
+    @property
+    def writes(self) -> bool:
+        return self.method != "GET"
+
+    def path_arguments(self) -> list[str]:
+        return [part[1:-1] for part in self.path.split("/") if part.startswith("{") and part.endswith("}")]
+
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "properties": self.properties, "additionalProperties": False}
+        if self.required:
+            schema["required"] = list(self.required)
+        return schema
+
+    def as_tool(self) -> types.Tool:
+        annotations = types.ToolAnnotations(
+            read_only_hint=not self.writes,
+            destructive_hint=self.name == "void_commission",
+            idempotent_hint=True,  # reads; writes are replay-safe through their Idempotency-Key
+            open_world_hint=False,
+        )
+        return types.Tool(
+            name=self.name, description=self.description, input_schema=self.input_schema(), annotations=annotations
+        )
+
+
+def _commission_action(action: str, description: str, **extra: Any) -> ToolSpec:
+    return ToolSpec(
+        f"{action}_commission",
+        description,
+        "POST",
+        f"/commissions/{{commission_id}}/{action}",
+        {"commission_id": COMMISSION_ID, **extra},
+        required=("commission_id", *extra),
+    )
+
+
+# Scope -> the tools it offers (None: every key). Extend here: a new agent route is one more ToolSpec.
+SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
+    None: (
+        ToolSpec(
+            "whoami",
+            "The agent key in use: its workspace, the programs it may see (null: all of the workspace), its scopes "
+            "and expiry.",
+            "GET",
+            "/me",
+            always=True,
+        ),
+    ),
+    "programs:read": (
+        ToolSpec(
+            "list_programs",
+            "List the programs this key may see, newest first: settings (commission, cookie duration, domain).",
+            "GET",
+            "/programs",
+            {"cursor": CURSOR, "limit": LIMIT},
+            always=True,
+        ),
+        ToolSpec(
+            "get_program",
+            "One program: its settings and its readiness verdict (is tracking set up and working).",
+            "GET",
+            "/programs/{program_id}",
+            {"program_id": PROGRAM_ID},
+            required=("program_id",),
+            always=True,
+        ),
+        ToolSpec(
+            "program_readiness",
+            "A program's readiness verdict only: status (ready, ready_with_warnings, incomplete), each check with "
+            "its detail and the next step.",
+            "GET",
+            "/programs/{program_id}",
+            {"program_id": PROGRAM_ID},
+            required=("program_id",),
+            pick="readiness",
+            always=True,
+        ),
+        ToolSpec(
+            "program_performance",
+            "A program's performance over inclusive UTC days (default: the last 30; at most 366): clicks, leads, "
+            "sales, revenue and commissions.",
+            "GET",
+            "/programs/{program_id}/performance",
+            {
+                "program_id": PROGRAM_ID,
+                "dateFrom": {"type": "string", "format": "date", "description": "First day (YYYY-MM-DD)"},
+                "dateTo": {"type": "string", "format": "date", "description": "Last day (YYYY-MM-DD)"},
+            },
+            required=("program_id",),
+        ),
+    ),
+    "events:read": (
+        ToolSpec(
+            "list_events",
+            "List tracked events (clicks, leads, sales), newest first, filtered by type, program, partner, time "
+            "and test mode.",
+            "GET",
+            "/events",
+            {
+                "type": {"type": "string", "description": "Event type: click, lead or sale"},
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "since": {"type": "string", "format": "date-time", "description": "Events at or after this time"},
+                "until": {"type": "string", "format": "date-time", "description": "Events before this time"},
+                "test": {"type": "boolean", "description": "Test-mode events (true) or live ones (false)"},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+        ),
+    ),
+    "commissions:read": (
+        ToolSpec(
+            "list_commissions",
+            "List commissions, newest first, with filters (program, partner, status).",
+            "GET",
+            "/commissions",
+            {
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "status": {"type": "string", "description": "Only commissions in this state"},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+        ),
+        ToolSpec(
+            "get_commission",
+            "One commission with its refund history.",
+            "GET",
+            "/commissions/{commission_id}",
+            {"commission_id": COMMISSION_ID},
+            required=("commission_id",),
+        ),
+    ),
+    "commissions:write": (
+        _commission_action("approve", "Approve a pending commission now, before its hold period ends."),
+        _commission_action(
+            "void",
+            "Void a commission: the partner is not paid for it. Give the reason.",
+            reason={"type": "string", "minLength": 1, "description": "Why the commission is voided"},
+        ),
+        _commission_action("hold", "Place a commission on hold: it is not approved until released."),
+        _commission_action("release", "Release a commission from hold."),
+    ),
+    "payouts:read": (
+        ToolSpec(
+            "partner_balances",
+            "Partner balances from the ledger: what each partner has earned, is owed and has been paid.",
+            "GET",
+            "/payouts/balances",
+            {"cursor": CURSOR, "limit": LIMIT},
+        ),
+        ToolSpec(
+            "list_withdrawals",
+            "List partner withdrawals (payout requests) and their status, newest first.",
+            "GET",
+            "/payouts/withdrawals",
+            {"cursor": CURSOR, "limit": LIMIT},
+        ),
+    ),
+}
+
+
+def scope_allows(scopes: list[str], scope: str | None) -> bool:
+    """As the service decides it: a write scope includes the read scope of its resource."""
+    if scope is None or scope in scopes:
+        return True
+    resource, _, level = scope.partition(":")
+    return level == "read" and f"{resource}:write" in scopes
+
+
+def _route_template(path: str) -> str:
+    """/commissions/{commission_id}/void and /commissions/{id}/void name the same route."""
+    return "/".join("{}" if part.startswith("{") else part for part in path.rstrip("/").split("/"))
+
+
+def _operation(openapi: dict[str, Any] | None, spec: ToolSpec) -> dict[str, Any] | None:
+    if not openapi:
+        return None
+    wanted = _route_template(AGENT_PREFIX + spec.path)
+    for path, item in (openapi.get("paths") or {}).items():
+        if _route_template(path) == wanted and isinstance(item, dict):
+            operation = item.get(spec.method.lower())
+            return operation if isinstance(operation, dict) else None
+    return None
+
+
+def _with_route_parameters(spec: ToolSpec, operation: dict[str, Any]) -> ToolSpec:
+    """A GET tool takes the query parameters the route declares: a declared argument the route lacks is dropped
+    (it would be refused or ignored), one the route adds is offered with its OpenAPI schema, and those the route
+    requires are required."""
+    if spec.writes:
+        return spec
+    declared = {p["name"]: p for p in operation.get("parameters") or [] if isinstance(p, dict) and p.get("name")}
+    query = {name: p for name, p in declared.items() if p.get("in") == "query"}
+    path_arguments = set(spec.path_arguments())
+    properties: dict[str, Any] = {}
+    for name, schema in spec.properties.items():
+        if name in path_arguments:
+            properties[name] = schema
+        elif name in query:
+            # The route's enum (a status's values) completes the declared schema.
+            route_enum = (query[name].get("schema") or {}).get("enum")
+            string_enum = route_enum and schema.get("type") == "string"
+            properties[name] = {"enum": route_enum, **schema} if string_enum else schema
+    for name, parameter in query.items():
+        if name not in properties:
+            schema = dict(parameter.get("schema") or {})
+            if parameter.get("description"):
+                schema["description"] = parameter["description"]
+            properties[name] = schema
+    required = (*spec.required, *(name for name, p in query.items() if p.get("required") and name not in spec.required))
+    return ToolSpec(spec.name, spec.description, spec.method, spec.path, properties, required, spec.pick, spec.always)
+
+
+def tools_for(scopes: list[str], openapi: dict[str, Any] | None) -> dict[str, ToolSpec]:
+    """The tools a key with these scopes is offered on a service with this OpenAPI description (None: unknown)."""
+    offered: dict[str, ToolSpec] = {}
+    for scope, specs in SCOPE_TOOLS.items():
+        if not scope_allows(scopes, scope):
+            continue
+        for spec in specs:
+            operation = _operation(openapi, spec)
+            if operation is not None:
+                offered[spec.name] = _with_route_parameters(spec, operation)
+            elif spec.always:
+                offered[spec.name] = spec
+    return offered
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def tool_request(spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, dict[str, str] | None, dict[str, Any] | None]:
+    """(path, query, JSON body) of a call; raises ValueError naming a missing or unknown argument."""
+    unknown = sorted(set(arguments) - set(spec.properties))
+    if unknown:
+        raise ValueError(f"Unknown argument: {unknown[0]}")
+    missing = [name for name in spec.required if arguments.get(name) in (None, "")]
+    if missing:
+        raise ValueError(f"Missing argument: {missing[0]}")
+    path = spec.path
+    rest = {name: value for name, value in arguments.items() if value is not None}
+    for name in spec.path_arguments():
+        path = path.replace(f"{{{name}}}", str(rest.pop(name)))
+    if spec.writes:
+        return AGENT_PREFIX + path, None, rest
+    return AGENT_PREFIX + path, {name: _query_value(value) for name, value in rest.items()} or None, None
+
+
+def _text(payload: Any) -> list[types.ContentBlock]:
+    return [types.TextContent(text=json.dumps(payload, indent=2))]
+
+
+def error_result(code: str | None, message: str, status: int | None = None) -> types.CallToolResult:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if status is not None:
+        error["status"] = status
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"{code}: {message}" if code else message)],
+        structured_content={"error": error},
+        is_error=True,
+    )
+
+
+def result_of(spec: ToolSpec, body: dict[str, Any]) -> dict[str, Any]:
+    """The API's `data` (with `next_cursor` for a list, which MCP cannot return bare)."""
+    data = body["data"]
+    if "next_cursor" in body or isinstance(data, list):
+        return {"data": data, "next_cursor": body.get("next_cursor")}
+    if spec.pick is not None and isinstance(data, dict):
+        return data.get(spec.pick) or {}
+    return data if isinstance(data, dict) else {"data": data}
+
+
+class AgentMcp:
+    def __init__(self, api: Api, tools: dict[str, ToolSpec]) -> None:
+        self.api = api
+        self.tools = tools
+
+    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[spec.as_tool() for spec in self.tools.values()])
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = self.tools.get(params.name)
+        if spec is None:
+            return error_result("unknown_tool", f"No tool named {params.name} is offered to this key")
+        try:
+            path, query, body = tool_request(spec, dict(params.arguments or {}))
+        except ValueError as exc:
+            return error_result("invalid_arguments", str(exc))
+        # A fresh key per call: a retry by the MCP client is a new call, a replay inside one call is not possible.
+        headers = {"Idempotency-Key": str(uuid.uuid4())} if spec.writes else None
+        call = partial(self.api.call, spec.method, path, params=query, json=body, headers=headers)
+        try:
+            answer = await anyio.to_thread.run_sync(call)
+        except CliFailure as failure:
+            return error_result(failure.code, failure.message, failure.status)
+        payload = result_of(spec, answer)
+        return types.CallToolResult(content=_text(payload), structured_content=payload)
+
+    def server(self) -> Server:
+        return Server(
+            "svc",
+            version=__version__,
+            instructions="Tools of the svc affiliate tracking service's agent API, limited to this key's scopes.",
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+
+def _openapi(api: Api) -> dict[str, Any] | None:
+    """The service's OpenAPI description, or None (then only the tools of the first agent routes are offered)."""
+    try:
+        response = api.get_json(SCHEMA_PATH, params={"format": "json"})
+    except CliFailure as failure:
+        print(f"svc mcp: could not read the OpenAPI description ({failure.message})", file=sys.stderr)
+        return None
+    return response if isinstance(response, dict) else None
+
+
+def prepare(base_url: str, key: str | None) -> AgentMcp:
+    """Checks the key with GET /me and chooses the tools; raises CliFailure (the API's message) otherwise."""
+    if not key or not key.strip():
+        raise CliFailure(f"{KEY_ENV} is not set: export the agent key (agt_…) the operator issued you.")
+    api = Api(base_url, token=key.strip())
+    me = api.call("GET", f"{AGENT_PREFIX}/me")["data"]
+    scopes = [scope for scope in me.get("scopes") or [] if isinstance(scope, str)]
+    return AgentMcp(api, tools_for(scopes, _openapi(api)))
+
+
+async def _serve(agent: AgentMcp) -> None:
+    server = agent.server()
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run(base_url: str, key: str | None) -> int:
+    """Serves until the client closes stdin. 1 when the key is missing or refused (the reason on stderr)."""
+    try:
+        agent = prepare(base_url, key)
+    except CliFailure as failure:
+        facts = f" (HTTP {failure.status}, {failure.code})" if failure.status else ""
+        print(f"svc mcp: {failure.message}{facts}", file=sys.stderr)
+        return 1
+    print(f"svc mcp: serving {len(agent.tools)} tools for {base_url}: {', '.join(agent.tools)}", file=sys.stderr)
+    anyio.run(_serve, agent)
+    return 0

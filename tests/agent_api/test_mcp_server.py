@@ -1,0 +1,296 @@
+"""`svc mcp` against the real server: the SDK's own stdio client starts it as a subprocess with an agent key, lists
+its tools and calls them; the answers are compared with the agent API's. The tool choice (scopes, routes in the
+OpenAPI description) is also checked without a server."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from programs.services import agent_key_create
+from svc_cli.mcp_server import SCOPE_TOOLS, tool_request, tools_for
+from tests.factories import ProgramFactory, WorkspaceFactory
+from tests.served.conftest import Served, served  # noqa: F401  (the served-layer server, as a fixture here)
+
+SVC = Path(sys.executable).with_name("svc")
+READ_TOOLS = {"whoami", "list_programs", "get_program", "program_readiness"}
+WRITE_TOOLS = {spec.name for spec in SCOPE_TOOLS["commissions:write"]}
+
+
+def _key(workspace, scopes: tuple[str, ...]) -> str:
+    return agent_key_create(workspace=workspace, name="mcp test", scopes=scopes)[1]
+
+
+def _env(url: str, key: str, tmp_path: Path) -> dict[str, str]:
+    # SVC_CONFIG_DIR: a developer's saved `svc login` stays out of the test.
+    return {"SVC_AGENT_KEY": key, "SVC_BASE_URL": url, "SVC_CONFIG_DIR": str(tmp_path)}
+
+
+def _api(url: str, key: str, path: str) -> dict[str, Any]:
+    response = httpx.get(f"{url}/api/agent/v1{path}", headers={"Authorization": f"Bearer {key}"}, timeout=20)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _unclocked(program: dict[str, Any]) -> dict[str, Any]:
+    """A program answer without the time its readiness was computed (two calls, two times)."""
+    return {**program, "readiness": {k: v for k, v in program["readiness"].items() if k != "checked_at"}}
+
+
+def _schema_paths(url: str) -> set[str]:
+    return set(httpx.get(f"{url}/api/schema/", params={"format": "json"}, timeout=30).json()["paths"])
+
+
+def _session(url: str, key: str, tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Starts `svc mcp` through the SDK's stdio client; answers {"tools": {name: Tool}, name: CallToolResult}."""
+    params = StdioServerParameters(command=str(SVC), args=["mcp"], env=_env(url, key, tmp_path))
+
+    async def talk() -> dict[str, Any]:
+        with (tmp_path / "mcp-stderr.log").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                listed = await session.list_tools()
+                answers: dict[str, Any] = {"tools": {tool.name: tool for tool in listed.tools}}
+                for name, arguments in calls:
+                    answers[f"{name}{json.dumps(arguments, sort_keys=True)}"] = await session.call_tool(name, arguments)
+                return answers
+
+    return anyio.run(talk)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_read_only_key_gets_the_read_tools_and_their_answers_are_the_apis(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    older, newer = ProgramFactory.create(workspace=workspace), ProgramFactory.create(workspace=workspace)
+    ProgramFactory.create()  # another workspace's
+    key = _key(workspace, ("programs:read",))
+
+    answers = _session(
+        served.url,
+        key,
+        tmp_path,
+        [
+            ("whoami", {}),
+            ("list_programs", {}),
+            ("list_programs", {"limit": 1}),
+            ("get_program", {"program_id": older.pk}),
+            ("program_readiness", {"program_id": newer.pk}),
+            ("get_program", {"program_id": 999999999}),
+        ],
+    )
+
+    tools = answers["tools"]
+    assert READ_TOOLS <= set(tools)
+    assert not WRITE_TOOLS & set(tools)
+    # Tools of scopes the key lacks are not offered, whether or not the service has their routes.
+    assert not {"list_events", "list_commissions", "get_commission", "partner_balances"} & set(tools)
+    for tool in tools.values():
+        assert tool.description
+        assert tool.input_schema["type"] == "object"
+    assert tools["get_program"].input_schema["required"] == ["program_id"]
+    assert set(tools["list_programs"].input_schema["properties"]) == {"cursor", "limit"}
+
+    whoami = answers["whoami{}"]
+    assert not whoami.is_error
+    assert whoami.structured_content["scopes"] == ["programs:read"]
+    assert whoami.structured_content["workspace_id"] == workspace.pk
+
+    listed = answers["list_programs{}"]
+    api_list = _api(served.url, key, "/programs")
+    assert listed.structured_content == {"data": api_list["data"], "next_cursor": api_list["next_cursor"]}
+    assert [program["id"] for program in listed.structured_content["data"]] == [newer.pk, older.pk]
+    assert json.loads(listed.content[0].text) == listed.structured_content
+
+    first_page = answers['list_programs{"limit": 1}'].structured_content
+    assert [program["id"] for program in first_page["data"]] == [newer.pk]
+    assert first_page["next_cursor"]
+
+    program = answers[f'get_program{{"program_id": {older.pk}}}'].structured_content
+    assert _unclocked(program) == _unclocked(_api(served.url, key, f"/programs/{older.pk}")["data"])
+    assert program["readiness"]["status"] == "incomplete"
+
+    readiness = answers[f'program_readiness{{"program_id": {newer.pk}}}'].structured_content
+    api_readiness = _api(served.url, key, f"/programs/{newer.pk}")["data"]["readiness"]
+    assert _unclocked({"readiness": readiness}) == _unclocked({"readiness": api_readiness})
+
+    missing = answers['get_program{"program_id": 999999999}']
+    assert missing.is_error
+    assert missing.structured_content["error"] == {"code": "not_found", "message": "Program not found", "status": 404}
+    assert missing.content[0].text == "not_found: Program not found"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_other_read_tools_answer_as_their_routes_when_the_service_has_them(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    program = ProgramFactory.create(workspace=workspace)
+    key = _key(workspace, ("programs:read", "events:read", "commissions:read", "payouts:read"))
+    routes: dict[str, tuple[str, dict[str, Any]]] = {
+        "program_performance": (f"/programs/{program.pk}/performance", {"program_id": program.pk}),
+        "list_events": ("/events", {"type": "sale", "program_id": program.pk, "limit": 5}),
+        "list_commissions": ("/commissions", {"program_id": program.pk}),
+        "partner_balances": ("/payouts/balances", {}),
+        "list_withdrawals": ("/payouts/withdrawals", {}),
+    }
+    paths = _schema_paths(served.url)
+
+    answers = _session(served.url, key, tmp_path, [(name, arguments) for name, (_, arguments) in routes.items()])
+
+    for name, (path, arguments) in routes.items():
+        route = "/api/agent/v1" + (path.replace(str(program.pk), "{program_id}") if "performance" in path else path)
+        assert (name in answers["tools"]) == (route in paths), name
+        if route not in paths:
+            continue
+        answer = answers[f"{name}{json.dumps(arguments, sort_keys=True)}"]
+        assert not answer.is_error, answer.content
+        query = {k: v for k, v in arguments.items() if f"{{{k}}}" not in route}
+        api = httpx.get(
+            f"{served.url}/api/agent/v1{path}", params=query, headers={"Authorization": f"Bearer {key}"}, timeout=20
+        ).json()
+        expected = {"data": api["data"], "next_cursor": api["next_cursor"]} if "next_cursor" in api else api["data"]
+        assert answer.structured_content == expected, name
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_key_without_programs_read_is_not_offered_the_program_tools(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    ProgramFactory.create(workspace=workspace)
+    key = _key(workspace, ("events:read",))
+
+    answers = _session(served.url, key, tmp_path, [("list_programs", {})])
+
+    tools = set(answers["tools"])
+    assert "whoami" in tools
+    assert not (READ_TOOLS - {"whoami"}) & tools
+    assert ("list_events" in tools) == ("/api/agent/v1/events" in _schema_paths(served.url))
+    refused = answers["list_programs{}"]
+    assert refused.is_error
+    assert refused.structured_content["error"]["code"] == "unknown_tool"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_write_tools_are_offered_to_a_write_key_once_the_service_has_the_routes(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    key = _key(workspace, ("commissions:write",))
+
+    tools = set(_session(served.url, key, tmp_path, [])["tools"])
+
+    paths = _schema_paths(served.url)
+    assert ("approve_commission" in tools) == any(
+        path.startswith("/api/agent/v1/commissions/{") and path.endswith("/approve") for path in paths
+    )
+    # commissions:write includes commissions:read.
+    assert ("list_commissions" in tools) == ("/api/agent/v1/commissions" in paths)
+    assert "list_programs" not in tools
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_or_missing_key_stops_the_server_with_the_apis_message(served: Served, tmp_path):  # noqa: F811
+    refused = subprocess.run(
+        [str(SVC), "mcp"],
+        env={"PATH": "", **_env(served.url, "agt_not-a-key", tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert refused.stdout == ""  # stdout is the MCP channel
+    assert "Invalid agent API key" in refused.stderr
+    assert "(HTTP 401, invalid_api_key)" in refused.stderr
+
+    missing = subprocess.run(
+        [str(SVC), "mcp"],
+        env={"PATH": "", **_env(served.url, "", tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 1
+    assert "SVC_AGENT_KEY is not set" in missing.stderr
+
+
+# --- the tool choice, without a server ------------------------------------------------------------------------------
+
+
+def _openapi(*routes: tuple[str, str, list[dict[str, Any]]]) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for method, path, parameters in routes:
+        paths.setdefault(path, {})[method] = {"parameters": parameters}
+    return {"paths": paths}
+
+
+def test_tools_follow_the_scopes_and_the_routes_the_service_describes():
+    openapi = _openapi(
+        ("get", "/api/agent/v1/commissions", []),
+        ("post", "/api/agent/v1/commissions/{id}/approve", []),
+    )
+    assert set(tools_for(["programs:read"], None)) == READ_TOOLS
+    assert set(tools_for([], openapi)) == {"whoami"}
+    # write includes read; only the routes the service has are offered.
+    assert set(tools_for(["commissions:write"], openapi)) == {"whoami", "list_commissions", "approve_commission"}
+    assert set(tools_for(["commissions:read"], openapi)) == {"whoami", "list_commissions"}
+
+
+def test_a_get_tool_takes_the_query_parameters_its_route_declares():
+    openapi = _openapi(
+        (
+            "get",
+            "/api/agent/v1/programs/{program_id}/performance",
+            [
+                {"name": "program_id", "in": "path", "schema": {"type": "integer"}},
+                {"name": "dateFrom", "in": "query", "schema": {"type": "string"}},
+                {
+                    "name": "granularity",
+                    "in": "query",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": "day or month",
+                },
+            ],
+        ),
+    )
+    spec = tools_for(["programs:read"], openapi)["program_performance"]
+    assert spec.properties["dateFrom"]["format"] == "date"  # the declared schema wins
+    assert spec.properties["granularity"] == {"type": "string", "description": "day or month"}
+    assert "dateTo" not in spec.properties  # the route does not take it
+    assert spec.required == ("program_id", "granularity")
+    assert tool_request(spec, {"program_id": 7, "dateFrom": "2026-01-01", "granularity": "day"}) == (
+        "/api/agent/v1/programs/7/performance",
+        {"dateFrom": "2026-01-01", "granularity": "day"},
+        None,
+    )
+
+
+def test_tool_arguments_fill_the_path_query_and_body():
+    tools = tools_for(
+        ["commissions:write", "events:read"],
+        _openapi(
+            ("post", "/api/agent/v1/commissions/{commission_id}/void", []),
+            ("get", "/api/agent/v1/events", [{"name": "test", "in": "query"}, {"name": "limit", "in": "query"}]),
+        ),
+    )
+    assert tool_request(tools["void_commission"], {"commission_id": 3, "reason": "fraud"}) == (
+        "/api/agent/v1/commissions/3/void",
+        None,
+        {"reason": "fraud"},
+    )
+    assert tool_request(tools["list_events"], {"test": True, "limit": 5}) == (
+        "/api/agent/v1/events",
+        {"test": "true", "limit": "5"},
+        None,
+    )
+    with pytest.raises(ValueError, match="Missing argument: reason"):
+        tool_request(tools["void_commission"], {"commission_id": 3})
+    with pytest.raises(ValueError, match="Unknown argument: status"):
+        tool_request(tools["list_events"], {"status": "x"})
