@@ -55,3 +55,15 @@ PROGRAM_ID_INVALID = "program_id must be the id of a program this key may see"
 PARTNER_NOT_FOUND = "Partner not found"
 PARTNER_PATCH_EMPTY = "Send name or email to change"
 LIMITED_KEY_NEEDS_PROGRAM = "A key limited to programs must enroll the new partner in one: send program_id"
+
+# Referral links.
+LINK_NOT_FOUND = "Link not found"
+LINK_ACTIVE_INVALID = "active must be true or false"
+LINK_PARTNER_ID_INVALID = "partner_id must be the id of a partner of this key's workspace"
+LINK_SHORT_LINK_INVALID = "short_link must be 1 to 100 characters of A-Z, a-z, 0-9, _ or -"
+LINK_PARTNER_NOT_ENROLLED = (
+    "The partner is not enrolled in this program; enroll it first with POST /api/agent/v1/partners/{partner_id}/"
+    "enrollments"
+)
+LINK_SHORT_LINK_TAKEN = "This short_link is already taken; choose another or leave it out to get one generated"
+CODE_SHORT_LINK_TAKEN = "short_link_taken"

@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 
 from core.errors import NotFoundError
 from core.ids import id_parse
-from programs.models import AgentKey, Partner, Program
+from programs.models import AgentKey, Partner, Program, ReferralLink
 
 from . import messages
 
@@ -43,3 +43,16 @@ def agent_partner_get(key: AgentKey, partner_id: object) -> Partner:
     if partner is None:
         raise NotFoundError(messages.PARTNER_NOT_FOUND, code=messages.CODE_NOT_FOUND)
     return partner
+
+
+def agent_links(key: AgentKey) -> QuerySet[ReferralLink]:
+    """The links of the programs the key may see, without those the service made itself (`svc test-event`)."""
+    return ReferralLink.objects.filter(program__in=agent_programs(key), is_synthetic=False)
+
+
+def agent_link_get(key: AgentKey, link_id: object) -> ReferralLink:
+    pk = id_parse(link_id)
+    link = agent_links(key).filter(pk=pk).first() if pk is not None else None
+    if link is None:
+        raise NotFoundError(messages.LINK_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+    return link

@@ -1,13 +1,16 @@
 """Writes for programs and their keys. Raw keys leave these functions once and are never stored."""
 
+import re
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import TypedDict
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from core import messages
 from core.errors import BadRequestError
@@ -20,7 +23,17 @@ from .keys import (
     key_digest,
     key_prefix_of,
 )
-from .models import AGENT_SCOPES, PERCENT_TYPES, AgentKey, Partner, PartnerProgram, Program, ProgramKey, Workspace
+from .models import (
+    AGENT_SCOPES,
+    PERCENT_TYPES,
+    AgentKey,
+    Partner,
+    PartnerProgram,
+    Program,
+    ProgramKey,
+    ReferralLink,
+    Workspace,
+)
 
 
 class SettingsChanges(TypedDict, total=False):
@@ -227,3 +240,66 @@ def partner_enroll(*, partner: Partner, program: Program) -> tuple[PartnerProgra
     if partner.workspace_id != program.workspace_id:
         raise ValueError("partner and program belong to different workspaces")
     return PartnerProgram.objects.get_or_create(partner=partner, program=program)
+
+
+# What tracking can match as an `aff` value and the column holds.
+SHORT_LINK_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
+_SLUG_MAX = 40
+_GENERATED_ATTEMPTS = 5
+
+
+class ReferralLinkInvalid(ValueError):
+    """The link cannot be made as asked (partner not enrolled, malformed short link)."""
+
+
+class PartnerNotEnrolled(ReferralLinkInvalid):
+    pass
+
+
+class ShortLinkInvalid(ReferralLinkInvalid):
+    pass
+
+
+class ShortLinkTaken(ReferralLinkInvalid):
+    pass
+
+
+def short_link_generate(partner: Partner) -> str:
+    """A readable code from the partner's name with a random suffix, e.g. `ada-lovelace-k3x9q2`."""
+    slug = slugify(partner.name)[:_SLUG_MAX].strip("-") or "link"
+    return f"{slug}-{secrets.token_hex(3)}"
+
+
+def referral_link_create(*, program: Program, partner: Partner, short_link: str | None = None) -> ReferralLink:
+    """A live link of an enrolled partner (tracking refuses a link whose partner is not in its program).
+    A chosen short_link already taken raises ShortLinkTaken; the unique constraint decides, so two concurrent
+    creates of one code make one link. A generated code is retried on the rare collision."""
+    if (
+        partner.workspace_id != program.workspace_id
+        or not PartnerProgram.objects.filter(partner=partner, program=program).exists()
+    ):
+        raise PartnerNotEnrolled("the partner is not enrolled in the program")
+    if short_link is not None and not SHORT_LINK_PATTERN.fullmatch(short_link):
+        raise ShortLinkInvalid("short_link must be 1 to 100 of A-Z a-z 0-9 _ -")
+    attempts = 1 if short_link is not None else _GENERATED_ATTEMPTS
+    for _ in range(attempts):
+        code = short_link if short_link is not None else short_link_generate(partner)
+        try:
+            # A savepoint: a collision must not break the caller's transaction.
+            with transaction.atomic():
+                return ReferralLink.objects.create(short_link=code, partner=partner, program=program)
+        except IntegrityError:
+            continue
+    raise ShortLinkTaken("short_link is taken")
+
+
+def referral_link_deactivate(*, link_id: int) -> bool:
+    """Turns the link off; False when it already was. save() (not update()) so tracking's link cache is cleared
+    and the next click on it is refused at once."""
+    with transaction.atomic():
+        link = ReferralLink.objects.select_for_update().get(pk=link_id)
+        if not link.is_active:
+            return False
+        link.is_active = False
+        link.save(update_fields=["is_active"])
+    return True
