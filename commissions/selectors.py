@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import BigIntegerField, Case, F, Q, QuerySet, Sum, Value, When
 
-from .models import Commission, CommissionStatus
+from programs.models import Program
+
+from .models import Commission, CommissionStatus, LedgerEntry, NotificationOutbox, Withdrawal
 
 
 class CommissionMoney(TypedDict):
@@ -76,3 +78,46 @@ def commission_payable_by_partner(*, program_id: int, partner_ids: Iterable[int]
         .annotate(total=Sum(payable_cents()))
     )
     return {row["partner_id"]: row["total"] or 0 for row in rows}
+
+
+def ledger_balances(
+    *, partner_ids: Iterable[int], programs: QuerySet[Program] | None = None
+) -> dict[int, dict[str, int]]:
+    """Each partner's ledger balance per currency (the sum of its entries), in one grouped query.
+    With `programs` only the entries of those programs count: credits and refund
+    clawbacks; payouts and manual adjustments carry no program and are left out. Partners without entries are
+    absent."""
+    entries = LedgerEntry.objects.filter(partner_id__in=list(partner_ids))
+    if programs is not None:
+        entries = entries.filter(program__in=programs)
+    rows = entries.order_by().values("partner_id", "currency").annotate(total=Sum("amount_cents"))
+    balances: dict[int, dict[str, int]] = {}
+    for row in rows:
+        balances.setdefault(row["partner_id"], {})[row["currency"]] = row["total"] or 0
+    return balances
+
+
+def open_withdrawals_by_partner(*, partner_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """What each partner's open withdrawals ask for, per currency, in one grouped query."""
+    rows = (
+        Withdrawal.objects.filter(partner_id__in=list(partner_ids), status=Withdrawal.Status.OPEN)
+        .order_by()
+        .values("partner_id", "currency")
+        .annotate(total=Sum("amount_cents"))
+    )
+    totals: dict[int, dict[str, int]] = {}
+    for row in rows:
+        totals.setdefault(row["partner_id"], {})[row["currency"]] = row["total"] or 0
+    return totals
+
+
+def commission_refund_steps(*, commission_id: int) -> QuerySet[NotificationOutbox]:
+    """The refunds applied to a commission, one row per refund in order: each refund writes one (the
+    notifications' outbox, kept after delivery) with its step number, reason and whether it reversed the
+    commission or hit one already paid out."""
+    return NotificationOutbox.objects.filter(commission_id=commission_id).order_by("refund_step")
+
+
+def commission_ledger(*, commission_id: int) -> QuerySet[LedgerEntry]:
+    """The ledger entries of a commission (its credit and refund clawbacks), oldest first."""
+    return LedgerEntry.objects.filter(commission_id=commission_id).order_by("created_at", "pk")

@@ -1,5 +1,268 @@
-"""Agent routes for commissions: list, get with refund history, approve early, void, hold and release."""
+"""Agent routes for commissions: /api/agent/v1/commissions[/:id] (list with filters, get with its refund history).
+What a commission pays is always read from commissions.selectors.commissions_with_money, never a stored counter."""
 
-from django.urls import URLPattern
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-urlpatterns: list[URLPattern] = []
+from django.db.models import QuerySet
+from django.urls import path
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from commissions.models import Commission, CommissionStatus, LedgerEntry, NotificationOutbox
+from commissions.selectors import commission_ledger, commission_refund_steps, commissions_with_money
+from core.errors import NotFoundError
+from core.ids import MAX_BIGINT, id_parse
+from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
+from programs.models import AgentKey
+
+from .. import messages
+from ..selectors import agent_program_get, agent_programs
+from . import serializers as s
+from .base import AgentApi, query_of
+from .pagination import PageQuerySerializer, page_of
+
+if TYPE_CHECKING:
+    from commissions.selectors import CommissionWithMoney
+
+COMMISSION_ID = OpenApiParameter("commission_id", int, OpenApiParameter.PATH, description="Commission id")
+NEXT_CURSOR = serializers.CharField(allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last")
+
+
+class CommissionsQuerySerializer(PageQuerySerializer):
+    program_id = QueryIntegerField(
+        min_value=1,
+        max_value=MAX_BIGINT,
+        invalid=messages.PROGRAM_ID_FILTER_INVALID,
+        too_big=messages.PROGRAM_ID_FILTER_INVALID,
+        required=False,
+        help_text="Only this program's commissions (404 when the key may not see it)",
+    )
+    partner_id = QueryIntegerField(
+        min_value=1,
+        max_value=MAX_BIGINT,
+        invalid=messages.PARTNER_ID_FILTER_INVALID,
+        too_big=messages.PARTNER_ID_FILTER_INVALID,
+        required=False,
+        help_text="Only this partner's commissions",
+    )
+    status = serializers.ChoiceField(
+        choices=CommissionStatus.choices,
+        required=False,
+        error_messages={"invalid_choice": messages.COMMISSION_STATUS_INVALID},
+        help_text="Only commissions in this state",
+    )
+    created_since = InstantField(
+        message=messages.CREATED_SINCE_INVALID,
+        required=False,
+        help_text="Created at or after this time (a date means from the start of that UTC day)",
+    )
+    created_until = InstantField(
+        message=messages.CREATED_UNTIL_INVALID,
+        required=False,
+        help_text="Created at or before this time (a date means up to the end of that UTC day)",
+    )
+
+
+COMMISSION_FIELDS: dict[str, serializers.Field] = {
+    "id": serializers.IntegerField(),
+    "program_id": serializers.IntegerField(),
+    "partner_id": serializers.IntegerField(),
+    "partner_name": serializers.CharField(),
+    "sale_id": serializers.IntegerField(),
+    "transaction_id": serializers.CharField(
+        allow_null=True, help_text="The sale's transaction id as the advertiser or processor sent it"
+    ),
+    "status": serializers.ChoiceField(choices=CommissionStatus.choices),
+    "amount_cents": serializers.IntegerField(help_text="The commission as earned on the sale"),
+    "payable_cents": serializers.IntegerField(
+        help_text="What it still pays: the amount less refunds (0 once reversed, or when a refund cancelled it in "
+        "its hold)"
+    ),
+    "clawed_back_cents": serializers.IntegerField(
+        help_text="What refunds took back from the partner's balance (only once credited)"
+    ),
+    "currency": serializers.CharField(),
+    "hold_until": serializers.DateTimeField(help_text="When the hold ends and the commission is approved"),
+    "approved_at": serializers.DateTimeField(allow_null=True),
+    "created_at": serializers.DateTimeField(),
+    "refund_count": serializers.IntegerField(help_text="Refunds applied to the sale so far"),
+    "refund_reason": serializers.CharField(help_text="The reason the latest refund gave (empty when none)"),
+}
+LEDGER_ENTRY_FIELDS: dict[str, serializers.Field] = {
+    "id": serializers.IntegerField(),
+    "kind": serializers.ChoiceField(choices=LedgerEntry.Kind.choices),
+    "amount_cents": serializers.IntegerField(help_text="Signed: a credit adds, a clawback subtracts"),
+    "currency": serializers.CharField(),
+    "memo": serializers.CharField(),
+    "created_at": serializers.DateTimeField(),
+}
+REFUND_STEP_FIELDS: dict[str, serializers.Field] = {
+    "step": serializers.IntegerField(help_text="1 for the first refund applied, then 2, ..."),
+    "reason": serializers.CharField(help_text="The reason on record when this refund was applied"),
+    "reversed": serializers.BooleanField(help_text="This refund reversed the commission (the whole sale refunded)"),
+    "was_paid_out": serializers.BooleanField(
+        help_text="The commission had been paid out when refunded (the advertiser is told to review it)"
+    ),
+    "created_at": serializers.DateTimeField(),
+}
+REFUNDS_FIELDS: dict[str, serializers.Field] = {
+    "count": serializers.IntegerField(help_text="Refunds applied (retries that were skipped are not counted)"),
+    "sale_refunded_cents": serializers.IntegerField(help_text="How much of the sale was refunded, in its currency"),
+    "deducted_cents": serializers.IntegerField(
+        help_text="The commission's share of those refunds (taken from the balance only if it was credited)"
+    ),
+    "refund_ids": serializers.ListField(
+        child=serializers.CharField(), help_text="The refund ids callers sent, in the order applied"
+    ),
+    "anonymous_amounts_cents": serializers.ListField(
+        child=serializers.IntegerField(), help_text="Amounts of the refunds sent without a refund id, in order"
+    ),
+    "steps": inline_serializer("AgentCommissionRefundStep", fields=REFUND_STEP_FIELDS, many=True),
+}
+COMMISSIONS_OK = inline_serializer(
+    "AgentCommissionList",
+    fields={
+        "data": inline_serializer("AgentCommission", fields=COMMISSION_FIELDS, many=True),
+        "next_cursor": NEXT_CURSOR,
+    },
+)
+COMMISSION_OK = inline_serializer(
+    "AgentCommissionResult",
+    fields={
+        "data": inline_serializer(
+            "AgentCommissionDetail",
+            fields={
+                **COMMISSION_FIELDS,
+                "ledger": inline_serializer("AgentLedgerEntry", fields=LEDGER_ENTRY_FIELDS, many=True),
+                "refunds": inline_serializer("AgentCommissionRefunds", fields=REFUNDS_FIELDS),
+            },
+        )
+    },
+)
+
+
+def visible_commissions(key: AgentKey) -> "QuerySet[CommissionWithMoney]":
+    """The commissions of the programs the key may see, with what they pay, their partner and sale."""
+    commissions = Commission.objects.filter(program__in=agent_programs(key)).select_related("partner", "sale")
+    return commissions_with_money(commissions)
+
+
+def commission_out(commission: "CommissionWithMoney") -> dict[str, Any]:
+    return {
+        "id": commission.pk,
+        "program_id": commission.program_id,
+        "partner_id": commission.partner_id,
+        "partner_name": commission.partner.name,
+        "sale_id": commission.sale_id,
+        "transaction_id": commission.sale.processor_event_id,
+        "status": commission.status,
+        "amount_cents": commission.amount_cents,
+        "payable_cents": commission.payable_cents,
+        "clawed_back_cents": commission.clawed_back_cents,
+        "currency": commission.currency,
+        "hold_until": commission.hold_until.isoformat(),
+        "approved_at": commission.approved_at.isoformat() if commission.approved_at else None,
+        "created_at": commission.created_at.isoformat(),
+        "refund_count": commission.refund_count,
+        "refund_reason": commission.refund_reason,
+    }
+
+
+def ledger_entry_out(entry: LedgerEntry) -> dict[str, Any]:
+    return {
+        "id": entry.pk,
+        "kind": entry.kind,
+        "amount_cents": entry.amount_cents,
+        "currency": entry.currency,
+        "memo": entry.memo,
+        "created_at": entry.created_at.isoformat(),
+    }
+
+
+def refund_step_out(step: NotificationOutbox) -> dict[str, Any]:
+    return {
+        "step": step.refund_step,
+        "reason": step.refund_reason,
+        "reversed": step.reversed,
+        "was_paid_out": step.was_paid_out,
+        "created_at": step.created_at.isoformat(),
+    }
+
+
+def created_between(
+    commissions: "QuerySet[CommissionWithMoney]", since: Instant | None, until: Instant | None
+) -> "QuerySet[CommissionWithMoney]":
+    if since is not None:
+        commissions = commissions.filter(created_at__gte=since.value)
+    if until is not None:
+        # A date covers its whole UTC day.
+        if until.is_date:
+            commissions = commissions.filter(created_at__lt=until.value + timedelta(days=1))
+        else:
+            commissions = commissions.filter(created_at__lte=until.value)
+    return commissions
+
+
+class AgentCommissionsListApi(AgentApi):
+    required_scopes = {"GET": "commissions:read"}
+
+    @extend_schema(
+        summary="The commissions of the programs this key may see, newest first",
+        description="Each commission with what it still pays (`payable_cents`) and what refunds clawed back "
+        "(`clawed_back_cents`), computed from the commission, never from a running counter. Filters combine.",
+        parameters=[CommissionsQuerySerializer],
+        responses={200: COMMISSIONS_OK, **s.errors(400, 404)},
+    )
+    def get(self, request):
+        query = query_of(CommissionsQuerySerializer, request)
+        commissions = visible_commissions(self.agent_key)
+        if "program_id" in query:
+            commissions = commissions.filter(program=agent_program_get(self.agent_key, query["program_id"]))
+        if "partner_id" in query:
+            commissions = commissions.filter(partner_id=query["partner_id"])
+        if "status" in query:
+            commissions = commissions.filter(status=query["status"])
+        commissions = created_between(commissions, query.get("created_since"), query.get("created_until"))
+        rows, next_cursor = page_of(commissions, query=query)
+        return Response({"data": [commission_out(row) for row in rows], "next_cursor": next_cursor})
+
+
+class AgentCommissionGetApi(AgentApi):
+    required_scopes = {"GET": "commissions:read"}
+
+    @extend_schema(
+        summary="One commission with its ledger entries and refund history",
+        description="`ledger`: the commission's entries in the partner ledger, oldest first (its credit when "
+        "approved, a clawback per refund after that). `refunds`: what the stored refund bookkeeping holds: the "
+        "count, how much of the sale was refunded and the commission's share of it, the refund ids and id-less "
+        "amounts applied, and one step per refund applied (its reason, whether it reversed the commission or hit "
+        "one already paid out).",
+        parameters=[COMMISSION_ID],
+        responses={200: COMMISSION_OK, **s.errors(404)},
+    )
+    def get(self, request, commission_id: str):
+        pk = id_parse(commission_id)
+        commission = visible_commissions(self.agent_key).filter(pk=pk).first() if pk is not None else None
+        if commission is None:
+            raise NotFoundError(messages.COMMISSION_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+        data = {
+            **commission_out(commission),
+            "ledger": [ledger_entry_out(entry) for entry in commission_ledger(commission_id=commission.pk)],
+            "refunds": {
+                "count": commission.refund_count,
+                "sale_refunded_cents": commission.sale_refunded_cents,
+                "deducted_cents": commission.deducted_cents,
+                "refund_ids": list(commission.applied_refund_ids),
+                "anonymous_amounts_cents": list(commission.applied_anonymous_amounts),
+                "steps": [refund_step_out(step) for step in commission_refund_steps(commission_id=commission.pk)],
+            },
+        }
+        return Response({"data": data})
+
+
+urlpatterns = [
+    path("api/agent/v1/commissions", AgentCommissionsListApi.as_view(), name="agent-commissions"),
+    path("api/agent/v1/commissions/<str:commission_id>", AgentCommissionGetApi.as_view(), name="agent-commission"),
+]
