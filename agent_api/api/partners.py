@@ -170,7 +170,17 @@ class AgentPartnersApi(AgentWriteApi):
 
 
 class AgentPartnerApi(AgentWriteApi):
-    required_scopes = {"PATCH": "partners:write"}
+    required_scopes = {"GET": "partners:read", "PATCH": "partners:write"}
+
+    @extend_schema(
+        summary="One partner, with the programs it is enrolled in",
+        parameters=[PARTNER_ID],
+        responses={200: PARTNER_OK, **s.errors(404)},
+    )
+    def get(self, request, partner_id: str):
+        key = self.agent_key
+        partner = agent_partner_get(key, partner_id)
+        return Response({"data": partner_out(partner, _visible_program_ids(key, partner))})
 
     @extend_schema(
         summary="Change a partner's name or email",

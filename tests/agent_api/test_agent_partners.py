@@ -132,3 +132,12 @@ class TestUpdateAndEnroll:
         assert (second.status_code, second.json()["data"]["created"]) == (200, False)
         assert PartnerProgram.objects.filter(partner=partner).count() == 1
         assert [e.after["program_ids"] for e in AgentAuditEntry.objects.order_by("pk")] == [[program.pk]] * 2
+
+
+def test_one_partner_is_read_with_its_visible_programs(agent, workspace, program):
+    partner = PartnerProgramFactory.create(program=program, partner__workspace=workspace).partner
+    data = agent.get(f"{PARTNERS}/{partner.pk}").json()["data"]
+    assert (data["id"], data["program_ids"]) == (partner.pk, [program.pk])
+    foreign = PartnerFactory.create(workspace=WorkspaceFactory.create())
+    assert agent.get(f"{PARTNERS}/{foreign.pk}").status_code == 404
+    assert agent_for(workspace, scopes=("links:read",)).get(f"{PARTNERS}/{partner.pk}").status_code == 403
