@@ -67,3 +67,12 @@ LINK_PARTNER_NOT_ENROLLED = (
 )
 LINK_SHORT_LINK_TAKEN = "This short_link is already taken; choose another or leave it out to get one generated"
 CODE_SHORT_LINK_TAKEN = "short_link_taken"
+
+# Commission actions and paying a withdrawal (writes).
+BODY_NOT_OBJECT = "Request body must be a JSON object"
+VOID_REASON_INVALID = "reason is required: a non-empty string of at most 500 characters"
+HOLD_REASON_INVALID = "reason must be a string of at most 500 characters"
+CODE_COMMISSION_STATE = "commission_state"
+WITHDRAWAL_NOT_FOUND = "Withdrawal not found"
+WITHDRAWAL_NOT_OPEN = "Only an open withdrawal can be marked paid; this one is {status}"
+CODE_WITHDRAWAL_STATE = "withdrawal_state"

@@ -73,14 +73,17 @@ class ToolSpec:
         )
 
 
-def _commission_action(action: str, description: str, **extra: Any) -> ToolSpec:
+def _commission_action(
+    action: str, description: str, required: dict[str, Any] | None = None, optional: dict[str, Any] | None = None
+) -> ToolSpec:
+    """POST /commissions/{commission_id}/<action>; the other arguments are its JSON body."""
     return ToolSpec(
         f"{action}_commission",
         description,
         "POST",
         f"/commissions/{{commission_id}}/{action}",
-        {"commission_id": COMMISSION_ID, **extra},
-        required=("commission_id", *extra),
+        {"commission_id": COMMISSION_ID, **(required or {}), **(optional or {})},
+        required=("commission_id", *(required or {})),
     )
 
 
@@ -186,9 +189,20 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
         _commission_action(
             "void",
             "Void a commission: the partner is not paid for it. Give the reason.",
-            reason={"type": "string", "minLength": 1, "description": "Why the commission is voided"},
+            required={
+                "reason": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 500,
+                    "description": "Why the commission is voided",
+                }
+            },
         ),
-        _commission_action("hold", "Place a commission on hold: it is not approved until released."),
+        _commission_action(
+            "hold",
+            "Place a commission on hold: it is not approved until released.",
+            optional={"reason": {"type": "string", "maxLength": 500, "description": "Why it is held"}},
+        ),
         _commission_action("release", "Release a commission from hold."),
     ),
     "payouts:read": (

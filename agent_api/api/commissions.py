@@ -1,26 +1,34 @@
-"""Agent routes for commissions: /api/agent/v1/commissions[/:id] (list with filters, get with its refund history).
+"""Agent routes for commissions: /api/agent/v1/commissions[/:id] (list with filters, get with its refund history)
+and the owner's actions on one: approve, void, hold, release (commissions:write; idempotent and audited).
 What a commission pays is always read from commissions.selectors.commissions_with_money, never a stored counter."""
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from commissions.approval import CommissionNotApprovable, commission_approve_early
 from commissions.models import Commission, CommissionStatus, LedgerEntry, NotificationOutbox
 from commissions.selectors import commission_ledger, commission_refund_steps, commissions_with_money
-from core.errors import NotFoundError
+from commissions.services import CommissionActionRefused, commission_hold, commission_release, commission_void
+from core import messages as core_messages
+from core.api.fields import StrictCharField
+from core.api.schema import PLATFORM_ERROR
+from core.errors import BadRequestError, ConflictError, NotFoundError
 from core.ids import MAX_BIGINT, id_parse
 from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from programs.models import AgentKey
 
 from .. import messages
 from ..selectors import agent_program_get, agent_programs
+from ..services import AgentWrite
 from . import serializers as s
-from .base import AgentApi, query_of
+from .base import AgentApi, AgentWriteApi, query_of
 from .pagination import PageQuerySerializer, page_of
 
 if TYPE_CHECKING:
@@ -89,6 +97,12 @@ COMMISSION_FIELDS: dict[str, serializers.Field] = {
     "created_at": serializers.DateTimeField(),
     "refund_count": serializers.IntegerField(help_text="Refunds applied to the sale so far"),
     "refund_reason": serializers.CharField(help_text="The reason the latest refund gave (empty when none)"),
+    "held_at": serializers.DateTimeField(
+        allow_null=True, help_text="When the owner put it on hold (it is not approved until released); null if not"
+    ),
+    "hold_reason": serializers.CharField(help_text="Why it is on hold (empty when none was given or not held)"),
+    "voided_at": serializers.DateTimeField(allow_null=True, help_text="When the owner voided it; null if not"),
+    "void_reason": serializers.CharField(help_text="Why it was voided (empty unless voided)"),
 }
 LEDGER_ENTRY_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
@@ -121,12 +135,16 @@ REFUNDS_FIELDS: dict[str, serializers.Field] = {
     ),
     "steps": inline_serializer("AgentCommissionRefundStep", fields=REFUND_STEP_FIELDS, many=True),
 }
+COMMISSION = inline_serializer("AgentCommission", fields=COMMISSION_FIELDS)
 COMMISSIONS_OK = inline_serializer(
     "AgentCommissionList",
-    fields={
-        "data": inline_serializer("AgentCommission", fields=COMMISSION_FIELDS, many=True),
-        "next_cursor": NEXT_CURSOR,
-    },
+    fields={"data": serializers.ListField(child=COMMISSION), "next_cursor": NEXT_CURSOR},
+)
+COMMISSION_ACTION_OK = inline_serializer("AgentCommissionActionResult", fields={"data": COMMISSION})
+STATE_CONFLICT = OpenApiResponse(
+    PLATFORM_ERROR,
+    description="commission_state: the commission's state does not allow this (the message says why); "
+    "idempotency_conflict: the Idempotency-Key was used with another body",
 )
 COMMISSION_OK = inline_serializer(
     "AgentCommissionResult",
@@ -167,6 +185,10 @@ def commission_out(commission: "CommissionWithMoney") -> dict[str, Any]:
         "created_at": commission.created_at.isoformat(),
         "refund_count": commission.refund_count,
         "refund_reason": commission.refund_reason,
+        "held_at": commission.held_at.isoformat() if commission.held_at else None,
+        "hold_reason": commission.hold_reason,
+        "voided_at": commission.voided_at.isoformat() if commission.voided_at else None,
+        "void_reason": commission.void_reason,
     }
 
 
@@ -262,7 +284,158 @@ class AgentCommissionGetApi(AgentApi):
         return Response({"data": data})
 
 
+REASON_LIMIT = 500
+
+
+class CommissionVoidSerializer(serializers.Serializer):
+    reason = StrictCharField(
+        max_length=REASON_LIMIT,
+        help_text="Why it is voided (1-500 characters); kept on the commission and in the ledger memo",
+        error_messages={
+            key: messages.VOID_REASON_INVALID
+            for key in (
+                "required",
+                "null",
+                "invalid",
+                "blank",
+                "max_length",
+                "null_characters_not_allowed",
+                "surrogate_characters_not_allowed",
+            )
+        },
+    )
+
+
+class CommissionHoldSerializer(serializers.Serializer):
+    reason = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=REASON_LIMIT,
+        help_text="Why it is held (at most 500 characters); holding a held commission again replaces the reason",
+        error_messages={
+            key: messages.HOLD_REASON_INVALID
+            for key in ("invalid", "max_length", "null_characters_not_allowed", "surrogate_characters_not_allowed")
+        },
+    )
+
+
+def _body(serializer_class: type[serializers.Serializer], request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise BadRequestError(messages.BODY_NOT_OBJECT, code=messages.CODE_BAD_REQUEST)
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class CommissionActionApi(AgentWriteApi):
+    """POST /commissions/:id/<action>: the domain service runs on the commission under its row lock, taken here
+    first (every commission service, and the refund path, lock the commission before anything else), so the
+    audit entry's `before` is the state the action found."""
+
+    required_scopes = {"POST": "commissions:write"}
+
+    def act(self, request, commission_id: str, action: str, run: Callable[[int], Commission]) -> Response:
+        visible = visible_commissions(self.agent_key)
+        parsed = id_parse(commission_id)
+        if parsed is None or not visible.filter(pk=parsed).exists():
+            raise NotFoundError(messages.COMMISSION_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+        pk: int = parsed
+
+        def perform() -> AgentWrite:
+            # The row lock, held until the write's transaction ends; the service takes it again.
+            Commission.objects.select_for_update().filter(pk=pk).values_list("pk", flat=True).first()
+            before = commission_out(visible.get(pk=pk))
+            try:
+                run(pk)
+            except CommissionNotApprovable:
+                raise ConflictError(
+                    core_messages.COMMISSION_APPROVE_NOT_PENDING.format(status=before["status"]),
+                    code=messages.CODE_COMMISSION_STATE,
+                ) from None
+            except CommissionActionRefused as refused:
+                raise ConflictError(str(refused), code=messages.CODE_COMMISSION_STATE) from None
+            after = commission_out(visible.get(pk=pk))
+            return AgentWrite(200, {"data": after}, f"commission.{action}", "commission", pk, before, after)
+
+        return self.write(request, perform)
+
+
+class AgentCommissionApproveApi(CommissionActionApi):
+    @extend_schema(
+        summary="Approve a pending commission now, before its hold period ends: the partner is credited at once",
+        description="Refused (409 commission_state) unless the commission is pending and not on hold (release it "
+        "first).",
+        parameters=[COMMISSION_ID],
+        request=None,
+        responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
+    )
+    def post(self, request, commission_id: str):
+        return self.act(request, commission_id, "approve", lambda pk: commission_approve_early(commission_id=pk))
+
+
+class AgentCommissionVoidApi(CommissionActionApi):
+    @extend_schema(
+        summary="Void a commission with a reason: it pays nothing; what it had credited is deducted",
+        description="The commission is reversed whole. If the partner had been credited for it, what was not "
+        "already clawed back is deducted from the ledger and open withdrawals shrink to fit the balance. A paid "
+        "commission (refund its sale instead) or one already reversed is refused (409 commission_state).",
+        parameters=[COMMISSION_ID],
+        request=CommissionVoidSerializer,
+        responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
+    )
+    def post(self, request, commission_id: str):
+        reason = _body(CommissionVoidSerializer, request)["reason"]
+        return self.act(request, commission_id, "void", lambda pk: commission_void(commission_id=pk, reason=reason))
+
+
+class AgentCommissionHoldApi(CommissionActionApi):
+    @extend_schema(
+        summary="Put a pending commission on hold: it is not approved, even when its hold period ends, until released",
+        description="Only a pending commission can be held (409 commission_state otherwise). Holding a held "
+        "commission again replaces its reason.",
+        parameters=[COMMISSION_ID],
+        request=CommissionHoldSerializer,
+        responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
+    )
+    def post(self, request, commission_id: str):
+        reason = _body(CommissionHoldSerializer, request).get("reason") or ""
+        return self.act(request, commission_id, "hold", lambda pk: commission_hold(commission_id=pk, reason=reason))
+
+
+class AgentCommissionReleaseApi(CommissionActionApi):
+    @extend_schema(
+        summary="Release a commission from hold: it is approved by the next run once its hold period has ended",
+        description="A commission that is not on hold is refused (409 commission_state).",
+        parameters=[COMMISSION_ID],
+        request=None,
+        responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
+    )
+    def post(self, request, commission_id: str):
+        return self.act(request, commission_id, "release", lambda pk: commission_release(commission_id=pk))
+
+
 urlpatterns = [
     path("api/agent/v1/commissions", AgentCommissionsListApi.as_view(), name="agent-commissions"),
     path("api/agent/v1/commissions/<str:commission_id>", AgentCommissionGetApi.as_view(), name="agent-commission"),
+    path(
+        "api/agent/v1/commissions/<str:commission_id>/approve",
+        AgentCommissionApproveApi.as_view(),
+        name="agent-commission-approve",
+    ),
+    path(
+        "api/agent/v1/commissions/<str:commission_id>/void",
+        AgentCommissionVoidApi.as_view(),
+        name="agent-commission-void",
+    ),
+    path(
+        "api/agent/v1/commissions/<str:commission_id>/hold",
+        AgentCommissionHoldApi.as_view(),
+        name="agent-commission-hold",
+    ),
+    path(
+        "api/agent/v1/commissions/<str:commission_id>/release",
+        AgentCommissionReleaseApi.as_view(),
+        name="agent-commission-release",
+    ),
 ]

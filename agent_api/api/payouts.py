@@ -1,5 +1,6 @@
 """Agent routes for payouts: /api/agent/v1/payouts/balances (partner balances from the ledger) and
-/api/agent/v1/payouts/withdrawals.
+/api/agent/v1/payouts/withdrawals, and paying one: POST /api/agent/v1/payouts/withdrawals/:id/mark-paid
+(payouts:write; idempotent and audited).
 
 Ledger entries of credits and refund clawbacks carry their program; payouts and manual adjustments carry none
 (a withdrawal pays the partner's whole balance in a currency, whatever the programs). So a key that sees every
@@ -11,20 +12,26 @@ enrolled in one of the programs it is limited to)."""
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.urls import path
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from commissions.models import Withdrawal
 from commissions.selectors import ledger_balances, open_withdrawals_by_partner
-from core.ids import MAX_BIGINT
+from commissions.services import withdrawal_mark_paid
+from core.api.schema import PLATFORM_ERROR
+from core.errors import ConflictError, NotFoundError
+from core.ids import MAX_BIGINT, id_parse
 from dashboard.api.serializers import QueryIntegerField
+from programs.models import AgentKey
 
 from .. import messages
 from ..selectors import agent_partners, agent_program_get, agent_programs
+from ..services import AgentWrite
 from . import serializers as s
-from .base import AgentApi, query_of
+from .base import AgentApi, AgentWriteApi, query_of
 from .pagination import PageQuerySerializer, page_of
 
 LEDGER_WHOLE = "partner"
@@ -118,12 +125,17 @@ BALANCES_OK = inline_serializer(
         "next_cursor": NEXT_CURSOR,
     },
 )
+WITHDRAWAL = inline_serializer("AgentWithdrawal", fields=WITHDRAWAL_FIELDS)
 WITHDRAWALS_OK = inline_serializer(
     "AgentWithdrawalList",
-    fields={
-        "data": inline_serializer("AgentWithdrawal", fields=WITHDRAWAL_FIELDS, many=True),
-        "next_cursor": NEXT_CURSOR,
-    },
+    fields={"data": serializers.ListField(child=WITHDRAWAL), "next_cursor": NEXT_CURSOR},
+)
+WITHDRAWAL_OK = inline_serializer("AgentWithdrawalResult", fields={"data": WITHDRAWAL})
+WITHDRAWAL_ID = OpenApiParameter("withdrawal_id", int, OpenApiParameter.PATH, description="Withdrawal id")
+NOT_OPEN = OpenApiResponse(
+    PLATFORM_ERROR,
+    description="withdrawal_state: the withdrawal is no longer open (paid or cancelled); idempotency_conflict: "
+    "the Idempotency-Key was used with another body",
 )
 
 
@@ -153,6 +165,11 @@ def withdrawal_out(withdrawal: Withdrawal) -> dict[str, Any]:
         # Marking paid is the last write a withdrawal gets (the clawback cut and cancelling touch open ones only).
         "paid_at": withdrawal.updated_at.isoformat() if paid else None,
     }
+
+
+def visible_withdrawals(key: AgentKey) -> QuerySet[Withdrawal]:
+    """The withdrawals of the partners the key may see (a withdrawal has no program)."""
+    return Withdrawal.objects.filter(partner__in=agent_partners(key)).select_related("partner")
 
 
 class AgentBalancesApi(AgentApi):
@@ -210,7 +227,7 @@ class AgentWithdrawalsApi(AgentApi):
     )
     def get(self, request):
         query = query_of(WithdrawalsQuerySerializer, request)
-        withdrawals = Withdrawal.objects.filter(partner__in=agent_partners(self.agent_key)).select_related("partner")
+        withdrawals = visible_withdrawals(self.agent_key)
         if "partner_id" in query:
             withdrawals = withdrawals.filter(partner_id=query["partner_id"])
         if "status" in query:
@@ -219,7 +236,48 @@ class AgentWithdrawalsApi(AgentApi):
         return Response({"data": [withdrawal_out(row) for row in rows], "next_cursor": next_cursor})
 
 
+class AgentWithdrawalMarkPaidApi(AgentWriteApi):
+    required_scopes = {"POST": "payouts:write"}
+
+    @extend_schema(
+        summary="Mark an open withdrawal paid: the payout enters the partner's ledger",
+        description="Records that the partner was paid: a payout entry of the withdrawal's amount in the "
+        "partner's ledger, and the partner's oldest approved commissions that the payout covers become `paid`. "
+        "A withdrawal that is no longer open (already paid, or cancelled) is refused (409 withdrawal_state).",
+        parameters=[WITHDRAWAL_ID],
+        request=None,
+        responses={200: WITHDRAWAL_OK, **s.errors(400, 404), 409: NOT_OPEN},
+    )
+    def post(self, request, withdrawal_id: str):
+        visible = visible_withdrawals(self.agent_key)
+        pk = id_parse(withdrawal_id)
+        withdrawal = visible.filter(pk=pk).first() if pk is not None else None
+        if withdrawal is None:
+            raise NotFoundError(messages.WITHDRAWAL_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+
+        def perform() -> AgentWrite:
+            # Read without a lock: withdrawal_mark_paid locks commissions, partner, then the withdrawal (the refund
+            # path's order); locking the withdrawal first here could deadlock with a refund. The service re-reads
+            # it under its lock and decides on that.
+            found = visible.get(pk=withdrawal.pk)
+            before = withdrawal_out(found)
+            if not withdrawal_mark_paid(withdrawal=found):
+                found.refresh_from_db()
+                raise ConflictError(
+                    messages.WITHDRAWAL_NOT_OPEN.format(status=found.status), code=messages.CODE_WITHDRAWAL_STATE
+                )
+            after = withdrawal_out(visible.get(pk=withdrawal.pk))
+            return AgentWrite(200, {"data": after}, "withdrawal.mark_paid", "withdrawal", withdrawal.pk, before, after)
+
+        return self.write(request, perform)
+
+
 urlpatterns = [
     path("api/agent/v1/payouts/balances", AgentBalancesApi.as_view(), name="agent-payout-balances"),
     path("api/agent/v1/payouts/withdrawals", AgentWithdrawalsApi.as_view(), name="agent-payout-withdrawals"),
+    path(
+        "api/agent/v1/payouts/withdrawals/<str:withdrawal_id>/mark-paid",
+        AgentWithdrawalMarkPaidApi.as_view(),
+        name="agent-payout-withdrawal-mark-paid",
+    ),
 ]

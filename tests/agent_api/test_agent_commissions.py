@@ -75,6 +75,10 @@ class TestList:
             "created_at": commission.created_at.isoformat(),
             "refund_count": 1,
             "refund_reason": "damaged",
+            "held_at": None,
+            "hold_reason": "",
+            "voided_at": None,
+            "void_reason": "",
         }
 
     def test_a_credited_commission_partly_refunded_pays_the_rest(self, agent, program):

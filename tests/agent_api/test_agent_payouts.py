@@ -1,15 +1,24 @@
 """GET /api/agent/v1/payouts/balances and /payouts/withdrawals: balances from the ledger (restricted to a limited
-key's programs), withdrawals of the partners a key may see, filters, cursor pagination."""
+key's programs), withdrawals of the partners a key may see, filters, cursor pagination. POST
+/payouts/withdrawals/:id/mark-paid: the payout entry, the refusals, idempotency and the audit entry."""
 
 from typing import Any
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from agent_api import messages
+from agent_api.models import AgentAuditEntry
 from commissions.approval import commission_approve
-from commissions.models import Commission, LedgerEntry, Withdrawal
-from commissions.services import refund_apply, withdrawal_cancel, withdrawal_mark_paid, withdrawal_request
+from commissions.models import Commission, CommissionStatus, LedgerEntry, Withdrawal
+from commissions.services import (
+    partner_balance,
+    refund_apply,
+    withdrawal_cancel,
+    withdrawal_mark_paid,
+    withdrawal_request,
+)
 from programs.models import Partner, Program
 from tests.agent_api.conftest import agent_for
 from tests.factories import (
@@ -20,7 +29,7 @@ from tests.factories import (
     ReferralLinkFactory,
     WorkspaceFactory,
 )
-from tests.helpers import platform_error
+from tests.helpers import platform_error, run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -266,3 +275,123 @@ class TestWithdrawals:
             if cursor is None:
                 break
         assert seen == sorted(made, reverse=True)
+
+
+def mark_paid(agent, withdrawal: Withdrawal | str, **headers):
+    withdrawal_id = withdrawal.pk if isinstance(withdrawal, Withdrawal) else withdrawal
+    return agent.client.post(f"{WITHDRAWALS}/{withdrawal_id}/mark-paid", {}, format="json", **headers)
+
+
+class TestMarkPaid:
+    def test_it_pays_the_withdrawal_into_the_ledger_and_audits_it(self, agent, program):
+        commission = credited(program, amount=2_000)
+        partner = commission.partner
+        withdrawal = withdrawal_request(partner=partner, amount_cents=2_000, currency="USD")
+        response = mark_paid(agent, withdrawal)
+        assert response.status_code == 200
+        data = response.json()["data"]
+        withdrawal.refresh_from_db()
+        assert withdrawal.status == Withdrawal.Status.PAID
+        assert (data["id"], data["status"], data["amount_cents"], data["paid_at"]) == (
+            withdrawal.pk,
+            "paid",
+            2_000,
+            withdrawal.updated_at.isoformat(),
+        )
+        payout = LedgerEntry.objects.get(kind=LedgerEntry.Kind.PAYOUT)
+        assert (payout.partner_id, payout.amount_cents, payout.program_id) == (partner.pk, -2_000, None)
+        assert partner_balance(partner_id=partner.pk, currency="USD") == 0
+        commission.refresh_from_db()
+        assert commission.status == CommissionStatus.PAID
+        entry = AgentAuditEntry.objects.get()
+        assert (entry.action, entry.object_type, entry.object_id) == (
+            "withdrawal.mark_paid",
+            "withdrawal",
+            str(withdrawal.pk),
+        )
+        assert (entry.before["status"], entry.before["paid_at"], entry.after) == ("open", None, data)
+
+    def test_a_key_with_payouts_read_only_gets_403_naming_payouts_write(self, workspace, program):
+        withdrawal = withdrawal_request(partner=credited(program).partner, amount_cents=100, currency="USD")
+        response = mark_paid(agent_for(workspace, scopes=("payouts:read", "commissions:write")), withdrawal)
+        assert response.json() == platform_error(
+            403,
+            "ForbiddenError",
+            messages.SCOPE_MISSING.format(scope="payouts:write"),
+            "missing_scope",
+            {"scope": "payouts:write"},
+        )
+        withdrawal.refresh_from_db()
+        assert withdrawal.status == Withdrawal.Status.OPEN
+        assert not LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).exists()
+
+    def test_a_withdrawal_outside_the_key_is_404(self, workspace, program):
+        other_partner = credited(ProgramFactory.create(workspace=workspace)).partner
+        outside = withdrawal_request(partner=other_partner, amount_cents=100, currency="USD")
+        foreign_partner = credited(ProgramFactory.create(workspace=WorkspaceFactory.create())).partner
+        foreign = withdrawal_request(partner=foreign_partner, amount_cents=100, currency="USD")
+        limited = agent_for(workspace, programs=(program,))
+        everything = agent_for(workspace)
+        not_found = platform_error(404, "NotFoundError", messages.WITHDRAWAL_NOT_FOUND, "not_found")
+        for agent, withdrawal in ((limited, outside), (everything, foreign)):
+            assert mark_paid(agent, withdrawal).json() == not_found
+        for malformed in ("abc", "0", str(10**30)):
+            assert mark_paid(everything, malformed).json() == not_found
+        assert set(Withdrawal.objects.values_list("status", flat=True)) == {Withdrawal.Status.OPEN}
+        assert not LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).exists()
+        assert not AgentAuditEntry.objects.exists()
+
+    @pytest.mark.parametrize("status", ["paid", "cancelled"])
+    def test_a_withdrawal_that_is_not_open_is_409(self, agent, program, status):
+        partner = credited(program).partner
+        withdrawal = withdrawal_request(partner=partner, amount_cents=100, currency="USD")
+        if status == "paid":
+            assert withdrawal_mark_paid(withdrawal=withdrawal)
+        else:
+            assert withdrawal_cancel(withdrawal=withdrawal)
+        payouts = LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).count()
+        response = mark_paid(agent, withdrawal)
+        assert response.json() == platform_error(
+            409,
+            "ConflictError",
+            messages.WITHDRAWAL_NOT_OPEN.format(status=status),
+            messages.CODE_WITHDRAWAL_STATE,
+        )
+        assert LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).count() == payouts
+        assert not AgentAuditEntry.objects.exists()
+
+    def test_a_retry_with_the_same_idempotency_key_pays_once(self, agent, program):
+        partner = credited(program, amount=2_000).partner
+        withdrawal = withdrawal_request(partner=partner, amount_cents=1_500, currency="USD")
+        first = mark_paid(agent, withdrawal, HTTP_IDEMPOTENCY_KEY="pay-1")
+        again = mark_paid(agent, withdrawal, HTTP_IDEMPOTENCY_KEY="pay-1")
+        assert (first.status_code, again.status_code) == (200, 200)
+        assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
+        assert LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).count() == 1
+        assert partner_balance(partner_id=partner.pk, currency="USD") == 500
+        assert AgentAuditEntry.objects.count() == 1
+        other = withdrawal_request(partner=partner, amount_cents=500, currency="USD")
+        conflict = mark_paid(agent, other, HTTP_IDEMPOTENCY_KEY="pay-1")
+        assert conflict.json() == platform_error(
+            409, "ConflictError", messages.IDEMPOTENCY_CONFLICT, messages.CODE_IDEMPOTENCY_CONFLICT
+        )
+        other.refresh_from_db()
+        assert other.status == Withdrawal.Status.OPEN
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_mark_paid_calls_write_one_payout(workspace, program):
+    partner = credited(program, amount=2_000).partner
+    withdrawal = withdrawal_request(partner=partner, amount_cents=2_000, currency="USD")
+    agent = agent_for(workspace)
+
+    def send(_: int) -> int:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent.raw_key}")
+        return client.post(f"{WITHDRAWALS}/{withdrawal.pk}/mark-paid", {}, format="json").status_code
+
+    assert sorted(run_together(3, send)) == [200, 409, 409]
+    assert LedgerEntry.objects.filter(kind=LedgerEntry.Kind.PAYOUT).count() == 1
+    assert partner_balance(partner_id=partner.pk, currency="USD") == 0
+    assert AgentAuditEntry.objects.count() == 1

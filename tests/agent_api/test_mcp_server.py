@@ -5,18 +5,23 @@ OpenAPI description) is also checked without a server."""
 import json
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from django.utils import timezone
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from agent_api.models import AgentAuditEntry
+from commissions.models import CommissionStatus, LedgerEntry
+from commissions.services import partner_balance
 from programs.services import agent_key_create
 from svc_cli.mcp_server import SCOPE_TOOLS, tool_request, tools_for
-from tests.factories import ProgramFactory, WorkspaceFactory
+from tests.factories import CommissionFactory, ProgramFactory, ReferralLinkFactory, WorkspaceFactory
 from tests.served.conftest import Served, served  # noqa: F401  (the served-layer server, as a fixture here)
 
 SVC = Path(sys.executable).with_name("svc")
@@ -192,6 +197,76 @@ def test_write_tools_are_offered_to_a_write_key_once_the_service_has_the_routes(
     # commissions:write includes commissions:read.
     assert ("list_commissions" in tools) == ("/api/agent/v1/commissions" in paths)
     assert "list_programs" not in tools
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_approve_commission_approves_a_real_commission_through_the_api(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    program = ProgramFactory.create(workspace=workspace)
+    link = ReferralLinkFactory.create(program=program)
+    commission = CommissionFactory.create(
+        sale__customer__link=link, amount_cents=2_000, hold_until=timezone.now() + timedelta(days=7)
+    )
+    foreign = CommissionFactory.create()  # another workspace's
+    key = _key(workspace, ("commissions:write",))
+
+    answers = _session(
+        served.url,
+        key,
+        tmp_path,
+        [
+            ("approve_commission", {"commission_id": commission.pk}),
+            ("release_commission", {"commission_id": commission.pk}),
+            ("approve_commission", {"commission_id": foreign.pk}),
+            ("hold_commission", {"commission_id": foreign.pk, "reason": "checking"}),
+        ],
+    )
+
+    tools = answers["tools"]
+    assert WRITE_TOOLS <= set(tools)
+    assert tools["approve_commission"].annotations.read_only_hint is False
+    assert tools["void_commission"].input_schema["required"] == ["commission_id", "reason"]
+    assert tools["hold_commission"].input_schema["required"] == ["commission_id"]
+    assert "reason" in tools["hold_commission"].input_schema["properties"]
+
+    approved = answers[f'approve_commission{{"commission_id": {commission.pk}}}']
+    assert not approved.is_error, approved.content
+    commission.refresh_from_db()
+    assert (commission.status, commission.credited) == (CommissionStatus.APPROVED, True)
+    assert approved.structured_content == _api(served.url, key, "/commissions")["data"][0]
+    assert approved.structured_content["status"] == "approved"
+    assert partner_balance(partner_id=commission.partner_id, currency=commission.currency) == 2_000
+    assert LedgerEntry.objects.filter(commission=commission).count() == 1
+    entry = AgentAuditEntry.objects.get()
+    assert entry.before is not None
+    assert (entry.action, entry.object_id, entry.before["status"], entry.after) == (
+        "commission.approve",
+        str(commission.pk),
+        "pending",
+        approved.structured_content,
+    )
+    assert entry.idempotency_key  # the server sends one with every write
+
+    not_held = answers[f'release_commission{{"commission_id": {commission.pk}}}']
+    assert not_held.is_error
+    assert not_held.structured_content["error"] == {
+        "code": "commission_state",
+        "message": "This commission is not on hold",
+        "status": 409,
+    }
+
+    for name in ("approve_commission", "hold_commission"):
+        arguments = {"commission_id": foreign.pk, **({"reason": "checking"} if name == "hold_commission" else {})}
+        refused = answers[f"{name}{json.dumps(arguments, sort_keys=True)}"]
+        assert refused.is_error
+        assert refused.structured_content["error"] == {
+            "code": "not_found",
+            "message": "Commission not found",
+            "status": 404,
+        }
+    foreign.refresh_from_db()
+    assert (foreign.status, foreign.held_at) == (CommissionStatus.PENDING, None)
 
 
 @pytest.mark.postgres
