@@ -231,6 +231,7 @@ class AgentCommissionsListApi(AgentApi):
     required_scopes = {"GET": "commissions:read"}
 
     @extend_schema(
+        operation_id="agent_commissions_list",
         summary="The commissions of the programs this key may see, newest first",
         description="Each commission with what it still pays (`payable_cents`) and what refunds clawed back "
         "(`clawed_back_cents`), computed from the commission, never from a running counter. Filters combine.",

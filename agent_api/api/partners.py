@@ -129,6 +129,7 @@ class AgentPartnersApi(AgentWriteApi):
     required_scopes = {"GET": "partners:read", "POST": "partners:write"}
 
     @extend_schema(
+        operation_id="agent_partners_list",
         summary="Partners the key may see, newest first",
         parameters=[PartnersQuerySerializer],
         responses={200: PARTNERS_OK, **s.errors(400, 404)},

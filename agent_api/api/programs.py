@@ -39,6 +39,7 @@ class AgentProgramsListApi(AgentApi):
     required_scopes = {"GET": "programs:read"}
 
     @extend_schema(
+        operation_id="agent_programs_list",
         summary="The programs this key may see, newest first",
         parameters=[PageQuerySerializer],
         responses={200: s.PROGRAMS_OK, **s.errors(400)},
