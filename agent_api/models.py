@@ -37,7 +37,8 @@ class AgentIdempotencyRecord(models.Model):
     idempotency_key = models.CharField(max_length=255)
     request_digest = models.CharField(max_length=64)
     status_code = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
+    # The response as sent, as text: a JSON column could reorder its keys, and a replay answers it as it was.
+    response_body = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

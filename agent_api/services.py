@@ -83,7 +83,7 @@ def agent_write_run(
             try:
                 with transaction.atomic():
                     record = AgentIdempotencyRecord.objects.create(
-                        key=key, idempotency_key=idempotency_key, request_digest=digest, status_code=0, response_body={}
+                        key=key, idempotency_key=idempotency_key, request_digest=digest, status_code=0, response_body=""
                     )
             except IntegrityError:
                 earlier = AgentIdempotencyRecord.objects.get(key=key, idempotency_key=idempotency_key)
@@ -91,13 +91,15 @@ def agent_write_run(
                     raise ConflictError(
                         messages.IDEMPOTENCY_CONFLICT, code=messages.CODE_IDEMPOTENCY_CONFLICT
                     ) from None
-                return AgentWriteOutcome(status=earlier.status_code, body=earlier.response_body, replayed=True)
+                return AgentWriteOutcome(
+                    status=earlier.status_code, body=json.loads(earlier.response_body), replayed=True
+                )
         write = perform()
         body = _jsonable(write.body) or {}
         audit_record(key=key, write=write, request_id=request_id, idempotency_key=idempotency_key)
         if record is not None:
             record.status_code = write.status
-            record.response_body = body
+            record.response_body = json.dumps(body)
             record.save(update_fields=["status_code", "response_body"])
     return AgentWriteOutcome(status=write.status, body=body, replayed=False)
 

@@ -14,6 +14,18 @@ from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests
 from tracking.link_cache import link_cache_clear
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite the test database is a file, not memory: the live server answers each request in a thread of its
+    own, and an in-memory database would share one connection between those threads (concurrent requests then
+    fail with "cannot start a transaction within a transaction")."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

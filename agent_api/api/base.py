@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from core.api import ratelimit
 from core.api.base import BaseApi
+from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.errors import ApiError, BadRequestError
 from programs.models import AgentKey
 
@@ -19,6 +20,7 @@ from ..permissions import HasAgentScope
 from ..services import AgentWrite, agent_write_run, request_digest
 
 DEFAULT_CODES = {
+    **PROTOCOL_ERROR_CODES,
     400: messages.CODE_BAD_REQUEST,
     409: messages.CODE_IDEMPOTENCY_CONFLICT,
     401: messages.CODE_KEY_INVALID,

@@ -311,20 +311,13 @@ def test_hostile_input_is_a_4xx_in_the_platform_envelope_never_a_5xx(any_served:
     for case, answer in answers.items():
         error = error_of(answer)
         assert error["message"] == pinned.get(case, error["message"]), case
-        if case not in SIZE_REFUSALS:  # those: see the xfail below
+        if case not in SIZE_REFUSALS:  # those: see the test below
             assert isinstance(error.get("code"), str) and error["code"], (case, error)
             assert answer.status_code != 400 or error["code"] == "invalid_request", (case, error)
     assert "Traceback" not in log_since(any_served, offset)
     assert not Partner.objects.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="413/414/431 on an agent route come from RequestLimitsMiddleware through core.api.handler."
-    "error_response_for_route, which takes codes only from the view's default_error_codes; agent_api's DEFAULT_CODES "
-    "has no 413/414/431 (and AgentApi.shape_error's http_<status> fallback never runs there), so these errors carry "
-    "no error.code although docs/agent-api.md promises a stable one on every error",
-)
 def test_size_refusals_on_agent_routes_carry_an_error_code(served: Served):
     answers = hostile_answers(served)
     codes = {case: error_of(answers[case]).get("code") for case in SIZE_REFUSALS}
