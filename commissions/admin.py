@@ -2,10 +2,18 @@ from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 
+from .approval import CommissionNotApprovable, commission_approve_early
 from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
 from .outbox import notification_outbox_deliver
 from .selectors import commissions_with_money
-from .services import withdrawal_cancel, withdrawal_mark_paid
+from .services import (
+    CommissionActionRefused,
+    commission_hold,
+    commission_release,
+    commission_void,
+    withdrawal_cancel,
+    withdrawal_mark_paid,
+)
 
 if TYPE_CHECKING:
     from .selectors import CommissionWithMoney
@@ -58,6 +66,40 @@ class CommissionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # a commission leaves only through a refund, which keeps the ledger and the partner told
+
+    # The owner actions of the agent API, through the same services.
+    actions = ["approve_now", "hold", "release", "void"]
+
+    @admin.action(description="Approve selected pending commissions now (credits the partner)", permissions=["change"])
+    def approve_now(self, request, queryset):
+        self._act(request, queryset, lambda pk: commission_approve_early(commission_id=pk), "Approved")
+
+    @admin.action(description="Place selected pending commissions on hold", permissions=["change"])
+    def hold(self, request, queryset):
+        reason = f"Held in admin by {request.user.get_username()}"
+        self._act(request, queryset, lambda pk: commission_hold(commission_id=pk, reason=reason), "Held")
+
+    @admin.action(description="Release selected commissions from hold", permissions=["change"])
+    def release(self, request, queryset):
+        self._act(request, queryset, lambda pk: commission_release(commission_id=pk), "Released")
+
+    @admin.action(description="Void selected commissions (takes back what they credited)", permissions=["change"])
+    def void(self, request, queryset):
+        reason = f"Voided in admin by {request.user.get_username()}"
+        self._act(request, queryset, lambda pk: commission_void(commission_id=pk, reason=reason), "Voided")
+
+    def _act(self, request, queryset, action, verb: str) -> None:
+        done, refused = 0, []
+        for pk in queryset.order_by("pk").values_list("pk", flat=True):
+            try:
+                action(pk)
+                done += 1
+            except (CommissionActionRefused, CommissionNotApprovable):
+                refused.append(f"#{pk}")
+        text = f"{verb} {done} commission(s)"
+        if refused:
+            text += f"; refused for {', '.join(refused)} (their status does not allow it)"
+        self.message_user(request, text + ".", messages.WARNING if refused else messages.SUCCESS)
 
     def get_queryset(self, request):
         return commissions_with_money(super().get_queryset(request))

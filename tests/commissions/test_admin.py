@@ -1,6 +1,8 @@
 """The commission and withdrawal admin: rows are read-only, and paying or cancelling a withdrawal goes through the
 services, so the operator cannot move money without its ledger entry."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
@@ -112,3 +114,28 @@ class TestNoDirectEdits:
         commission.refresh_from_db()
         assert (commission.status, commission.credited, commission.amount_cents) == ("pending", False, 2000)
         assert operator.get(f"/admin/commissions/commission/{commission.pk}/delete/").status_code == 403
+
+
+COMMISSIONS = "/admin/commissions/commission/"
+
+
+def test_commission_actions_go_through_the_owner_services(operator, partner):
+    pending = CommissionFactory.create(partner=partner, amount_cents=700, hold_until=timezone.now() + timedelta(days=9))
+    approved = credited(partner, 500)
+
+    def act(action: str, *commissions: Commission):
+        return operator.post(COMMISSIONS, {"action": action, "_selected_action": [c.pk for c in commissions]})
+
+    response = act("hold", pending, approved)
+    assert shown(response) == [f"Held 1 commission(s); refused for #{approved.pk} (their status does not allow it)."]
+    pending.refresh_from_db()
+    assert pending.held_at is not None and pending.hold_reason == "Held in admin by operator"
+    act("release", pending)
+    act("approve_now", pending)
+    pending.refresh_from_db()
+    assert pending.status == "approved"
+    act("void", approved)
+    approved.refresh_from_db()
+    assert (approved.status, approved.void_reason) == ("reversed", "Voided in admin by operator")
+    ledger = LedgerEntry.objects.filter(partner=partner).values_list("amount_cents", flat=True)
+    assert sorted(ledger) == [-500, 500, 700]
