@@ -57,15 +57,21 @@ class SaleInput(TypedDict, total=False):
     additional_data: dict[str, Any]
 
 
-def _customer_for_sale(*, program: Program, customer_key: str, click_id: str, is_test: bool) -> Customer | None:
-    """customer_key first (the earliest customer with it keeps the attribution), then click_id."""
+def _customer_for_sale(
+    *, program: Program, customer_key: str, click_id: str, is_test: bool
+) -> tuple[Customer | None, str]:
+    """customer_key first (the earliest customer with it keeps the attribution), then click_id. Returns the
+    customer and the lookup that found it (kept on the sale as attributed_by), or (None, "")."""
     customers = Customer.objects.filter(is_test=is_test)
-    customer = None
     if customer_key:
         customer = customers.filter(program=program, customer_key=customer_key).order_by("pk").first()
-    if customer is None and click_id:
+        if customer is not None:
+            return customer, "customer_key"
+    if click_id:
         customer = next(iter(customers.filter(click_id=click_id)[:1]), None)  # click_id is unique
-    return customer
+        if customer is not None:
+            return customer, "click_id"
+    return None, ""
 
 
 def sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
@@ -148,7 +154,9 @@ def sale_record(
     if sale_is_test(data=data, key=key):
         return _test_sale_record(data=data, program=program, now=now, request_id=request_id)
 
-    customer = _customer_for_sale(program=program, customer_key=customer_key, click_id=click_id, is_test=False)
+    customer, found_by = _customer_for_sale(
+        program=program, customer_key=customer_key, click_id=click_id, is_test=False
+    )
     if customer is None:
         raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id)
     if customer.program_id != program.pk:
@@ -158,7 +166,7 @@ def sale_record(
     ):
         raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id)
 
-    fields = _sale_fields(data=data, program=program, now=now, is_test=False)
+    fields = {**_sale_fields(data=data, program=program, now=now, is_test=False), "attributed_by": found_by}
     return sale_record_for_customer(program=program, customer=customer, fields=fields, now=now, request_id=request_id)
 
 
@@ -179,6 +187,11 @@ def sale_record_for_customer(
                 is_test=False,
                 request_id=request_id,
                 transaction_id=fields.get("processor_event_id"),
+                # What tracking.explain tells of a sale refused here (nothing else of it is stored).
+                click_id=customer.click_id,
+                click_age_days=round(age_days, 2),
+                window_days=program.cookie_window_days,
+                attributed_by=fields.get("attributed_by", ""),
             )
             return SaleWindowExpired(click_age_days=age_days, window_days=program.cookie_window_days)
 
@@ -257,15 +270,15 @@ def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
 def _test_sale_record(*, data: SaleInput, program: Program, now: datetime, request_id: str) -> TestEventRecorded:
     """Test sales are stored flagged, attached to a test customer when one matches, and create no
     commission, no fee and no metrics. Their transaction ids are unique among test sales only."""
-    customer = _customer_for_sale(
+    customer, found_by = _customer_for_sale(
         program=program,
         customer_key=data.get("customer_key") or "",
         click_id=data.get("click_id") or "",
         is_test=True,
     )
     if customer is not None and customer.program_id != program.pk:
-        customer = None
-    fields = _sale_fields(data=data, program=program, now=now, is_test=True)
+        customer, found_by = None, ""
+    fields = {**_sale_fields(data=data, program=program, now=now, is_test=True), "attributed_by": found_by}
     sale = sale_insert(
         fields={
             **fields,

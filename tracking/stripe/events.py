@@ -27,6 +27,9 @@ from .attribution import PaymentParties, stripe_customer_attribute
 
 logger = logging.getLogger("svc.stripe")
 
+# A Stripe-attributed sale's attributed_by: this, then the step of stripe_customer_attribute that matched.
+STRIPE_ATTRIBUTED_BY = "stripe:"
+
 # Keyed by Stripe's (interval, interval_count), looked up with whatever the event carries.
 INTERVALS: dict[tuple[object, object], str] = {
     ("month", 1): "monthly",
@@ -107,7 +110,10 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
     _settle_provisional_lead(customer=customer, parties=payment.parties, now=now)
     try:
         result = sale_record_for_customer(
-            program=program, customer=customer, fields={**fields, "customer": customer}, now=now
+            program=program,
+            customer=customer,
+            fields={**fields, "customer": customer, "attributed_by": f"{STRIPE_ATTRIBUTED_BY}{found_by}"},
+            now=now,
         )
     except ConflictError as duplicate:
         return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
