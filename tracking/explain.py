@@ -1,0 +1,563 @@
+"""Attribution explained: why a sale (by transaction_id) or a customer (by click_id or customer_key) was
+credited the way it was. Read-only, off the hot path: the sale path only records which lookup matched
+(SaleEvent.attributed_by); everything else is read back from what the sale, its customer, the commission,
+its refund bookkeeping and its ledger already hold.
+
+A sale refused because it came after the attribution window is not stored (nothing of it exists but its
+tracking log row, which records the click, its age and the window): asked by transaction_id it is explained
+from that row while the log keeps it; asked by click_id or customer_key the customer's explanation lists those
+refusals and says whether the click is past the window now."""
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from commissions.calculations import NoCommission, commission_amount
+from commissions.models import Commission, ProductCommissionRate
+from commissions.selectors import commission_ledger, commission_refund_steps
+from core.errors import NotFoundError
+from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
+
+from .models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
+from .services.sale import SECONDS_PER_DAY
+
+EXPLAIN_SALE_NOT_FOUND = "Sale not found for transaction_id"
+EXPLAIN_CUSTOMER_NOT_FOUND = "Customer not found for click_id or customer_key"
+
+NOT_RECORDED = "not recorded (sale recorded before explanations)"
+STRIPE_PREFIX = "stripe:"  # tracking.stripe.events.STRIPE_ATTRIBUTED_BY
+
+# The sale endpoint's lookup order (tracking.services.sale._customer_for_sale).
+API_RULES = [
+    ("customer_key", "customer_key: the earliest customer of the program with that key"),
+    ("click_id", "click_id: the customer of that click"),
+]
+# The five Stripe steps, in order (tracking.stripe.attribution.stripe_customer_attribute).
+STRIPE_RULES = [
+    ("svc_click_id", "metadata.svc_click_id: the customer of that click"),
+    ("email", "the buyer's email against the lead record, then the customer's email"),
+    ("processor_customer_id", "the Stripe customer id saved after an earlier attributed payment"),
+    ("client_reference_id", "client_reference_id, only when metadata has no click"),
+    ("svc_customer_key", "metadata.svc_customer_key alone, against the lead record"),
+]
+
+NO_COMMISSION_TEXT = {
+    NoCommission.RENEWAL_NOT_RECURRING: "a renewal, and the commission type pays the first sale only",
+    NoCommission.RECURRING_PERIOD_ENDED: "a renewal after the recurring period (duration_months) ended",
+}
+
+RECENT_CLICKS = 10
+
+
+def _days(later: datetime, earlier: datetime) -> float:
+    return round((later - earlier).total_seconds() / SECONDS_PER_DAY, 2)
+
+
+def _rate_text(rate: Decimal) -> str:
+    return f"{Decimal(rate).normalize():f}"
+
+
+def _partner(partner: Partner | None) -> dict[str, Any] | None:
+    return {"id": partner.pk, "name": partner.name} if partner else None
+
+
+def _link(link: ReferralLink | None) -> dict[str, Any] | None:
+    return {"id": link.pk, "short_link": link.short_link} if link else None
+
+
+def _customers(program: Program):
+    return Customer.objects.filter(program=program).select_related("first_partner", "first_link")
+
+
+# --- The sale ---------------------------------------------------------------------------------------------
+
+
+def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
+    """The explanation of the program's sale with this transaction_id (the live one, else the test one), or of
+    its refusal when it came after the window. Raises NotFoundError when neither is known."""
+    sales = SaleEvent.objects.filter(program=program, processor_event_id=transaction_id).select_related(
+        "customer__first_partner", "customer__first_link", "partner"
+    )
+    sale = sales.filter(is_test=False).first() or sales.filter(is_test=True).first()
+    if sale is None:
+        refusal = _window_refusal(program=program, transaction_id=transaction_id)
+        if refusal is None:
+            raise NotFoundError(EXPLAIN_SALE_NOT_FOUND)
+        return _refused_sale_explain(program=program, transaction_id=transaction_id, log=refusal)
+
+    commission = Commission.objects.filter(sale=sale).first()
+    processor_event = ProcessorEvent.objects.filter(sale=sale).only("event_id", "event_type", "outcome").first()
+    attribution = _attribution(program=program, sale=sale, processor_event=processor_event)
+    commission_block = _commission(program=program, sale=sale, commission=commission)
+    outcome, summary = _sale_outcome(sale=sale, commission=commission, attribution=attribution)
+    return {
+        "kind": "sale",
+        "transaction_id": transaction_id,
+        "recorded": True,
+        "outcome": outcome,
+        "summary": summary,
+        "sale": _sale_out(sale),
+        "attribution": attribution,
+        "partner": _partner(sale.partner),
+        "processor_event": (
+            {
+                "event_id": processor_event.event_id,
+                "event_type": processor_event.event_type,
+                "outcome": processor_event.outcome,
+            }
+            if processor_event
+            else None
+        ),
+        "commission": commission_block,
+        "refunds": _refunds(sale_amount=sale.amount_cents, commission=commission),
+        "ledger": _ledger(commission),
+    }
+
+
+def _sale_out(sale: SaleEvent) -> dict[str, Any]:
+    return {
+        "id": sale.pk,
+        "transaction_id": sale.processor_event_id,
+        "amount_cents": sale.amount_cents,
+        "currency": sale.currency,
+        "sale_type": sale.sale_type,
+        "is_recurring": sale.is_recurring,
+        "product_id": sale.product_id,
+        "provider": sale.provider,
+        "sale_date": sale.sale_date,
+        "is_test": sale.is_test,
+    }
+
+
+def _sale_outcome(*, sale: SaleEvent, commission: Commission | None, attribution: dict[str, Any]) -> tuple[str, str]:
+    if sale.is_test:
+        return "test", "A test sale: stored flagged, with no commission, fee or metrics."
+    if sale.customer_id is None:
+        return "unattributed", "No attribution rule matched a customer: the sale is stored with no commission."
+    if sale.partner_id is None:
+        return "no_partner", f"Matched by {attribution['matched_rule']}, but the customer came with no partner."
+    if commission is not None:
+        return "commission", (
+            f"Matched by {attribution['matched_rule']}; commission #{commission.pk} of "
+            f"{commission.amount_cents} {commission.currency} is {commission.status}."
+        )
+    if sale.no_commission_reason:
+        return "no_commission", f"Attributed, but it pays nothing: {_no_commission_text(sale.no_commission_reason)}."
+    return "commission_pending", "Attributed; its commission is not settled yet (the reconciler completes it)."
+
+
+def _no_commission_text(reason: str) -> str:
+    try:
+        return NO_COMMISSION_TEXT[NoCommission(reason)]
+    except ValueError:
+        return reason
+
+
+def _path_of(sale: SaleEvent, processor_event: ProcessorEvent | None) -> str:
+    if sale.attributed_by.startswith(STRIPE_PREFIX) or processor_event is not None:
+        return "stripe"
+    if sale.attributed_by:
+        return "api"
+    return "unknown"
+
+
+def _rules(path: str, matched: str, *, attributed: bool, known: bool) -> list[dict[str, str]]:
+    """Each rule of the path's order with what it did: matched, no_match (tried: not given or matched no
+    customer), not_tried (an earlier rule matched) or unknown (not recorded)."""
+    rules = STRIPE_RULES if path == "stripe" else API_RULES
+    out = []
+    seen = False
+    for name, description in rules:
+        if not known:
+            status = "unknown"
+        elif not attributed:
+            status = "no_match"
+        elif name == matched:
+            status, seen = "matched", True
+        else:
+            status = "not_tried" if seen else "no_match"
+        out.append({"rule": name, "description": description, "status": status})
+    return out
+
+
+def _attribution(*, program: Program, sale: SaleEvent, processor_event: ProcessorEvent | None) -> dict[str, Any]:
+    path = _path_of(sale, processor_event)
+    customer = sale.customer
+    recorded = sale.attributed_by
+    if recorded:
+        matched_rule = recorded
+    elif customer is None:
+        matched_rule = "none (no customer matched)"
+    else:
+        matched_rule = NOT_RECORDED
+    step = recorded.removeprefix(STRIPE_PREFIX)
+    # A sale with no customer went through every rule; one with a customer but nothing recorded predates this.
+    known = bool(recorded) or customer is None
+    rules = _rules(path, step, attributed=customer is not None, known=known and path != "unknown")
+    if path == "unknown" and customer is None:
+        rules = []
+    return {
+        "path": path,
+        "matched_rule": matched_rule,
+        "rules": rules,
+        "click": _click(customer=customer, at=sale.sale_date),
+        "window": _sale_window(program=program, sale=sale, customer=customer),
+    }
+
+
+def _click(*, customer: Customer | None, at: datetime) -> dict[str, Any] | None:
+    """The customer's click that counted for a sale at `at`: the latest click not after it."""
+    if customer is None:
+        return None
+    clicked_at = customer.last_clicked_at
+    if clicked_at > at:
+        # Clicked again after the sale: the one that counted is the latest click before it.
+        earlier = (
+            ClickEvent.objects.filter(customer=customer, click_timestamp__lte=at)
+            .order_by("-click_timestamp")
+            .values_list("click_timestamp", flat=True)
+            .first()
+        )
+        clicked_at = earlier or customer.first_clicked_at
+    return {
+        "click_id": customer.click_id,
+        "link": _link(customer.first_link),
+        "partner": _partner(customer.first_partner),
+        "first_clicked_at": customer.first_clicked_at,
+        "clicked_at": clicked_at,
+    }
+
+
+def _sale_window(*, program: Program, sale: SaleEvent, customer: Customer | None) -> dict[str, Any] | None:
+    if customer is None:
+        return None
+    click = _click(customer=customer, at=sale.sale_date)
+    assert click is not None
+    age = _days(sale.sale_date, click["clicked_at"])
+    window = program.cookie_window_days
+    # The window applies to the sale that converts the customer; later sales and renewals follow the customer.
+    applied = customer.first_sale_at is None or customer.first_sale_at >= sale.sale_date
+    within = age <= window
+    if applied:
+        text = f"The click was {age} days old at the sale; the window is {window} days: " + (
+            "within it." if within else "past it."
+        )
+    else:
+        text = (
+            f"The customer had converted on an earlier sale, so this sale follows the customer "
+            f"(the window applies to the converting sale only); the click was {age} days old."
+        )
+    return {"window_days": window, "click_age_days": age, "within": within, "applied": applied, "text": text}
+
+
+# --- Commission, refunds, ledger -----------------------------------------------------------------------------
+
+
+def _policy(*, program: Program, product_id: str) -> tuple[dict[str, Any], Decimal]:
+    """The policy the sale is settled with (commissions.services.commission_policy), naming where it comes from."""
+    override = (
+        ProductCommissionRate.objects.filter(program=program, product_id=product_id).first() if product_id else None
+    )
+    if override is not None:
+        source, commission_type, rate = "product", override.commission_type, override.commission_rate
+    else:
+        source, commission_type, rate = "program", program.commission_type, program.commission_rate
+    policy = {
+        "source": source,
+        "product_id": product_id if override is not None else "",
+        "commission_type": commission_type,
+        "rate": _rate_text(rate),
+        "recurring": commission_type in RECURRING_TYPES,
+        "duration_months": program.duration_months,
+        "hold_days": program.hold_days,
+    }
+    return policy, Decimal(rate)
+
+
+def _arithmetic(
+    *, policy: dict[str, Any], rate: Decimal, sale: SaleEvent, commission: Commission | None
+) -> dict[str, Any]:
+    computed = commission_amount(sale_amount=sale.amount_cents, commission_type=policy["commission_type"], rate=rate)
+    if policy["commission_type"] in PERCENT_TYPES:
+        text = f"{policy['rate']}% of {sale.amount_cents} = {computed}"
+    else:
+        text = f"fixed {policy['rate']} = {computed}"
+    matches = commission is None or commission.amount_cents == computed
+    if not matches:
+        assert commission is not None
+        text += f" (the commission holds {commission.amount_cents}: the policy changed after it was created)"
+    return {
+        "sale_amount_cents": sale.amount_cents,
+        "rate": policy["rate"],
+        "computed_cents": computed,
+        "matches_commission": matches,
+        "text": text,
+    }
+
+
+def _commission(*, program: Program, sale: SaleEvent, commission: Commission | None) -> dict[str, Any] | None:
+    if sale.is_test or sale.partner_id is None:
+        return None
+    policy, rate = _policy(program=program, product_id=sale.product_id)
+    arithmetic = _arithmetic(policy=policy, rate=rate, sale=sale, commission=commission)
+    reason = sale.no_commission_reason
+    return {
+        "policy": policy,
+        "arithmetic": arithmetic,
+        "id": commission.pk if commission else None,
+        "amount_cents": commission.amount_cents if commission else None,
+        "currency": commission.currency if commission else sale.currency,
+        "status": commission.status if commission else None,
+        "credited": commission.credited if commission else False,
+        "hold_until": commission.hold_until if commission else None,
+        "approved_at": commission.approved_at if commission else None,
+        "no_commission_reason": reason,
+        "no_commission_text": _no_commission_text(reason) if reason else "",
+    }
+
+
+def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, Any]:
+    if commission is None:
+        return {"count": 0, "sale_refunded_cents": 0, "deducted_cents": 0, "refund_ids": [], "steps": [], "text": ""}
+    steps = [
+        {
+            "step": step.refund_step,
+            "reason": step.refund_reason,
+            "reversed": step.reversed,
+            "was_paid_out": step.was_paid_out,
+            "created_at": step.created_at,
+        }
+        for step in commission_refund_steps(commission_id=commission.pk)
+    ]
+    text = ""
+    if commission.refund_count:
+        text = (
+            f"{commission.sale_refunded_cents} of {sale_amount} refunded: the commission's share is "
+            f"{commission.amount_cents} × {commission.sale_refunded_cents} / {sale_amount} rounded half up = "
+            f"{commission.deducted_cents}"
+        )
+        if not commission.credited:
+            text += " (never credited, so nothing was taken from the balance)"
+    return {
+        "count": commission.refund_count,
+        "sale_refunded_cents": commission.sale_refunded_cents,
+        "deducted_cents": commission.deducted_cents,
+        "refund_ids": list(commission.applied_refund_ids),
+        "steps": steps,
+        "text": text,
+    }
+
+
+def _ledger(commission: Commission | None) -> dict[str, Any]:
+    if commission is None:
+        return {"entries": [], "total_cents": 0}
+    entries = []
+    total = 0
+    for entry in commission_ledger(commission_id=commission.pk):
+        total += entry.amount_cents
+        entries.append(
+            {
+                "id": entry.pk,
+                "kind": entry.kind,
+                "amount_cents": entry.amount_cents,
+                "currency": entry.currency,
+                "memo": entry.memo,
+                "created_at": entry.created_at,
+                "running_total_cents": total,
+            }
+        )
+    return {"entries": entries, "total_cents": total}
+
+
+# --- Sales refused after the window -------------------------------------------------------------------------
+
+
+def _window_refusals(*, program: Program):
+    return TrackingLog.objects.filter(
+        program=program, event="sale", outcome="attribution_window_expired", is_test=False
+    ).order_by("-pk")
+
+
+def _window_refusal(*, program: Program, transaction_id: str) -> TrackingLog | None:
+    return _window_refusals(program=program).filter(details__transaction_id=transaction_id).first()
+
+
+def _refusal_out(log: TrackingLog) -> dict[str, Any]:
+    details = log.details or {}
+    return {
+        "transaction_id": details.get("transaction_id"),
+        "refused_at": log.created_at,
+        "click_age_days": details.get("click_age_days"),
+        "window_days": details.get("window_days"),
+        "attributed_by": details.get("attributed_by", ""),
+    }
+
+
+def _refused_sale_explain(*, program: Program, transaction_id: str, log: TrackingLog) -> dict[str, Any]:
+    details = log.details or {}
+    click_id = details.get("click_id") or ""
+    customer = _customers(program).filter(click_id=click_id).first() if click_id else None
+    recorded = details.get("attributed_by") or ""
+    path = "stripe" if recorded.startswith(STRIPE_PREFIX) else ("api" if recorded else "unknown")
+    age, window = details.get("click_age_days"), details.get("window_days", program.cookie_window_days)
+    if age is not None:
+        text = f"The click was {age} days old at the sale; the window is {window} days: past it, nothing was recorded."
+    else:
+        text = f"The click was past the {window}-day window at the sale: nothing was recorded."
+    return {
+        "kind": "sale",
+        "transaction_id": transaction_id,
+        "recorded": False,
+        "outcome": "attribution_window_expired",
+        "summary": "The sale came after the attribution window of the customer's click: it was not recorded and "
+        "creates no commission (the first sale of a customer must come within the window).",
+        "sale": None,
+        "attribution": {
+            "path": path,
+            "matched_rule": recorded or NOT_RECORDED,
+            "rules": _rules(path, recorded.removeprefix(STRIPE_PREFIX), attributed=True, known=bool(recorded))
+            if path != "unknown"
+            else [],
+            "click": _click(customer=customer, at=log.created_at) if customer else None,
+            "window": {
+                "window_days": window,
+                "click_age_days": age,
+                "within": False,
+                "applied": True,
+                "text": text,
+            },
+        },
+        "partner": _partner(customer.first_partner) if customer else None,
+        "processor_event": None,
+        "commission": None,
+        "refunds": _refunds(sale_amount=0, commission=None),
+        "ledger": _ledger(None),
+    }
+
+
+# --- The customer ---------------------------------------------------------------------------------------------
+
+
+def customer_explain(
+    *, program: Program, click_id: str | None = None, customer_key: str | None = None
+) -> dict[str, Any]:
+    """The explanation of the program's customer with this click_id, or with this customer_key (the customer
+    the sale endpoint would credit: the earliest live one with it, else one whose lead sent it, else a test one).
+    Raises NotFoundError when there is none."""
+    customer = _customer_find(program=program, click_id=click_id, customer_key=customer_key)
+    if customer is None:
+        raise NotFoundError(EXPLAIN_CUSTOMER_NOT_FOUND)
+    now = timezone.now()
+    clicks = ClickEvent.objects.filter(customer=customer).select_related("link").order_by("-click_timestamp")
+    leads = LeadEvent.objects.filter(customer=customer).order_by("pk")
+    sales = SaleEvent.objects.filter(customer=customer).select_related("commission").order_by("sale_date", "pk")
+    refusals = [
+        _refusal_out(log)
+        for log in _window_refusals(program=program).filter(details__click_id=customer.click_id)[:RECENT_CLICKS]
+    ]
+    return {
+        "kind": "customer",
+        "customer": {
+            "id": customer.pk,
+            "click_id": customer.click_id,
+            "customer_key": customer.customer_key or "",
+            "status": customer.customer_status,
+            "is_test": customer.is_test,
+            "first_clicked_at": customer.first_clicked_at,
+            "last_clicked_at": customer.last_clicked_at,
+            "first_sale_at": customer.first_sale_at,
+            "stripe_customer_id": customer.processor_customer_id,
+        },
+        "partner": _partner(customer.first_partner),
+        "link": _link(customer.first_link),
+        "clicks": {
+            "count": clicks.count(),
+            "recent": [
+                {"clicked_at": click.click_timestamp, "link": _link(click.link), "page_url": click.page_url}
+                for click in clicks[:RECENT_CLICKS]
+            ],
+        },
+        "leads": [
+            {
+                "id": lead.pk,
+                "customer_key": lead.customer_key,
+                "click_id": lead.click_id,
+                "provisional": lead.provisional,
+                "server_mode": lead.server_mode,
+                "created_at": lead.lead_timestamp,
+            }
+            for lead in leads
+        ],
+        "sales": [_customer_sale(sale) for sale in sales],
+        "window": _customer_window(program=program, customer=customer, now=now),
+        "refused_sales": refusals,
+    }
+
+
+def _customer_find(*, program: Program, click_id: str | None, customer_key: str | None) -> Customer | None:
+    customers = _customers(program)
+    if click_id:
+        return customers.filter(click_id=click_id).first()
+    if not customer_key:
+        return None
+    keyed = customers.filter(customer_key=customer_key).order_by("pk")
+    found = keyed.filter(is_test=False).first()
+    if found is None:
+        lead = (
+            LeadEvent.objects.filter(program=program, customer_key=customer_key, is_test=False)
+            .order_by("pk")
+            .values_list("customer_id", flat=True)
+            .first()
+        )
+        found = customers.filter(pk=lead).first() if lead else None
+    return found or keyed.first()
+
+
+def _customer_sale(sale: SaleEvent) -> dict[str, Any]:
+    commission = getattr(sale, "commission", None)
+    return {
+        "transaction_id": sale.processor_event_id,
+        "amount_cents": sale.amount_cents,
+        "currency": sale.currency,
+        "sale_type": sale.sale_type,
+        "is_recurring": sale.is_recurring,
+        "sale_date": sale.sale_date,
+        "is_test": sale.is_test,
+        "attributed_by": sale.attributed_by or (NOT_RECORDED if sale.customer_id else ""),
+        "commission": (
+            {"id": commission.pk, "amount_cents": commission.amount_cents, "status": commission.status}
+            if commission
+            else None
+        ),
+        "no_commission_reason": sale.no_commission_reason,
+        # Where the sale's own explanation is: this route with ?transaction_id=.
+        "explain": {"transaction_id": sale.processor_event_id},
+    }
+
+
+def _customer_window(*, program: Program, customer: Customer, now: datetime) -> dict[str, Any]:
+    window = program.cookie_window_days
+    age = _days(now, customer.last_clicked_at)
+    converted = customer.first_sale_at is not None
+    open_now = converted or age <= window
+    if converted:
+        text = (
+            f"Converted on {customer.first_sale_at:%Y-%m-%d}: later sales and renewals follow the customer, "
+            "the window no longer applies."
+        )
+    elif open_now:
+        text = f"The latest click is {age} days old; the window is {window} days: a first sale now is attributed."
+    else:
+        text = (
+            f"The latest click is {age} days old; the window is {window} days: past it, a first sale now is not "
+            "recorded (attribution_window_expired) until the visitor clicks a partner link again."
+        )
+    return {
+        "window_days": window,
+        "click_age_days": age,
+        "converted": converted,
+        "open": open_now,
+        "text": text,
+    }
