@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field, inline_serializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
@@ -221,6 +221,38 @@ class CheckTestEventsInputSerializer(LeanSerializer):
         allow_null=True,
         help_text="Default: one hour ago",
     )
+
+
+EXPLAIN_SELECTORS = ("transaction_id", "click_id", "customer_key")
+EXPLAIN_ONE_SELECTOR = "Give exactly one of transaction_id, click_id or customer_key"
+
+
+class ExplainQuerySerializer(LeanSerializer):
+    """Exactly one of ?transaction_id= (a sale), ?click_id= or ?customer_key= (a customer)."""
+
+    transaction_id = serializers.CharField(
+        required=False,
+        max_length=255,
+        error_messages=spec_messages("transaction_id must be a string of at most 255 characters"),
+        help_text="Explain the sale with this transaction_id",
+    )
+    click_id = serializers.CharField(
+        required=False,
+        max_length=255,
+        error_messages=spec_messages("click_id must be a string of at most 255 characters"),
+        help_text="Explain the customer of this click",
+    )
+    customer_key = serializers.CharField(
+        required=False,
+        max_length=255,
+        error_messages=spec_messages("customer_key must be a string of at most 255 characters"),
+        help_text="Explain the customer with this key (the one a sale with it would be credited to)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if len([name for name in EXPLAIN_SELECTORS if attrs.get(name)]) != 1:
+            raise serializers.ValidationError(EXPLAIN_ONE_SELECTOR)
+        return attrs
 
 
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
@@ -489,6 +521,183 @@ SOURCES_OK = inline_serializer(
                     },
                 ),
             },
+        )
+    },
+)
+
+_NAMED = inline_serializer("ExplainPartner", fields={"id": serializers.IntegerField(), "name": serializers.CharField()})
+_LINK = inline_serializer(
+    "ExplainLink", fields={"id": serializers.IntegerField(), "short_link": serializers.CharField()}
+)
+_WINDOW_FIELDS: dict[str, serializers.Field] = {
+    "window_days": serializers.IntegerField(help_text="The program's attribution window (cookie_duration)"),
+    "click_age_days": serializers.FloatField(allow_null=True, help_text="Days from the click to the sale"),
+    "within": serializers.BooleanField(),
+    "text": serializers.CharField(),
+}
+EXPLAIN_SALE = inline_serializer(
+    "SaleExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["sale"]),
+        "transaction_id": serializers.CharField(),
+        "recorded": serializers.BooleanField(help_text="False for a sale refused after the window (not stored)"),
+        "outcome": serializers.ChoiceField(
+            choices=[
+                "commission",
+                "no_commission",
+                "commission_pending",
+                "no_partner",
+                "unattributed",
+                "test",
+                "attribution_window_expired",
+            ]
+        ),
+        "summary": serializers.CharField(),
+        "sale": inline_serializer(
+            "ExplainedSale",
+            allow_null=True,
+            fields={
+                "id": serializers.IntegerField(),
+                "transaction_id": serializers.CharField(allow_null=True),
+                "amount_cents": serializers.IntegerField(),
+                "currency": serializers.CharField(),
+                "sale_type": serializers.CharField(),
+                "is_recurring": serializers.BooleanField(),
+                "product_id": serializers.CharField(),
+                "provider": serializers.CharField(),
+                "sale_date": serializers.DateTimeField(),
+                "is_test": serializers.BooleanField(),
+            },
+        ),
+        "attribution": inline_serializer(
+            "ExplainAttribution",
+            fields={
+                "path": serializers.ChoiceField(choices=["api", "stripe", "unknown"]),
+                "matched_rule": serializers.CharField(
+                    help_text="customer_key, click_id, stripe:<step>; or why none is known"
+                ),
+                "rules": serializers.ListField(
+                    child=inline_serializer(
+                        "ExplainRule",
+                        fields={
+                            "rule": serializers.CharField(),
+                            "description": serializers.CharField(),
+                            "status": serializers.ChoiceField(choices=["matched", "no_match", "not_tried", "unknown"]),
+                        },
+                    ),
+                    help_text="The path's lookup order (the sale endpoint's two, or the five Stripe steps)",
+                ),
+                "click": inline_serializer(
+                    "ExplainClick",
+                    allow_null=True,
+                    fields={
+                        "click_id": serializers.CharField(),
+                        "link": _LINK,
+                        "partner": _NAMED,
+                        "first_clicked_at": serializers.DateTimeField(),
+                        "clicked_at": serializers.DateTimeField(help_text="The click that counted for the sale"),
+                    },
+                ),
+                "window": inline_serializer(
+                    "ExplainSaleWindow",
+                    allow_null=True,
+                    fields={
+                        **_WINDOW_FIELDS,
+                        "applied": serializers.BooleanField(
+                            help_text="False when the customer had converted before: the sale follows the customer"
+                        ),
+                    },
+                ),
+            },
+        ),
+        "partner": _NAMED,
+        "processor_event": serializers.DictField(allow_null=True, help_text="event_id, event_type, outcome"),
+        "commission": inline_serializer(
+            "ExplainCommission",
+            allow_null=True,
+            fields={
+                "policy": serializers.DictField(
+                    help_text="source (program or product), product_id, commission_type, rate, recurring, "
+                    "duration_months, hold_days"
+                ),
+                "arithmetic": serializers.DictField(
+                    help_text="sale_amount_cents, rate, computed_cents, matches_commission, text"
+                ),
+                "id": serializers.IntegerField(allow_null=True),
+                "amount_cents": serializers.IntegerField(allow_null=True),
+                "currency": serializers.CharField(),
+                "status": serializers.CharField(allow_null=True),
+                "credited": serializers.BooleanField(),
+                "hold_until": _TIME,
+                "approved_at": _TIME,
+                "no_commission_reason": serializers.CharField(),
+                "no_commission_text": serializers.CharField(),
+            },
+        ),
+        "refunds": inline_serializer(
+            "ExplainRefunds",
+            fields={
+                "count": serializers.IntegerField(),
+                "sale_refunded_cents": serializers.IntegerField(),
+                "deducted_cents": serializers.IntegerField(),
+                "refund_ids": serializers.ListField(child=serializers.CharField()),
+                "steps": serializers.ListField(
+                    child=serializers.DictField(), help_text="step, reason, reversed, was_paid_out, created_at"
+                ),
+                "text": serializers.CharField(),
+            },
+        ),
+        "ledger": inline_serializer(
+            "ExplainLedger",
+            fields={
+                "entries": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="id, kind, amount_cents, currency, memo, created_at, running_total_cents",
+                ),
+                "total_cents": serializers.IntegerField(),
+            },
+        ),
+    },
+)
+EXPLAIN_CUSTOMER = inline_serializer(
+    "CustomerExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["customer"]),
+        "customer": serializers.DictField(
+            help_text="id, click_id, customer_key, status, is_test, first_clicked_at, last_clicked_at, "
+            "first_sale_at, stripe_customer_id"
+        ),
+        "partner": _NAMED,
+        "link": _LINK,
+        "clicks": serializers.DictField(help_text="count, and the recent ones (clicked_at, link, page_url)"),
+        "leads": serializers.ListField(child=serializers.DictField()),
+        "sales": serializers.ListField(
+            child=serializers.DictField(),
+            help_text="Each sale summarised; explain.transaction_id is its own explanation's selector",
+        ),
+        "window": inline_serializer(
+            "ExplainCustomerWindow",
+            fields={
+                "window_days": serializers.IntegerField(),
+                "click_age_days": serializers.FloatField(help_text="Age of the latest click now"),
+                "converted": serializers.BooleanField(),
+                "open": serializers.BooleanField(help_text="A sale now would be attributed"),
+                "text": serializers.CharField(),
+            },
+        ),
+        "refused_sales": serializers.ListField(
+            child=serializers.DictField(),
+            help_text="Sales refused after the window (transaction_id, refused_at, click_age_days, window_days)",
+        ),
+    },
+)
+EXPLAIN_OK = inline_serializer(
+    "ExplainResult",
+    fields={
+        "data": PolymorphicProxySerializer(
+            component_name="Explanation",
+            serializers={"sale": EXPLAIN_SALE, "customer": EXPLAIN_CUSTOMER},
+            resource_type_field_name="kind",
         )
     },
 )

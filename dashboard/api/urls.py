@@ -4,6 +4,7 @@ from .views import (
     ProgramClickSourcesGetApi,
     ProgramReadinessGetApi,
     TrackingEventsListApi,
+    TrackingExplainGetApi,
     TrackingPerformanceGetApi,
     TrackingReadinessGetApi,
     TrackingStatusGetApi,
@@ -19,6 +20,7 @@ urlpatterns = [
     path("api/tracking/events/<str:program_id>", TrackingEventsListApi.as_view(), name="tracking-events"),
     path("api/tracking/performance/<str:program_id>", TrackingPerformanceGetApi.as_view(), name="tracking-performance"),
     path("api/tracking/readiness/<str:program_id>", TrackingReadinessGetApi.as_view(), name="tracking-readiness"),
+    path("api/tracking/explain/<str:program_id>", TrackingExplainGetApi.as_view(), name="tracking-explain"),
     path(
         "api/tracking/run-verification/<str:program_id>",
         TrackingVerificationRunApi.as_view(),

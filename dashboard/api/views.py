@@ -30,6 +30,7 @@ from programs.api.base import ProgramKeyApi, ProgramMemberApi
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
 from programs.models import Action
 from programs.selectors import membership_get
+from tracking.explain import customer_explain, sale_explain
 from tracking.readiness import readiness_compute
 from tracking.services.verification import synthetic_event_send, verification_run
 
@@ -110,6 +111,31 @@ class TrackingReadinessGetApi(ProgramMemberApi):
     )
     def get(self, request, program_id: str):
         return Response({"data": readiness_compute(program=self.program, base_url=_base_url(request))})
+
+
+class TrackingExplainGetApi(ProgramMemberApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="Attribution explained: why a sale or a customer was credited as it was",
+        description="Exactly one of `transaction_id` (a sale, or a sale refused after the attribution window, "
+        "explained from its log row) or `click_id` / `customer_key` (a customer). A sale: the rule that matched "
+        "in its lookup order (the sale endpoint's, or the five Stripe steps), the click and its age against "
+        "the window, the partner, the commission policy and its arithmetic, each refund step and the "
+        "commission's ledger entries with a running total. A customer: its clicks, leads, sales (each with its "
+        "own explanation's selector) and whether a first sale now is within the window.",
+        parameters=[PROGRAM_ID, s.ExplainQuerySerializer],
+        responses={200: s.EXPLAIN_OK, **MEMBER_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        query = _validated(s.ExplainQuerySerializer(data=s.present(request.query_params)))
+        if query.get("transaction_id"):
+            explanation = sale_explain(program=self.program, transaction_id=query["transaction_id"])
+        else:
+            explanation = customer_explain(
+                program=self.program, click_id=query.get("click_id"), customer_key=query.get("customer_key")
+            )
+        return Response({"data": explanation})
 
 
 class TrackingVerificationRunApi(ProgramMemberApi):
