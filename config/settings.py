@@ -155,7 +155,16 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-commissions": {"task": "commissions.reconcile", "schedule": 60.0},
     # Idempotency-Key records of agent writes are kept a day (agent_api.services.IDEMPOTENCY_RETENTION).
     "purge-agent-idempotency-records": {"task": "agent_api.purge_idempotency_records", "schedule": 3600.0},
+    "purge-request-log": {"task": "programs.purge_request_log", "schedule": 3600.0},
 }
+
+# --- Request log (programs.calllog) ----------------------------------------------------------------
+# Days a program API call stays in the log, and the most rows kept per program (the newest).
+REQUEST_LOG_RETENTION_DAYS = env_int("REQUEST_LOG_RETENTION_DAYS", 14)
+REQUEST_LOG_MAX_ROWS = env_int("REQUEST_LOG_MAX_ROWS", 10_000)
+# Rows are written in batches of this many, or after this many seconds (1: each row at once).
+REQUEST_LOG_BATCH = env_int("REQUEST_LOG_BATCH", 50)
+REQUEST_LOG_FLUSH_SECONDS = env_float("REQUEST_LOG_FLUSH_SECONDS", 1.0)
 
 # --- Rate limits, proxies ----------------------------------------------------------------------
 RATELIMIT_USE_CACHE = "ratelimit"
@@ -199,6 +208,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CommissionTypeEnum": "programs.models.CommissionType",
         "LeadAuthEnum": "programs.models.LeadAuth",
+        # The one-value discriminators of the agent events list and the attribution explanation.
+        "SaleKindEnum": [("sale", "sale")],
     },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.

@@ -300,3 +300,31 @@ class ReferralLink(models.Model):
 
     def __str__(self) -> str:
         return self.short_link
+
+
+class ApiCall(models.Model):
+    """One call to a program's API (tracking, tracker, readiness, CLI program routes), kept for the integration
+    debugger: what was called, how it was answered, with which key, and a safe excerpt of the body (allow-listed
+    fields only: never a key, never a full email). Bounded by programs.calllog.api_calls_purge."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, null=True, blank=True, related_name="api_calls")
+    created_at = models.DateTimeField(default=timezone.now)
+    method = models.CharField(max_length=8)
+    route = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField()
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    message = models.CharField(max_length=300, blank=True, default="")
+    request_id = models.CharField(max_length=64, blank=True, default="")
+    key_masked = models.CharField(max_length=40, blank=True, default="")
+    key_mode = models.CharField(max_length=8, blank=True, default="")
+    latency_ms = models.PositiveIntegerField(default=0)
+    excerpt = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["program", "-created_at"], name="api_call_program_time"),
+            models.Index(fields=["created_at"], name="api_call_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.route} {self.status}"

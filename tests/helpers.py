@@ -96,3 +96,8 @@ def wait_for_lock_waiters(count: int, *, or_until: Callable[[], bool], timeout: 
                 return
             assert time.monotonic() < deadline, f"{count} session(s) never queued behind the lock"
             time.sleep(0.005)
+
+
+# The request log's row of a program API call: tests write it at once (REQUEST_LOG_BATCH = 1), so a pinned query
+# count includes it; production queues rows and writes them in batches (programs.calllog).
+REQUEST_LOG_ROW = 1

@@ -7,18 +7,53 @@ class SaleTrackApi(ProgramKeyApi):
     rate_scope = ratelimit.TRACK_MONEY
 """
 
+import time
 from typing import Any
+
+from rest_framework.exceptions import APIException
 
 from core import messages
 from core.api.auth import DashboardSessionAuthentication
 from core.api.base import BaseApi
 from core.errors import ApiError, UnauthorizedError
 from programs.api import auth
+from programs.calllog import api_call_record, body_excerpt
 from programs.models import Program, ProgramKey
 from programs.permissions import HasProgramAction
 
 
-class ProgramKeyApi(BaseApi):
+class CallLoggedApi(BaseApi):
+    """Every call is written to the program's request log (programs.calllog) once answered. The program is the
+    key's; a route that takes no key names it in `log_program_id` once it knows it."""
+
+    log_program_id: int | None = None
+
+    def dispatch(self, request, *args: Any, **kwargs: Any):
+        started = time.monotonic()
+        response = super().dispatch(request, *args, **kwargs)
+        drf_request = self.request
+        key = getattr(drf_request, "_auth", None)
+        key = key if isinstance(key, ProgramKey) else None
+        try:
+            sent = drf_request.data if request.method not in ("GET", "HEAD") else drf_request.query_params.dict()
+        except APIException:  # an unparsable body was already answered with 400; the log keeps no excerpt of it
+            sent = None
+        match = getattr(request, "resolver_match", None)
+        api_call_record(
+            program_id=key.program_id if key else self.log_program_id,
+            method=request.method,
+            route=match.url_name if match and match.url_name else request.path,
+            status=response.status_code,
+            body=getattr(response, "data", None),
+            request_id=getattr(request, "request_id", ""),
+            key=key,
+            latency_ms=round((time.monotonic() - started) * 1000),
+            excerpt=body_excerpt(sent),
+        )
+        return response
+
+
+class ProgramKeyApi(CallLoggedApi):
     """Routes authenticated with a program key (`Authorization: Bearer <key>`)."""
 
     authentication_classes = [auth.ProgramKeyAuthentication]

@@ -18,6 +18,7 @@ REGISTERED_NAMES = {
     "tracking.process_processor_event",
     "cli_api.purge_login_sessions",
     "agent_api.purge_idempotency_records",
+    "programs.purge_request_log",
 }
 
 
@@ -26,7 +27,7 @@ def project_tasks():
     return {
         name: task
         for name, task in celery_app.tasks.items()
-        if name.split(".")[0] in {"commissions", "tracking", "cli_api", "agent_api"}
+        if name.split(".")[0] in {"commissions", "tracking", "cli_api", "agent_api", "programs"}
     }
 
 

@@ -12,7 +12,7 @@ from core import messages
 from programs.models import PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
-from tests.helpers import assert_rate_limited, bad_request, bearer, platform_error
+from tests.helpers import REQUEST_LOG_ROW, assert_rate_limited, bad_request, bearer, platform_error
 from tracking.models import Customer, LeadEvent
 
 pytestmark = pytest.mark.django_db
@@ -467,7 +467,7 @@ class TestHotPath:
         # 6. INSERT lead event
         # 7. RELEASE SAVEPOINT
         # 8. UPDATE partner-program SET leads = leads + 1 (after the commit)
-        with django_assert_num_queries(8):
+        with django_assert_num_queries(8 + REQUEST_LOG_ROW):
             response = post_lead(
                 api_client,
                 {"click_id": customer.click_id, "customer_key": "user-42"},

@@ -15,9 +15,9 @@ from rest_framework.response import Response
 
 from core import messages
 from core.api import ratelimit
-from core.api.base import BaseApi
 from core.api.fields import IdField, spec_messages
 from core.api.schema import PLATFORM_ERROR
+from programs.api.base import CallLoggedApi
 from programs.models import LeadAuth
 
 from ..services.tracker import VisitInput, tracker_config_get, visit_record
@@ -90,7 +90,7 @@ class ProgramIdInputSerializer(serializers.Serializer):
         return value
 
 
-class VisitTrackApi(BaseApi):
+class VisitTrackApi(CallLoggedApi):
     rate_scope = ratelimit.TRACK_VISIT
     failure_message = messages.VISIT_TRACKING_FAILED
 
@@ -112,10 +112,11 @@ class VisitTrackApi(BaseApi):
     )
     def post(self, request):
         visit = visit_record(data=self.InputSerializer(data=request.data).validated_input())
+        self.log_program_id = visit.program_id
         return Response({"success": True, "visit_id": visit.pk})
 
 
-class TrackerConfigGetApi(BaseApi):
+class TrackerConfigGetApi(CallLoggedApi):
     rate_scope = ratelimit.TRACK_CONFIG
     failure_message = messages.TRACKER_CONFIG_FAILED
 
@@ -135,4 +136,5 @@ class TrackerConfigGetApi(BaseApi):
         serializer = self.InputSerializer(data=request.query_params)
         serializer.is_valid(raise_exception=True)
         config = tracker_config_get(program_id=serializer.validated_data["program_id"])
+        self.log_program_id = config["program_id"]
         return Response(config, headers={"Cache-Control": CONFIG_CACHE_CONTROL})

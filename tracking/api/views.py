@@ -11,7 +11,7 @@ from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITE
 from core.clientip import client_ip
 from programs.api import auth
 from programs.api.base import ProgramKeyApi
-from tracking.services.click import ClickContext, click_record
+from tracking.services.click import ClickContext, ClickRecorded, click_record
 from tracking.services.common import is_test_mode, sale_is_test
 from tracking.services.lead import lead_record
 from tracking.services.refund import refund_record
@@ -139,7 +139,9 @@ class ClickTrackApi(ProgramKeyApi):
             request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
             request_id=request._request.request_id,
         )
-        return Response(click_body(click_record(data=data, context=context)))
+        result = click_record(data=data, context=context)
+        self.log_program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
+        return Response(click_body(result))
 
 
 class LeadTrackApi(ProgramKeyApi):

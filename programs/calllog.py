@@ -1,0 +1,191 @@
+"""The request log of program API calls (ApiCall): what a call sent (a safe excerpt), how it was answered and with
+which key. Bounded by api_calls_purge (beat): rows older than REQUEST_LOG_RETENTION_DAYS, and beyond the newest
+REQUEST_LOG_MAX_ROWS per program.
+
+Cheap on the hot path: a call's row is queued in the process and written with others in one INSERT, when
+REQUEST_LOG_BATCH rows are queued or the oldest has waited REQUEST_LOG_FLUSH_SECONDS (a daemon thread flushes a
+quiet process, and the queue is flushed at exit). A failure to write is logged and never changes an answer; rows
+of a crashed process are lost, which a diagnosis log can afford. With REQUEST_LOG_BATCH = 1 (the tests) each row
+is written at once."""
+
+import atexit
+import logging
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.db.models import Count
+from django.utils import timezone
+
+from .models import ApiCall, ProgramKey
+
+logger = logging.getLogger("svc.calllog")
+
+# Body fields an excerpt may keep, as sent (strings cut to EXCERPT_TEXT_MAX). Keys, tokens and free text are not
+# among them; an email is kept masked (EMAIL_FIELDS).
+EXCERPT_FIELDS = (
+    "program_id",
+    "transaction_id",
+    "click_id",
+    "customer_key",
+    "amount_cents",
+    "currency",
+    "sale_type",
+    "provider",
+    "subscription_interval",
+    "payment_status",
+    "refund_id",
+    "reason",
+    "event_type",
+    "affiliate_url",
+    "page_url",
+    "referrer_url",
+    "session_id",
+    "test_mode",
+)
+EMAIL_FIELDS = ("email",)
+EXCERPT_TEXT_MAX = 200
+
+
+def email_mask(value: str) -> str:
+    """`ada@example.com` → `a***@example.com`: enough to recognise, not enough to contact."""
+    local, at, domain = value.partition("@")
+    return f"{local[:1]}***@{domain}" if at else "***"
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[:EXCERPT_TEXT_MAX]
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return f"<{type(value).__name__}>"
+
+
+def body_excerpt(data: Any) -> dict[str, Any]:
+    """The allow-listed fields of a request body or query (a dict); anything else gives {}."""
+    if not isinstance(data, dict):
+        return {}
+    excerpt = {field: _safe(data[field]) for field in EXCERPT_FIELDS if field in data}
+    for field in EMAIL_FIELDS:
+        if isinstance(data.get(field), str) and data[field]:
+            excerpt[field] = email_mask(data[field])
+    return excerpt
+
+
+def error_of(body: Any) -> tuple[str, str]:
+    """(error.code, error.message) of an error body in either envelope; ("", "") otherwise."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return "", ""
+    return str(error.get("code") or "")[:64], str(error.get("message") or "")[:300]
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.rows: list[ApiCall] = []
+        self.oldest = 0.0
+        self.lock = threading.Lock()
+        self.flusher: threading.Thread | None = None
+
+    def add(self, row: ApiCall) -> None:
+        with self.lock:
+            if not self.rows:
+                self.oldest = time.monotonic()
+            self.rows.append(row)
+            due = len(self.rows) >= settings.REQUEST_LOG_BATCH or self._stale()
+        if due:
+            self.flush()
+        elif self.flusher is None:
+            self._start_flusher()
+
+    def _stale(self) -> bool:
+        return bool(self.rows) and time.monotonic() - self.oldest >= settings.REQUEST_LOG_FLUSH_SECONDS
+
+    def flush(self) -> int:
+        with self.lock:
+            rows, self.rows = self.rows, []
+        if not rows:
+            return 0
+        try:
+            ApiCall.objects.bulk_create(rows)
+        except DatabaseError:
+            # The log is a diagnosis aid: it never turns an answered call into a failure.
+            logger.exception("calllog.write_failed", extra={"rows": len(rows)})
+            return 0
+        return len(rows)
+
+    def _start_flusher(self) -> None:
+        with self.lock:
+            if self.flusher is not None:
+                return
+            self.flusher = threading.Thread(target=self._flush_when_stale, name="calllog-flusher", daemon=True)
+        self.flusher.start()
+
+    def _flush_when_stale(self) -> None:
+        while True:
+            time.sleep(settings.REQUEST_LOG_FLUSH_SECONDS)
+            with self.lock:
+                stale = self._stale()
+            if stale:
+                self.flush()
+                close_old_connections()
+
+
+_queue = _Queue()
+atexit.register(_queue.flush)
+
+
+def api_calls_flush() -> int:
+    """Writes the rows this process has queued (a reader in the same process sees them all). Returns how many."""
+    return _queue.flush()
+
+
+def api_call_record(
+    *,
+    program_id: int | None,
+    method: str,
+    route: str,
+    status: int,
+    body: Any,
+    request_id: str,
+    key: ProgramKey | None,
+    latency_ms: int,
+    excerpt: dict[str, Any],
+) -> None:
+    code, message = error_of(body)
+    _queue.add(
+        ApiCall(
+            program_id=program_id,
+            created_at=timezone.now(),
+            method=method[:8],
+            route=route[:64],
+            status=status,
+            error_code=code,
+            message=message,
+            request_id=request_id[:64],
+            key_masked=key.masked if key else "",
+            key_mode=key.mode if key else "",
+            latency_ms=max(0, latency_ms),
+            excerpt=excerpt,
+        )
+    )
+
+
+def api_calls_purge(*, now: datetime | None = None) -> int:
+    """Deletes what the retention allows no longer: rows older than the retention, then each program's rows
+    beyond the newest REQUEST_LOG_MAX_ROWS. Returns how many rows went."""
+    now = now or timezone.now()
+    deleted, _ = ApiCall.objects.filter(
+        created_at__lt=now - timedelta(days=settings.REQUEST_LOG_RETENTION_DAYS)
+    ).delete()
+    limit = settings.REQUEST_LOG_MAX_ROWS
+    crowded = ApiCall.objects.values("program_id").annotate(rows=Count("id")).filter(rows__gt=limit)
+    for row in crowded:
+        newest = ApiCall.objects.filter(program_id=row["program_id"]).order_by("-id").values_list("id", flat=True)
+        cutoff = newest[limit - 1 : limit].get()
+        extra, _ = ApiCall.objects.filter(program_id=row["program_id"], id__lt=cutoff).delete()
+        deleted += extra
+    return deleted
