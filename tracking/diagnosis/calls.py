@@ -1,0 +1,1 @@
+"""Mistakes read from the request log (programs.ApiCall)."""

@@ -1,0 +1,1 @@
+"""Mistakes about keys, the browser tracker, attribution without leads and Stripe."""
