@@ -197,6 +197,19 @@ class ProgramKey(models.Model):
         self.last4 = raw_key[-4:]
 
 
+class RetiredProgramKey(models.Model):
+    """The digest of a key that regeneration replaced: never the key itself, only enough to recognise it when a
+    backend still sends it and say when it was replaced (the integration debugger's diagnosis)."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="retired_keys")
+    digest = models.CharField(max_length=64, unique=True)
+    mode = models.CharField(max_length=8, choices=ProgramKey.Mode.choices, default=ProgramKey.Mode.LIVE)
+    retired_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"retired {self.mode} key of program #{self.program_id}"
+
+
 @dataclass(frozen=True)
 class KeyRotation:
     """Where a key stands in its rotation: flagged once marked for it (answers carry warnings), retired once

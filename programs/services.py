@@ -32,6 +32,7 @@ from .models import (
     Program,
     ProgramKey,
     ReferralLink,
+    RetiredProgramKey,
     Workspace,
 )
 
@@ -105,11 +106,17 @@ def program_key_regenerate(*, program: Program, mode: str = ProgramKey.Mode.LIVE
     """Replaces the key in place: the old value stops authenticating when this commits, and any
     rotation flag is cleared. Returns the new raw key, the only time it is ever visible."""
     raw = generate_key(_PREFIX_BY_MODE[mode])
-    key, _ = ProgramKey.objects.select_for_update().get_or_create(
+    key, created = ProgramKey.objects.select_for_update().get_or_create(
         program=program, mode=mode, defaults={"digest": key_digest(raw), "last4": raw[-4:]}
     )
+    now = timezone.now()
+    if not created:
+        # Only the old digest is kept, so a call still sending the old key can be told when it was replaced.
+        RetiredProgramKey.objects.update_or_create(
+            digest=key.digest, defaults={"program": program, "mode": mode, "retired_at": now}
+        )
     key.set_secret(raw, _PREFIX_BY_MODE[mode])
-    key.created_at = timezone.now()
+    key.created_at = now
     key.rotation_marked_at = None
     key.rotation_deadline = None
     key.save()

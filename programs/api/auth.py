@@ -14,7 +14,8 @@ from core import messages
 from core.api.auth import bearer_token
 from core.errors import TypedUnauthorizedError
 from core.urls import public_url
-from programs.models import ProgramKey
+from programs.keys import key_digest
+from programs.models import ProgramKey, RetiredProgramKey
 from programs.selectors import program_key_get_by_raw
 
 REQUIRED = "required"  # sale, refund, readiness, CLI program routes
@@ -63,6 +64,15 @@ def rotation_required_error(key: ProgramKey, request) -> TypedUnauthorizedError:
     )
 
 
+def _retired_key_note(view, token: str) -> None:
+    """A refused key that regeneration replaced: the request log row gets its program and a note of when (the
+    answer stays the spec's). Only on this failure path, one indexed query by digest."""
+    retired = next(iter(RetiredProgramKey.objects.filter(digest=key_digest(token))[:1]), None)
+    if retired is not None:
+        view.log_program_id = retired.program_id
+        view.log_note = {"retired_key": True, "replaced_on": retired.retired_at.date().isoformat()}
+
+
 class ProgramKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
         view = request.parser_context["view"]
@@ -80,6 +90,7 @@ class ProgramKeyAuthentication(BaseAuthentication):
         if key is None:
             if mode == IGNORED:
                 return None
+            _retired_key_note(view, token)
             raise view.authentication_failed(messages.INVALID_API_TOKEN)
         if key.is_retired(timezone.now()):
             if mode == IGNORED:

@@ -27,6 +27,7 @@ class CallLoggedApi(BaseApi):
     key's; a route that takes no key names it in `log_program_id` once it knows it."""
 
     log_program_id: int | None = None
+    log_note: dict[str, Any] | None = None  # added to the row's excerpt (e.g. a retired key, by auth)
 
     def dispatch(self, request, *args: Any, **kwargs: Any):
         started = time.monotonic()
@@ -48,7 +49,7 @@ class CallLoggedApi(BaseApi):
             request_id=getattr(request, "request_id", ""),
             key=key,
             latency_ms=round((time.monotonic() - started) * 1000),
-            excerpt=body_excerpt(sent),
+            excerpt={**body_excerpt(sent), **(self.log_note or {})},
         )
         return response
 
