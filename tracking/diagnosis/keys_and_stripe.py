@@ -1,1 +1,210 @@
 """Mistakes about keys, the browser tracker, attribution without leads and Stripe."""
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db.models import Count, Exists, Max, OuterRef, Q
+
+from programs.models import ApiCall, Program, ProgramKey
+from tracking.models import LeadEvent, ProcessorEvent, SaleEvent
+
+from . import Mistake, detector
+
+# The tracking routes a backend calls with its key.
+KEYED_TRACKING_ROUTES = ("track-click", "track-lead", "track-sale", "track-refund")
+# Test-key calls that look like real traffic rather than an integrator trying things out.
+TEST_TRAFFIC_MIN_CALLS = 10
+# Stripe events without a program read to find the ones naming this program (bounded: the diagnosis is a hint).
+UNCONNECTED_EVENTS_SCAN = 500
+
+
+def _host(url: str) -> str:
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    except ValueError:
+        return ""
+    return host.removeprefix("www.")
+
+
+def _on_domain(host: str, domain: str) -> bool:
+    domain = _host(domain)
+    return bool(host) and bool(domain) and (host == domain or host.endswith(f".{domain}"))
+
+
+@detector
+def test_key_on_live_traffic(program: Program, since: datetime, now: datetime) -> Mistake | None:
+    """Accepted tracking calls keep coming with the test key while the live key is not used at all in the window.
+    A program still being integrated looks the same at first, hence TEST_TRAFFIC_MIN_CALLS."""
+    calls = ApiCall.objects.filter(
+        program=program, created_at__gte=since, created_at__lte=now, route__in=KEYED_TRACKING_ROUTES, status__lt=400
+    )
+    test = calls.filter(key_mode=ProgramKey.Mode.TEST).aggregate(count=Count("id"), last=Max("created_at"))
+    if test["count"] < TEST_TRAFFIC_MIN_CALLS:
+        return None
+    if calls.filter(key_mode=ProgramKey.Mode.LIVE).exists():
+        return None
+    if SaleEvent.objects.filter(program=program, is_test=False, sale_date__gte=since).exists():
+        return None
+    return Mistake(
+        code="test_key_on_live_traffic",
+        title=f"{test['count']} tracking calls used the test key and none the live key: test events only",
+        count=test["count"],
+        last_seen_at=test["last"],
+        fix="Use the live key (aff_…, not aff_test_…) in production; test events earn no commission.",
+    )
+
+
+@detector
+def retired_key_used(program: Program, since: datetime, now: datetime) -> Mistake | None:
+    """Calls refused because they sent a key that regeneration replaced: authentication recognises the old key
+    by its digest (programs.RetiredProgramKey) and notes it on the call's log row."""
+    calls = ApiCall.objects.filter(
+        program=program, created_at__gte=since, created_at__lte=now, excerpt__retired_key=True
+    )
+    seen = calls.aggregate(count=Count("id"), last=Max("created_at"))
+    if not seen["count"]:
+        return None
+    latest = calls.order_by("-created_at").values_list("excerpt", flat=True).first() or {}
+    replaced_on = latest.get("replaced_on") or "an earlier date"
+    return Mistake(
+        code="retired_key_used",
+        title=f"This key was replaced on {replaced_on}; {seen['count']} calls still use it",
+        count=seen["count"],
+        last_seen_at=seen["last"],
+        fix="Update the key in your backend's configuration to the program's current key.",
+        docs="/docs/errors#invalid_key",
+    )
+
+
+@detector
+def tracker_misconfigured(program: Program, since: datetime, now: datetime) -> Mistake | None:
+    """The browser tracker without `data-svc-program-id`, or on another domain than the program's.
+
+    The request log keeps no Origin or Referer, so a refused track/visit (no or unknown program_id) is matched to
+    the program by its page_url host against the program's domain; a refused track/config carries no page_url and
+    cannot be matched. Visits the program accepted whose page_url host is not its domain show the tracker on
+    another domain."""
+    refused = ApiCall.objects.filter(
+        program__isnull=True, route="track-visit", status__gte=400, created_at__gte=since, created_at__lte=now
+    ).values_list("excerpt", "created_at")[:UNCONNECTED_EVENTS_SCAN]
+    missing = [at for excerpt, at in refused if _on_domain(_host(str(excerpt.get("page_url") or "")), program.domain)]
+    if missing:
+        return Mistake(
+            code="tracker_misconfigured",
+            title=f"The tracker on {_host(program.domain)} sent {len(missing)} visits without a valid program id",
+            count=len(missing),
+            last_seen_at=max(missing),
+            fix=f'Add data-svc-program-id="{program.pk}" to the tracker\'s script tag.',
+        )
+    visits = ApiCall.objects.filter(
+        program=program, route="track-visit", status__lt=400, created_at__gte=since, created_at__lte=now
+    ).values_list("excerpt", "created_at")[:UNCONNECTED_EVENTS_SCAN]
+    elsewhere: dict[str, list[datetime]] = {}
+    for excerpt, at in visits:
+        host = _host(str(excerpt.get("page_url") or ""))
+        if host and not _on_domain(host, program.domain):
+            elsewhere.setdefault(host, []).append(at)
+    if not elsewhere:
+        return None
+    hosts = sorted(elsewhere, key=lambda h: len(elsewhere[h]), reverse=True)
+    count = sum(len(times) for times in elsewhere.values())
+    return Mistake(
+        code="tracker_misconfigured",
+        title=f"The tracker runs on another domain ({', '.join(hosts[:3])}) than the program's ({program.domain})",
+        count=count,
+        last_seen_at=max(max(times) for times in elsewhere.values()),
+        fix=f"Install the tracker on {program.domain}, or set the program's domain to the site it runs on.",
+    )
+
+
+@detector
+def sales_without_leads(program: Program, since: datetime, now: datetime) -> Mistake | None:
+    """Live sales attributed by their click_id alone, for customers no lead was ever sent for: attribution held,
+    but the signup (and any lead commission or customer_key for later sales) was never recorded."""
+    sales = SaleEvent.objects.filter(
+        program=program,
+        is_test=False,
+        attributed_by="click_id",
+        sale_date__gte=since,
+        sale_date__lte=now,
+        customer__isnull=False,
+    ).filter(~Exists(LeadEvent.objects.filter(customer=OuterRef("customer_id"))))
+    seen = sales.aggregate(count=Count("id"), last=Max("sale_date"))
+    if not seen["count"]:
+        return None
+    return Mistake(
+        code="sales_without_leads",
+        title=f"{seen['count']} sales were attributed by click_id only: no lead was ever sent for their customers",
+        count=seen["count"],
+        last_seen_at=seen["last"],
+        fix="Send the lead at signup (POST /api/v1/track/lead with the click_id and your customer_key).",
+    )
+
+
+def _metadata_of(payload: Any) -> dict[str, Any]:
+    obj = ((payload or {}).get("data") or {}).get("object") or {}
+    parent = (obj.get("parent") or {}).get("subscription_details") or {}
+    details = parent or obj.get("subscription_details") or {}
+    for metadata in (obj.get("metadata"), details.get("metadata")):
+        if isinstance(metadata, dict) and metadata:
+            return metadata
+    return {}
+
+
+@detector
+def stripe_unattributed(program: Program, since: datetime, now: datetime) -> Mistake | None:
+    """Stripe payments the program cannot attribute, most telling first:
+    - events arriving for no connected program whose metadata names this program (its connection is missing;
+      events without such metadata cannot be told apart from another platform's);
+    - live subscription payments recorded unattributed with no subscription_data.metadata;
+    - live payments recorded unattributed (no attribution metadata, nor an email or customer matching a lead)."""
+    if not program.stripe_account_id:
+        unconnected = ProcessorEvent.objects.filter(
+            program__isnull=True, received_at__gte=since, received_at__lte=now
+        ).values_list("payload", "received_at")[:UNCONNECTED_EVENTS_SCAN]
+        arrived = [
+            at for payload, at in unconnected if str(_metadata_of(payload).get("program_id") or "") == str(program.pk)
+        ]
+        if arrived:
+            return Mistake(
+                code="stripe_unattributed",
+                title=f"{len(arrived)} Stripe events arrived for this program but its Stripe connection is missing",
+                count=len(arrived),
+                last_seen_at=max(arrived),
+                fix="Connect the program's Stripe account (the one that takes these payments).",
+            )
+    unattributed = SaleEvent.objects.filter(
+        program=program,
+        provider="stripe",
+        is_test=False,
+        attributed=False,
+        sale_date__gte=since,
+        sale_date__lte=now,
+    )
+    seen = unattributed.aggregate(
+        count=Count("id"),
+        last=Max("sale_date"),
+        subscriptions=Count("id", filter=Q(sale_type="subscription")),
+    )
+    if not seen["count"]:
+        return None
+    if seen["subscriptions"]:
+        title = (
+            f"{seen['count']} Stripe payments were recorded unattributed, {seen['subscriptions']} of them "
+            "subscriptions without subscription_data.metadata"
+        )
+        fix = (
+            "Pass svc_click_id (and svc_customer_key) in the Checkout Session's metadata and, for subscriptions, "
+            "in subscription_data.metadata so every invoice carries it."
+        )
+    else:
+        title = f"{seen['count']} Stripe payments were recorded unattributed: no attribution metadata"
+        fix = "Pass svc_click_id (and svc_customer_key) in the Checkout Session's or Payment Intent's metadata."
+    return Mistake(
+        code="stripe_unattributed",
+        title=title,
+        count=seen["count"],
+        last_seen_at=seen["last"],
+        fix=fix,
+    )
