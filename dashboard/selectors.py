@@ -13,7 +13,7 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
 
 from commissions.selectors import payable_cents
-from programs.models import ROLE_ACTIONS, KeyRotation, Program
+from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Program
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.services.tracker import referrer_domain_of, utm_params_of
@@ -391,3 +391,73 @@ def click_sources_get(*, program: Program, date_from: date, date_to: date, limit
         "utm_sources": top(sources, "utm_source"),
         "sample": {"clicks": len(rows), "limit": limit, "truncated": truncated},
     }
+
+
+# --- Request log ------------------------------------------------------------------------------------------
+
+LOGS_PAGE_SIZE_MAX = 100
+
+
+@dataclass(frozen=True)
+class LogsFilter:
+    """Filters of the request log. `status`: a class ("4xx") or an exact code ("404")."""
+
+    status: str = ""
+    route: str = ""
+    error_code: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def q(self) -> Q:
+        condition = Q()
+        if self.status.endswith("xx"):
+            low = int(self.status[0]) * 100
+            condition &= Q(status__gte=low, status__lt=low + 100)
+        elif self.status:
+            condition &= Q(status=int(self.status))
+        if self.route:
+            condition &= Q(route=self.route)
+        if self.error_code:
+            condition &= Q(error_code=self.error_code)
+        if self.since is not None:
+            condition &= Q(created_at__gte=self.since)
+        if self.until is not None:
+            condition &= Q(created_at__lte=self.until)
+        return condition
+
+
+_API_CALL_FIELDS = (
+    "id",
+    "created_at",
+    "method",
+    "route",
+    "status",
+    "error_code",
+    "message",
+    "request_id",
+    "key_masked",
+    "key_mode",
+    "latency_ms",
+    "excerpt",
+)
+
+
+def api_calls_list(
+    *, program_id: int, filters: LogsFilter, limit: int, cursor: int | None = None, after: int | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The program's logged calls and the cursor of the next page (None on the last). Newest first, older pages
+    by `cursor` (the id the previous page ended after); with `after`, the rows newer than that id, oldest first
+    (what a follower has not seen yet). One query per page: limit + 1 rows tell whether another page exists."""
+    rows = ApiCall.objects.filter(filters.q(), program_id=program_id)
+    if after is not None:
+        rows = rows.filter(id__gt=after).order_by("id")
+    else:
+        rows = rows.order_by("-id")
+        if cursor is not None:
+            rows = rows.filter(id__lt=cursor)
+    items = list(rows.values(*_API_CALL_FIELDS)[: limit + 1])
+    more = len(items) > limit
+    items = items[:limit]
+    for item in items:
+        item["created_at"] = iso(item["created_at"])
+    return items, (str(items[-1]["id"]) if more else None)

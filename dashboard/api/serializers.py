@@ -11,7 +11,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
-from dashboard.selectors import EVENT_TYPES, TimeBounds
+from dashboard.selectors import EVENT_TYPES, LOGS_PAGE_SIZE_MAX, LogsFilter, TimeBounds
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
 from tracking.services.verification import SYNTHETIC_EVENT_TYPES
 
@@ -255,6 +255,85 @@ class ExplainQuerySerializer(LeanSerializer):
         return attrs
 
 
+LOGS_STATUS = re.compile(r"^[1-5](?:xx|[0-9]{2})$")
+LOGS_PAGE_SIZE_DEFAULT = 50
+ID_MAX = 2**63 - 1  # a bigint: a larger cursor is a bad request, not a database error
+
+
+class LogsQuerySerializer(LeanSerializer):
+    """Filters and page of the request log: ?status=4xx|404&route=&error_code=&since=&until=&cursor=&limit=,
+    or ?after=<id> for the rows newer than one already seen (oldest first)."""
+
+    status = serializers.RegexField(
+        LOGS_STATUS,
+        required=False,
+        error_messages=spec_messages("status must be a class such as 4xx or a status code such as 404"),
+        help_text="A status class (2xx, 4xx, 5xx…) or an exact status code",
+    )
+    route = serializers.CharField(
+        required=False,
+        max_length=64,
+        error_messages=spec_messages("route must be a string of at most 64 characters"),
+        help_text="The route's name as logged (e.g. track-sale)",
+    )
+    error_code = serializers.CharField(
+        required=False,
+        max_length=64,
+        error_messages=spec_messages("error_code must be a string of at most 64 characters"),
+        help_text="The error.code answered (e.g. no_attribution)",
+    )
+    since = InstantField(message="since must be an ISO 8601 date or date-time", required=False)
+    until = InstantField(message="until must be an ISO 8601 date or date-time", required=False)
+    cursor = QueryIntegerField(
+        min_value=1,
+        max_value=ID_MAX,
+        invalid="cursor must be a positive integer",
+        too_big="cursor must be a positive integer",
+        required=False,
+        help_text="meta.next_cursor of the previous page",
+    )
+    after = QueryIntegerField(
+        min_value=0,
+        max_value=ID_MAX,
+        invalid="after must be a non-negative integer",
+        too_big="after must be a non-negative integer",
+        required=False,
+        help_text="Only rows with a greater id, oldest first (to follow the log)",
+    )
+    limit = QueryIntegerField(
+        min_value=1,
+        max_value=LOGS_PAGE_SIZE_MAX,
+        invalid="limit must be a positive integer",
+        too_big=f"limit must be at most {LOGS_PAGE_SIZE_MAX}",
+        required=False,
+        help_text=f"Rows per page (default {LOGS_PAGE_SIZE_DEFAULT})",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        since: Instant | None = attrs.get("since")
+        until: Instant | None = attrs.get("until")
+        end = None
+        if until is not None:
+            # A date as the upper bound covers its whole day.
+            end = until.value + timedelta(days=1) - timedelta(microseconds=1) if until.is_date else until.value
+        if since is not None and end is not None and since.value > end:
+            raise serializers.ValidationError("since must not be after until")
+        if attrs.get("cursor") is not None and attrs.get("after") is not None:
+            raise serializers.ValidationError("Give cursor or after, not both")
+        return {
+            "filters": LogsFilter(
+                status=attrs.get("status", ""),
+                route=attrs.get("route", ""),
+                error_code=attrs.get("error_code", ""),
+                since=since.value if since else None,
+                until=end,
+            ),
+            "cursor": attrs.get("cursor"),
+            "after": attrs.get("after"),
+            "limit": attrs.get("limit", LOGS_PAGE_SIZE_DEFAULT),
+        }
+
+
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
 
 _TIME = serializers.DateTimeField(allow_null=True)
@@ -393,7 +472,9 @@ READINESS_VERDICT = inline_serializer(
         "program_id": serializers.IntegerField(),
         "ready": serializers.BooleanField(help_text="No check fails"),
         "status": serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"]),
-        "next_step": serializers.CharField(help_text="The first failing (else warning) check's next step"),
+        "next_step": serializers.CharField(
+            help_text="The most recent mistake's fix, else the first failing (else warning) check's next step"
+        ),
         "checked_at": serializers.DateTimeField(),
         "counts": serializers.DictField(child=serializers.IntegerField()),
         "last_event_at": inline_serializer(
@@ -410,6 +491,20 @@ READINESS_VERDICT = inline_serializer(
                     "next_step": serializers.CharField(),
                 },
             )
+        ),
+        "mistakes": serializers.ListField(
+            help_text="Integration mistakes seen in the last 7 days of calls, most recent first",
+            child=inline_serializer(
+                "ReadinessMistake",
+                fields={
+                    "code": serializers.CharField(help_text="Stable, e.g. sale_customer_key_without_lead"),
+                    "title": serializers.CharField(),
+                    "count": serializers.IntegerField(help_text="How often in the window"),
+                    "last_seen_at": serializers.DateTimeField(allow_null=True),
+                    "fix": serializers.CharField(),
+                    "docs": serializers.CharField(help_text="A docs path, or empty"),
+                },
+            ),
         ),
     },
 )
@@ -699,5 +794,34 @@ EXPLAIN_OK = inline_serializer(
             serializers={"sale": EXPLAIN_SALE, "customer": EXPLAIN_CUSTOMER},
             resource_type_field_name="kind",
         )
+    },
+)
+
+
+LOG_ENTRY = inline_serializer(
+    "ApiCallLogged",
+    fields={
+        "id": serializers.IntegerField(),
+        "created_at": serializers.DateTimeField(),
+        "method": serializers.CharField(),
+        "route": serializers.CharField(help_text="The route's name, e.g. track-sale"),
+        "status": serializers.IntegerField(),
+        "error_code": serializers.CharField(help_text="error.code of an error answer, else empty"),
+        "message": serializers.CharField(help_text="error.message of an error answer, else empty"),
+        "request_id": serializers.CharField(),
+        "key_masked": serializers.CharField(help_text="The key's mask only; empty when none was accepted"),
+        "key_mode": serializers.CharField(help_text="live, test or empty"),
+        "latency_ms": serializers.IntegerField(),
+        "excerpt": serializers.DictField(help_text="Allow-listed body fields; an email is masked, never a key"),
+    },
+)
+LOGS_OK = inline_serializer(
+    "ApiCallLogResult",
+    fields={
+        "data": serializers.ListField(child=LOG_ENTRY),
+        "meta": inline_serializer(
+            "ApiCallLogMeta",
+            fields={"next_cursor": serializers.CharField(allow_null=True, help_text="null on the last page")},
+        ),
     },
 )

@@ -5,6 +5,7 @@ from .views import (
     ProgramReadinessGetApi,
     TrackingEventsListApi,
     TrackingExplainGetApi,
+    TrackingLogsListApi,
     TrackingPerformanceGetApi,
     TrackingReadinessGetApi,
     TrackingStatusGetApi,
@@ -21,6 +22,7 @@ urlpatterns = [
     path("api/tracking/performance/<str:program_id>", TrackingPerformanceGetApi.as_view(), name="tracking-performance"),
     path("api/tracking/readiness/<str:program_id>", TrackingReadinessGetApi.as_view(), name="tracking-readiness"),
     path("api/tracking/explain/<str:program_id>", TrackingExplainGetApi.as_view(), name="tracking-explain"),
+    path("api/tracking/logs/<str:program_id>", TrackingLogsListApi.as_view(), name="tracking-logs"),
     path(
         "api/tracking/run-verification/<str:program_id>",
         TrackingVerificationRunApi.as_view(),

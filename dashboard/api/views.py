@@ -20,6 +20,7 @@ from core.clientip import client_ip
 from core.errors import ApiError, UnauthorizedError
 from core.urls import public_url
 from dashboard.selectors import (
+    api_calls_list,
     click_sources_get,
     tracking_events_list,
     tracking_performance_get,
@@ -28,6 +29,7 @@ from dashboard.selectors import (
 )
 from programs.api.base import ProgramKeyApi, ProgramMemberApi
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
+from programs.calllog import api_calls_flush
 from programs.models import Action
 from programs.selectors import membership_get
 from tracking.explain import customer_explain, sale_explain
@@ -128,14 +130,44 @@ class TrackingExplainGetApi(ProgramMemberApi):
         responses={200: s.EXPLAIN_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        query = _validated(s.ExplainQuerySerializer(data=s.present(request.query_params)))
-        if query.get("transaction_id"):
-            explanation = sale_explain(program=self.program, transaction_id=query["transaction_id"])
-        else:
-            explanation = customer_explain(
-                program=self.program, click_id=query.get("click_id"), customer_key=query.get("customer_key")
-            )
-        return Response({"data": explanation})
+        return Response(explain_body(program=self.program, query_params=request.query_params))
+
+
+def logs_page(*, program_id: int, query_params) -> dict[str, Any]:
+    """A page of the program's request log as a response body (the dashboard route and the CLI route's)."""
+    query = _validated(s.LogsQuerySerializer(data=s.present(query_params)))
+    # Rows this process has queued are written first, so a call just answered here is listed.
+    api_calls_flush()
+    items, next_cursor = api_calls_list(program_id=program_id, **query)
+    return {"data": items, "meta": {"next_cursor": next_cursor}}
+
+
+def explain_body(*, program, query_params) -> dict[str, Any]:
+    """The explanation asked for by ?transaction_id=|click_id=|customer_key= as a response body."""
+    query = _validated(s.ExplainQuerySerializer(data=s.present(query_params)))
+    if query.get("transaction_id"):
+        return {"data": sale_explain(program=program, transaction_id=query["transaction_id"])}
+    return {
+        "data": customer_explain(
+            program=program, click_id=query.get("click_id"), customer_key=query.get("customer_key")
+        )
+    }
+
+
+class TrackingLogsListApi(ProgramMemberApi):
+    program_actions = {"GET": Action.TRACKING_LIST}
+
+    @extend_schema(
+        summary="The request log: the program's API calls, newest first, with filters and a cursor",
+        description="Every call to the tracking API, the tracker routes, readiness and the CLI program-key routes: "
+        "route, status, error code and message, request id, the key's mask and mode, latency and an allow-listed "
+        "excerpt of the body. `meta.next_cursor` is the `cursor` of the next (older) page; `after` lists the "
+        "rows newer than an id, oldest first.",
+        parameters=[PROGRAM_ID, s.LogsQuerySerializer],
+        responses={200: s.LOGS_OK, **MEMBER_ERRORS},
+    )
+    def get(self, request, program_id: str):
+        return Response(logs_page(program_id=self.program.pk, query_params=request.query_params))
 
 
 class TrackingVerificationRunApi(ProgramMemberApi):
