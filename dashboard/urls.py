@@ -13,4 +13,6 @@ urlpatterns = [
     path("programs/<int:program_id>/key", views.program_key, name="dashboard-key"),
     path("programs/<int:program_id>/partners", views.program_partners, name="dashboard-partners"),
     path("programs/<int:program_id>/commissions", views.program_commissions, name="dashboard-commissions"),
+    path("programs/<int:program_id>/logs", views.program_logs, name="dashboard-logs"),
+    path("programs/<int:program_id>/explain", views.program_explain, name="dashboard-explain"),
 ]

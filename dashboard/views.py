@@ -10,6 +10,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from functools import wraps
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -18,12 +19,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
+from rest_framework.exceptions import ValidationError
 
 from commissions.models import Commission, CommissionStatus
 from commissions.selectors import commission_payable_by_partner, commissions_with_money
 from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
 from core.urls import public_url
+from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer, present
+from dashboard.selectors import api_calls_list
+from programs.calllog import api_calls_flush
 from programs.models import (
     PERCENT_TYPES,
     RECURRING_TYPES,
@@ -38,6 +43,7 @@ from programs.models import (
 )
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
+from tracking.explain import customer_explain, sale_explain
 from tracking.services.tracker import tracker_script_tag
 
 if TYPE_CHECKING:
@@ -46,6 +52,9 @@ if TYPE_CHECKING:
 COMMISSIONS_PER_PAGE = 25
 PARTNERS_PER_PAGE = 20
 EVENTS_PER_PAGE = 25
+LOGS_PER_PAGE = 50
+# The request log's status filter choices (an exact code may be typed in the query too).
+LOG_STATUS_CLASSES = ("2xx", "4xx", "5xx")
 DEFAULT_RANGE_DAYS = 30
 # The events API's eventType values, with their labels.
 EVENT_TYPES = {"click": "Clicks", "lead": "Leads", "conversion": "Sales (conversions)"}
@@ -327,4 +336,95 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
         request,
         "dashboard/program_commissions.html",
         access.context(page=page, rows=rows, status=status, statuses=CommissionStatus.choices),
+    )
+
+
+def _first_error(error: ValidationError) -> str:
+    """The first message of a serializer's errors (the API answers the same one)."""
+    detail: Any = error.detail
+    while isinstance(detail, dict | list):
+        detail = next(iter(detail.values())) if isinstance(detail, dict) else detail[0]
+    return str(detail)
+
+
+LOG_FILTERS = ("status", "route", "error_code", "since", "until")
+
+
+@program_page
+def program_logs(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    """The request log, newest first, LOGS_PER_PAGE a page, filtered like GET /api/tracking/logs/:programId.
+    Rows show the key's mask only: the log never holds a key."""
+    given = {name: request.GET.get(name, "").strip() for name in LOG_FILTERS}
+    query = present({**given, "cursor": request.GET.get("cursor", ""), "limit": str(LOGS_PER_PAGE)})
+    serializer = LogsQuerySerializer(data=query)
+    rows: list[dict[str, Any]] = []
+    error = ""
+    next_query = ""
+    status = 200
+    if serializer.is_valid():
+        api_calls_flush()
+        rows, next_cursor = api_calls_list(program_id=access.program.pk, **serializer.validated_data)
+        if next_cursor:
+            next_query = urlencode({**present(given), "cursor": next_cursor})
+    else:
+        error = _first_error(ValidationError(serializer.errors))
+        status = 400
+    return render(
+        request,
+        "dashboard/program_logs.html",
+        access.context(
+            rows=rows,
+            filters=given,
+            status_classes=LOG_STATUS_CLASSES,
+            error=error,
+            paged=bool(request.GET.get("cursor")),
+            first_query=urlencode(present(given)),
+            next_query=next_query,
+        ),
+        status=status,
+    )
+
+
+EXPLAIN_SELECTOR_LABELS = {
+    "transaction_id": "Sale (transaction_id)",
+    "click_id": "Customer (click_id)",
+    "customer_key": "Customer (customer_key)",
+}
+
+
+@program_page
+def program_explain(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    """Attribution explained (tracking.explain) for ?transaction_id=, ?click_id= or ?customer_key=; with none, the
+    form to ask (?by=<selector>&value=)."""
+    given = present({name: request.GET.get(name, "").strip() for name in EXPLAIN_SELECTOR_LABELS})
+    by = request.GET.get("by", "")
+    if not given and by in EXPLAIN_SELECTOR_LABELS:  # the page's own form: ?by=<selector>&value=
+        given = present({by: request.GET.get("value", "").strip()})
+    selector, value = next(iter(given.items()), ("transaction_id", ""))
+    explanation: dict[str, Any] | None = None
+    error = ""
+    status = 200
+    if given:
+        serializer = ExplainQuerySerializer(data=given)
+        if not serializer.is_valid():
+            error, status = _first_error(ValidationError(serializer.errors)), 400
+        else:
+            try:
+                if selector == "transaction_id":
+                    explanation = sale_explain(program=access.program, transaction_id=value)
+                else:
+                    explanation = customer_explain(program=access.program, **{selector: value})
+            except NotFoundError as exc:
+                error, status = exc.message, 404
+    return render(
+        request,
+        "dashboard/program_explain.html",
+        access.context(
+            selectors=EXPLAIN_SELECTOR_LABELS.items(),
+            selector=selector,
+            value=value,
+            explanation=explanation,
+            error=error,
+        ),
+        status=status,
     )

@@ -158,7 +158,7 @@ class TestPagination:
         assert [row["id"] for row in body["data"]] == [rows[2].pk, rows[3].pk]
 
     def test_a_page_reads_a_constant_number_of_queries(self, owner, program):
-        def count(rows: int) -> int:
+        def count(rows):
             ApiCall.objects.filter(program=program).delete()
             for i in range(rows):
                 logged(program, at=T0 + timedelta(seconds=i))
