@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 SALE_URL = "/api/v1/track/sale"
 CLICK_URL = "/api/v1/track/click"
 VISIT_URL = "/api/v1/track/visit"
+READINESS_URL = "/api/v1/programs/me/readiness"
 
 
 def mistake(program, code: str) -> Mistake | None:
@@ -76,6 +77,17 @@ class TestRetiredKeyUsed:
         assert found.count == 2
         assert found.title == f"This key was replaced on {today}; 2 calls still use it"
         assert "Update the key in your backend" in found.fix
+
+    def test_readiness_names_it_with_its_fix(self, api_client):
+        program = ProgramFactory()
+        old = program.raw_api_key
+        current = program_key_regenerate(program=program, mode=ProgramKey.Mode.LIVE)
+        post_sale(api_client, old, transaction_id="t1", amount_cents=1000, customer_key="u1")
+        response = api_client.get(READINESS_URL, **bearer(current))
+        assert response.status_code == 200
+        named = {m["code"]: m for m in response.json()["mistakes"]}
+        assert named["retired_key_used"]["count"] == 1
+        assert named["retired_key_used"]["fix"].startswith("Update the key in your backend")
 
     def test_an_unknown_key_stays_anonymous(self, api_client):
         program = ProgramFactory()
