@@ -6,6 +6,8 @@ from .views import (
     AuthLogoutApi,
     AuthPollApi,
     AuthStartApi,
+    CliExplainApi,
+    CliLogsApi,
     CliTestEventApi,
     ProgramInitApi,
     ProgramsListApi,
@@ -21,6 +23,8 @@ urlpatterns = [
     path("api/v1/cli/programs", ProgramsListApi.as_view(), name="cli-programs"),
     path("api/v1/cli/status", ProgramStatusApi.as_view(), name="cli-status"),
     path("api/v1/cli/test-event", CliTestEventApi.as_view(), name="cli-test-event"),
+    path("api/v1/cli/logs", CliLogsApi.as_view(), name="cli-logs"),
+    path("api/v1/cli/explain", CliExplainApi.as_view(), name="cli-explain"),
     # The browser side of `svc login`: sign in (dashboard session), then confirm.
     path("cli/login", cli_login_confirm, name="cli-login-confirm"),
 ]

@@ -11,6 +11,8 @@ from rest_framework.response import Response
 from core.api import ratelimit
 from core.api.base import BaseApi
 from core.urls import public_url
+from dashboard.api import serializers as dashboard_docs
+from dashboard.api.views import explain_body, logs_page
 from programs.api.base import ProgramKeyApi
 from programs.api.serializers import CliInitInputSerializer
 from programs.models import Program, ProgramKey
@@ -33,6 +35,10 @@ from ..services import (
     login_session_poll,
     login_session_start,
 )
+
+# 500 messages of the two debugger routes (the request id is appended, like every CLI route's).
+LOGS_FAILED = "Failed to get the request log"
+EXPLAIN_FAILED = "Failed to explain the attribution"
 
 
 def _no_store(response: Response) -> Response:
@@ -230,3 +236,33 @@ class CliTestEventApi(CliProgramKeyApi):
             "limit": {"runs_per_hour": TEST_RUNS_PER_HOUR, "runs_remaining": outcome.runs_remaining},
         }
         return Response({"data": data})
+
+
+class CliLogsApi(CliProgramKeyApi):
+    """The request log of the key's program (the dashboard's GET /api/tracking/logs/:programId, same body)."""
+
+    failure_message = LOGS_FAILED
+    blank_query_means_absent = True
+
+    @extend_schema(
+        summary="The request log of the key's program, newest first (svc logs)",
+        parameters=[dashboard_docs.LogsQuerySerializer],
+        responses={200: dashboard_docs.LOGS_OK, **docs.errors(400, 401)},
+    )
+    def get(self, request):
+        return Response(logs_page(program_id=self.required_program_key.program_id, query_params=request.query_params))
+
+
+class CliExplainApi(CliProgramKeyApi):
+    """Attribution explained for the key's program (the dashboard's GET /api/tracking/explain/:programId)."""
+
+    failure_message = EXPLAIN_FAILED
+    blank_query_means_absent = True
+
+    @extend_schema(
+        summary="Attribution explained for a sale or a customer of the key's program (svc explain)",
+        parameters=[dashboard_docs.ExplainQuerySerializer],
+        responses={200: dashboard_docs.EXPLAIN_OK, **docs.errors(400, 401, 404)},
+    )
+    def get(self, request):
+        return Response(explain_body(program=self.required_program_key.program, query_params=request.query_params))
