@@ -6,6 +6,9 @@
     svc status --api-key KEY    the program's integration health
     svc test-event --api-key KEY
                                 run a synthetic click, lead and sale
+    svc logs --api-key KEY      the program's latest API calls (--follow, --status 4xx, --route, --limit)
+    svc explain TXN --api-key KEY
+                                why a sale (or, with --click-id/--customer-key, a customer) was credited
     svc logout                  revoke the login token and delete it
     svc mcp                     a Model Context Protocol server on stdio over the agent API (SVC_AGENT_KEY)
 
@@ -40,7 +43,8 @@ from .config import credentials_delete, credentials_load, credentials_save
 
 app = typer.Typer(
     name="svc",
-    help="Command-line helper of the svc tracking service: login, init, programs, status, test-event, mcp.",
+    help="Command-line helper of the svc tracking service: login, init, programs, status, test-event, logs, explain, "
+    "mcp.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -509,3 +513,212 @@ def mcp(
 
     _, explicit = _setup(ctx, base_url, False)
     raise typer.Exit(mcp_run(_resolve_base_url(explicit, credentials_load()), agent_key))
+
+
+# --- logs / explain ---------------------------------------------------------------------------------------------
+
+FOLLOW_INTERVAL_SECONDS = 2.0
+LOGS_ROUTE = "cli-logs"  # the route of `svc logs` itself: its own polls are not echoed while following
+
+
+def _pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _logs_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table("Time (UTC)", "Call", "Status", "Error", "Key", "ms", "Request id", show_lines=False)
+    for row in rows:
+        status = row.get("status", 0)
+        color = "green" if status < 400 else ("yellow" if status < 500 else "red")
+        error = " ".join(part for part in (row.get("error_code") or "", row.get("message") or "") if part)
+        key = f"{row.get('key_masked')} {row.get('key_mode')}" if row.get("key_masked") else "–"
+        table.add_row(
+            escape(str(row.get("created_at", ""))[:19].replace("T", " ")),
+            escape(f"{row.get('method', '')} {row.get('route', '')}"),
+            f"[{color}]{status}[/{color}]",
+            escape(error) or "–",
+            escape(key),
+            str(row.get("latency_ms", "")),
+            escape(row.get("request_id") or ""),
+        )
+    return table
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help=f"Keep polling (every {FOLLOW_INTERVAL_SECONDS:g} s) until Ctrl-C.")
+    ] = False,
+    status_filter: Annotated[
+        str | None, typer.Option("--status", help="A status class (2xx, 4xx, 5xx) or an exact code (404).")
+    ] = None,
+    route: Annotated[str | None, typer.Option("--route", help="A route name, e.g. track-sale.")] = None,
+    error_code: Annotated[str | None, typer.Option("--error-code", help="An error code, e.g. no_attribution.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="ISO 8601 date or date-time (UTC if naive).")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100, help="How many of the newest calls to show.")] = 20,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """The program's request log: its latest API calls, newest first (program key from --api-key or SVC_API_KEY).
+    With --follow, the newest calls, then each new one as it comes (--json: one JSON object a line)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    filters = {"status": status_filter, "route": route, "error_code": error_code, "since": since}
+    params = {name: value for name, value in filters.items() if value}
+    with reporting(output):
+        api = Api(_resolve_base_url(explicit, credentials_load()), token=_program_key(api_key))
+        body = api.call("GET", "/api/v1/cli/logs", params={**params, "limit": str(limit)})
+        rows = body["data"]
+        if not follow:
+            if output.json:
+                output.document(body)
+                return
+            output.warnings(body)
+            if not rows:
+                output.say("No calls logged" + (" with these filters." if params else " yet."))
+                return
+            output.out.print(_logs_table(rows))
+            if body.get("meta", {}).get("next_cursor"):
+                output.say(f"Showing the newest {len(rows)}; older calls: --limit, or the dashboard's Logs page.")
+            return
+        last_id = max((row["id"] for row in rows), default=0)
+
+        def shown(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [row for row in batch if route == LOGS_ROUTE or row.get("route") != LOGS_ROUTE]
+
+        _follow_print(output, shown(list(reversed(rows))))
+        try:
+            while True:
+                _pause(FOLLOW_INTERVAL_SECONDS)
+                body = api.call("GET", "/api/v1/cli/logs", params={**params, "after": str(last_id), "limit": "100"})
+                fresh = body["data"]
+                if fresh:
+                    last_id = fresh[-1]["id"]
+                _follow_print(output, shown(fresh))
+        except KeyboardInterrupt:
+            return
+
+
+def _follow_print(output: Output, rows: list[dict[str, Any]]) -> None:
+    """Rows oldest first: one JSON object a line under --json, else a table without repeating the header."""
+    if output.json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    if rows:
+        output.out.print(_logs_table(rows))
+
+
+def _explain_sale(output: Output, data: dict[str, Any]) -> None:
+    output.say(f"Sale [bold]{escape(data['transaction_id'])}[/bold]: {escape(data['outcome'])}")
+    output.say(escape(data["summary"]))
+    sale = data.get("sale")
+    if sale:
+        output.say(
+            f"Amount {sale['amount_cents']} {escape(sale['currency'])}, {escape(sale['sale_type'])}, "
+            f"on {escape(str(sale['sale_date']))}{' (test)' if sale.get('is_test') else ''}"
+        )
+    attribution = data["attribution"]
+    output.say(
+        f"Attribution ({escape(attribution['path'])} path): matched [bold]{escape(attribution['matched_rule'])}[/bold]"
+    )
+    icons = {"matched": CHECK_ICONS["pass"], "no_match": CHECK_ICONS["fail"]}
+    for rule in attribution.get("rules") or []:
+        output.say(f" {icons.get(rule['status'], '·')} {escape(rule['description'])} ({rule['status']})")
+    click = attribution.get("click")
+    if click:
+        link = f" on {escape(click['link']['short_link'])}" if click.get("link") else ""
+        output.say(f"Click {escape(click['click_id'])}{link} at {escape(str(click['clicked_at']))}")
+    if attribution.get("window"):
+        output.say(f"Window: {escape(attribution['window']['text'])}")
+    partner = data.get("partner")
+    output.say(f"Partner: {escape(partner['name']) if partner else 'none'}")
+    commission = data.get("commission")
+    if commission:
+        policy = commission["policy"]
+        output.say(
+            f"Policy ({escape(policy['source'])}): {escape(policy['commission_type'])} {escape(policy['rate'])}; "
+            f"arithmetic: {escape(commission['arithmetic']['text'])}"
+        )
+        if commission.get("id"):
+            output.say(
+                f"Commission #{commission['id']}: {commission['amount_cents']} {escape(commission['currency'])}, "
+                f"{escape(str(commission['status']))}"
+            )
+        if commission.get("no_commission_text"):
+            output.say(f"No commission: {escape(commission['no_commission_text'])}")
+    refunds = data.get("refunds") or {}
+    if refunds.get("count"):
+        output.say(f"Refunds: {escape(refunds['text'])}")
+        for step in refunds.get("steps", []):
+            output.say(
+                f" · {escape(str(step['created_at']))} {escape(str(step['step']))} {escape(step['reason'] or '')}"
+            )
+    entries = (data.get("ledger") or {}).get("entries") or []
+    if entries:
+        table = Table("Time (UTC)", "Kind", "Amount", "Running total", "Memo")
+        for entry in entries:
+            table.add_row(
+                escape(str(entry["created_at"])[:19].replace("T", " ")),
+                escape(entry["kind"]),
+                f"{entry['amount_cents']} {escape(entry['currency'])}",
+                str(entry["running_total_cents"]),
+                escape(entry.get("memo") or ""),
+            )
+        output.out.print(table)
+
+
+def _explain_customer(output: Output, data: dict[str, Any]) -> None:
+    customer = data["customer"]
+    key = f", customer_key {escape(customer['customer_key'])}" if customer.get("customer_key") else ""
+    output.say(f"Customer [bold]{escape(customer['click_id'])}[/bold]{key}: {escape(customer['status'])}")
+    partner = data.get("partner")
+    output.say(f"Partner: {escape(partner['name']) if partner else 'none'}; clicks: {data['clicks']['count']}")
+    output.say(f"Window: {escape(data['window']['text'])}")
+    output.say(f"Leads: {len(data['leads'])}" + ("" if data["leads"] else " (no lead was sent)"))
+    for sale in data["sales"]:
+        commission = sale.get("commission")
+        paid = f", commission #{commission['id']} {commission['status']}" if commission else ""
+        output.say(
+            f" · sale {escape(sale['transaction_id'])} {sale['amount_cents']} {escape(sale['currency'])}, "
+            f"attributed by {escape(sale['attributed_by'] or '–')}{escape(paid)}"
+        )
+    for refused in data.get("refused_sales") or []:
+        output.say(
+            f" · refused {escape(str(refused['transaction_id']))}: click {refused['click_age_days']} days old, "
+            f"window {refused['window_days']} days"
+        )
+
+
+@app.command()
+def explain(
+    ctx: typer.Context,
+    transaction_id: Annotated[str | None, typer.Argument(help="The sale's transaction_id.", show_default=False)] = None,
+    click_id: Annotated[str | None, typer.Option("--click-id", help="Explain the customer of this click.")] = None,
+    customer_key: Annotated[
+        str | None, typer.Option("--customer-key", help="Explain the customer with this key.")
+    ] = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Why a sale (or a customer) was credited as it was: the rule that matched, the click and the window, the
+    commission's arithmetic, refunds and ledger (program key from --api-key or SVC_API_KEY)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    given = {"transaction_id": transaction_id, "click_id": click_id, "customer_key": customer_key}
+    params = {name: value for name, value in given.items() if value}
+    with reporting(output):
+        if len(params) != 1:
+            raise CliFailure("Give exactly one of a transaction id, --click-id or --customer-key.", exit_code=USAGE)
+        api = Api(_resolve_base_url(explicit, credentials_load()), token=_program_key(api_key))
+        body = api.call("GET", "/api/v1/cli/explain", params=params)
+        if output.json:
+            output.document(body)
+            return
+        output.warnings(body)
+        data = body["data"]
+        if data.get("kind") == "customer":
+            _explain_customer(output, data)
+        else:
+            _explain_sale(output, data)
