@@ -7,6 +7,8 @@ from django.views.generic import TemplateView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.currency import Currency
+
 logger = logging.getLogger("svc.health")
 
 
@@ -25,6 +27,7 @@ def healthz(request):
 
 class ErrorReferenceView(TemplateView):
     template_name = "docs/errors.html"
+    extra_context = {"currencies": ", ".join(Currency.values)}
 
 
 class TrivialApi(APIView):
