@@ -12,6 +12,7 @@ from core import messages
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 
+from .diagnosis import Mistake, mistakes_find
 from .models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
 from .services.tracker import tracker_script_tag
 
@@ -236,18 +237,25 @@ class Verdict:
     next_step: str
 
 
-def readiness_verdict(checks: list[Check]) -> Verdict:
-    """Ready unless a check fails; the next step is the first failing check's, else the first warning's."""
+def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None) -> Verdict:
+    """Ready unless a check fails. The next step is the fix of the most recent mistake (`mistakes` come most
+    recent first), else the first failing check's, else the first warning's: a mistake names what the
+    integration actually got wrong, where a check can only say what has not arrived yet. A mistake never changes
+    `ready`, but a program with one is at best "ready_with_warnings", never plainly "ready"."""
     failing = [c for c in checks if c.status == FAIL]
     warning = [c for c in checks if c.status == WARN]
-    status = "ready" if not failing and not warning else ("incomplete" if failing else "ready_with_warnings")
+    if failing:
+        status = "incomplete"
+    else:
+        status = "ready_with_warnings" if warning or mistakes else "ready"
     first = next(iter(failing or warning), None)
-    return Verdict(ready=not failing, status=status, next_step=first.next_step if first else "")
+    next_step = mistakes[0].fix if mistakes else (first.next_step if first else "")
+    return Verdict(ready=not failing, status=status, next_step=next_step)
 
 
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
-    """Counts and checks for one program. `key`, when given, is the key the caller used (its rotation
-    state is checked); otherwise the program's live key is."""
+    """Counts, checks and the mistakes seen in recent calls (tracking.diagnosis) for one program. `key`, when
+    given, is the key the caller used (its rotation state is checked); otherwise the program's live key is."""
     counts = readiness_counts(program=program)
     live_key = key or program_live_key_get(program_id=program.pk)
     now = timezone.now()
@@ -260,7 +268,8 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         stripe_check(counts, program=program),
         live_events_check(counts),
     ]
-    verdict = readiness_verdict(checks)
+    mistakes = mistakes_find(program=program, now=now)
+    verdict = readiness_verdict(checks, mistakes)
     return {
         "program_id": program.pk,
         "ready": verdict.ready,
@@ -282,4 +291,5 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
             "sale": _iso(counts.sales["last_live"]),
         },
         "checks": [asdict(c) for c in checks],
+        "mistakes": [m.as_dict() for m in mistakes],
     }

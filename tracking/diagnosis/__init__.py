@@ -47,3 +47,6 @@ def mistakes_find(*, program: Program, now: datetime) -> list[Mistake]:
     since = now - DIAGNOSIS_WINDOW
     found = [mistake for detect in DETECTORS if (mistake := detect(program, since, now)) is not None]
     return sorted(found, key=lambda m: m.last_seen_at or since, reverse=True)
+
+
+from . import calls, keys_and_stripe  # noqa: E402,F401  (registers their detectors)
