@@ -456,6 +456,12 @@ def status(
                 escape(check.get("next_step") or ""),
             )
         output.out.print(table)
+        for mistake in readiness.get("mistakes") or []:
+            output.say(
+                f"[yellow]Mistake[/yellow] {escape(mistake['code'])}: {escape(mistake['title'])} "
+                f"({mistake['count']}x, last {escape(str(mistake.get('last_seen_at') or '?'))})"
+            )
+            output.say(f"  Fix: {escape(mistake['fix'])}")
         if readiness.get("next_step"):
             output.say(f"Next step: {escape(readiness['next_step'])}")
 

@@ -2,11 +2,15 @@
 an integrator would, then GET /api/v1/programs/me/readiness with the program key names it with its fix."""
 
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.utils import timezone
+from typer.testing import CliRunner
 
 from programs.models import ApiCall
+from svc_cli.client import Api
+from svc_cli.main import app
 from tests.factories import CustomerFactory, ProgramFactory
 from tests.helpers import bearer
 from tests.tracking.sales import post_sale, sale_body
@@ -168,3 +172,14 @@ def test_a_mistake_keeps_ready_but_the_verdict_no_longer_says_plainly_ready():
     failing = Check("clicks_received", FAIL, "Clicks received", "none", "add the tracker")
     assert readiness_verdict([failing], [mistake]) == Verdict(False, "incomplete", "the fix")
     assert readiness_verdict([passing], []) == Verdict(True, "ready", "")
+
+
+def test_svc_status_prints_each_mistake_with_its_fix(api_client, program, customer, tmp_path):
+    post_sale(api_client, program, **sale_body(currency="XYZ"))
+    body = api_client.get("/api/v1/cli/status", **bearer(program.raw_api_key)).json()
+    environment = {"SVC_CONFIG_DIR": str(tmp_path), "SVC_API_KEY": program.raw_api_key, "COLUMNS": "250"}
+    with mock.patch.object(Api, "call", return_value=body):
+        result = CliRunner().invoke(app, ["status"], env=environment, catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "Mistake unsupported_currency: Sales refused for an unsupported currency (XYZ) (1x, last" in result.stdout
+    assert "Fix: Send currency as one of USD, EUR, VND" in result.stdout
