@@ -8,6 +8,8 @@
   const verdict = document.getElementById("readiness-verdict");
   const checks = document.getElementById("readiness-checks");
   const status = document.getElementById("readiness-status");
+  const mistakesSection = document.getElementById("readiness-mistakes-section");
+  const mistakes = document.getElementById("readiness-mistakes");
   const runButton = document.getElementById("run-verification");
   const result = document.getElementById("verification-result");
   const ICONS = { pass: "✓", warn: "!", fail: "✕" };
@@ -60,6 +62,39 @@
     );
   }
 
+  // What recent calls got wrong (tracking.diagnosis): how often, when last, and the fix.
+  function renderMistakes(items) {
+    mistakes.replaceChildren(
+      ...items.map((mistake) =>
+        el(
+          "li",
+          { className: "warn", dataset: { mistakeCode: mistake.code } },
+          el("span", { className: "icon", "aria-label": "mistake", title: "mistake" }, ICONS.warn),
+          el(
+            "div",
+            {},
+            el("span", { className: "title" }, mistake.title),
+            " ",
+            el("span", { className: "badge warn" }, `${formatNumber(mistake.count)}×`),
+            el(
+              "div",
+              { className: "detail" },
+              `${mistake.code}, last ${mistake.last_seen_at ? new Date(mistake.last_seen_at).toLocaleString() : "?"}`,
+            ),
+          ),
+          el(
+            "div",
+            { className: "next" },
+            el("b", {}, "Fix: "),
+            mistake.fix,
+            mistake.docs ? [" ", el("a", { href: mistake.docs }, "Docs")] : null,
+          ),
+        ),
+      ),
+    );
+    mistakesSection.hidden = items.length === 0;
+  }
+
   async function load() {
     root.dataset.state = "loading";
     setStatus(status, "Checking…");
@@ -67,6 +102,7 @@
       const body = await api(root.dataset.readinessUrl);
       renderVerdict(body.data);
       renderChecks(body.data.checks || []);
+      renderMistakes(body.data.mistakes || []);
       setStatus(status, "");
       root.dataset.state = "ready";
     } catch (error) {
