@@ -92,6 +92,11 @@ class QueryIntegerField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "integer", "minimum": 0})
+class QueryIdAfterField(QueryIntegerField):
+    """A row id to list after: 0 means from the start."""
+
+
 @extend_schema_field({"type": "string", "format": "date-time", "description": "ISO 8601 date or date-time"})
 class InstantField(serializers.Field):
     """An ISO 8601 date (a whole UTC day) or date-time (naive = UTC)."""
@@ -292,7 +297,7 @@ class LogsQuerySerializer(LeanSerializer):
         required=False,
         help_text="meta.next_cursor of the previous page",
     )
-    after = QueryIntegerField(
+    after = QueryIdAfterField(
         min_value=0,
         max_value=ID_MAX,
         invalid="after must be a non-negative integer",
