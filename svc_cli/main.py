@@ -531,8 +531,8 @@ def _pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _logs_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table("Time (UTC)", "Call", "Status", "Error", "Key", "ms", "Request id", show_lines=False)
+def _logs_table(rows: list[dict[str, Any]], *, header: bool = True) -> Table:
+    table = Table("Time (UTC)", "Call", "Status", "Error", "Key", "ms", "Request id", show_header=header)
     for row in rows:
         status = row.get("status", 0)
         color = "green" if status < 400 else ("yellow" if status < 500 else "red")
@@ -593,7 +593,7 @@ def logs(
         def shown(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [row for row in batch if route == LOGS_ROUTE or row.get("route") != LOGS_ROUTE]
 
-        _follow_print(output, shown(list(reversed(rows))))
+        _follow_print(output, shown(list(reversed(rows))), header=True)
         try:
             while True:
                 _pause(FOLLOW_INTERVAL_SECONDS)
@@ -601,19 +601,19 @@ def logs(
                 fresh = body["data"]
                 if fresh:
                     last_id = fresh[-1]["id"]
-                _follow_print(output, shown(fresh))
+                _follow_print(output, shown(fresh), header=False)
         except KeyboardInterrupt:
             return
 
 
-def _follow_print(output: Output, rows: list[dict[str, Any]]) -> None:
-    """Rows oldest first: one JSON object a line under --json, else a table without repeating the header."""
+def _follow_print(output: Output, rows: list[dict[str, Any]], *, header: bool) -> None:
+    """Rows oldest first: one JSON object a line under --json, else table rows (the header only first)."""
     if output.json:
         for row in rows:
             typer.echo(json.dumps(row))
         return
-    if rows:
-        output.out.print(_logs_table(rows))
+    if rows or header:
+        output.out.print(_logs_table(rows, header=header))
 
 
 def _explain_sale(output: Output, data: dict[str, Any]) -> None:

@@ -137,3 +137,20 @@ def test_explain_needs_exactly_one_selector_and_a_key(svc, program):
         result = svc(*command)
         assert result.exit_code == 2
         assert "Missing program API key: pass --api-key or set SVC_API_KEY." in result.stderr
+
+
+def test_logs_follow_in_words_prints_the_header_once(svc, server, program, monkeypatch):
+    refused_sale(server, program, "txn_a")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 1:
+            refused_sale(server, program, "txn_b")
+        else:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(svc_main, "_pause", pause)
+    result = svc("logs", "-f", "--route", "track-sale", "--api-key", program.raw_api_key)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("Time (UTC)") == 1 and result.stdout.count("POST track-sale") == 2
