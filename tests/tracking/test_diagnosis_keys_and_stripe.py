@@ -3,6 +3,7 @@ as an integrator would make it, then tracking.diagnosis finds it with its fix.""
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 import tracking.diagnosis.keys_and_stripe as keys_and_stripe
 from core import messages
@@ -23,7 +24,17 @@ READINESS_URL = "/api/v1/programs/me/readiness"
 
 
 def mistake(program, code: str) -> Mistake | None:
-    return next((m for m in mistakes_find(program=program, now=timezone.now()) if m.code == code), None)
+    """The mistake as GET /api/v1/programs/me/readiness names it (asked with the program's test key, so the
+    question itself is no live-key call), checked against tracking.diagnosis directly."""
+    response = APIClient().get(READINESS_URL, **bearer(program.raw_test_api_key))
+    assert response.status_code == 200, response.content
+    named = next((m for m in response.json()["mistakes"] if m["code"] == code), None)
+    direct = next((m for m in mistakes_find(program=program, now=timezone.now()) if m.code == code), None)
+    assert (named is None) == (direct is None)
+    if named is None:
+        return None
+    assert named == direct.as_dict()
+    return direct
 
 
 def post_sale(api_client, key: str, **body):
