@@ -16,6 +16,7 @@
   const pageInfo = document.getElementById("events-page-info");
   const pageSize = Number(root.dataset.pageSize) || 25;
   const LABELS = { click: "click", lead: "lead", conversion: "sale" };
+  const explainUrl = root.dataset.explainUrl;
   let page = Number(root.dataset.page) || 1;
   let pageCount = 0;
   let loading = 0;
@@ -43,6 +44,16 @@
     ];
   }
 
+  // "Why?": how the sale was attributed (by its transaction id), or the customer's story (by its click id).
+  function explainLink(event) {
+    if (!explainUrl) return null;
+    const params = new URLSearchParams();
+    if (event.event_type === "conversion" && event.processor_event_id) params.set("transaction_id", event.processor_event_id);
+    else if (event.click_id) params.set("click_id", event.click_id);
+    else return null;
+    return el("a", { href: `${explainUrl}?${params}`, className: "explain-link" }, "Why?");
+  }
+
   function row(event) {
     const type = event.event_type;
     return el(
@@ -51,7 +62,11 @@
       el("td", { "data-label": "Type" }, el("span", { className: `badge type-${type}` }, LABELS[type] || type)),
       el("td", { "data-label": "Time", title: event.timestamp }, formatTime(event.timestamp)),
       el("td", { "data-label": "Click id" }, event.click_id ? el("code", {}, event.click_id) : "–"),
-      el("td", { className: "details-cell" }, el("div", { className: "details" }, details(event).filter(Boolean))),
+      el(
+        "td",
+        { className: "details-cell" },
+        el("div", { className: "details" }, [...details(event), explainLink(event)].filter(Boolean)),
+      ),
     );
   }
 

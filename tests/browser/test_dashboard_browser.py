@@ -173,6 +173,15 @@ def test_events_can_be_filtered_by_type(tab, live_server, program, owner):
     assert "49.00 USD" in page.inner_text("#events-rows")
     screenshot(page, "dashboard-events.png")
 
+    # Each event links to how it was attributed: a sale by its transaction id.
+    why = page.locator("#events-rows tr a.explain-link")
+    assert "transaction_id=" in (why.get_attribute("href") or "")
+    why.click()
+    page.wait_for_url("**/explain?transaction_id=*")
+    assert "Attribution explained" in page.inner_text("main")
+    page.go_back()
+    wait_ready(page, "#events")
+
     # A date range before any event leaves the table empty and says so.
     page.fill("#events-from", "2020-01-01")
     page.fill("#events-to", "2020-01-31")
