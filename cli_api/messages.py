@@ -51,3 +51,7 @@ PROVIDER_EMAIL_NOT_VERIFIED_CODE = "PROVIDER_EMAIL_NOT_VERIFIED"
 # The browser confirmation page (GET/POST /cli/login)
 LOGIN_LINK_INVALID = "This sign-in link is not valid or was already used. Run svc login again."
 LOGIN_LINK_EXPIRED = "This sign-in link has expired. Run svc login again."
+
+# logs, explain (program key; the request log and attribution explained)
+LOGS_FAILED = "Failed to get the request log"
+EXPLAIN_FAILED = "Failed to explain the attribution"

@@ -37,8 +37,6 @@ from ..services import (
 )
 
 # 500 messages of the two debugger routes (the request id is appended, like every CLI route's).
-LOGS_FAILED = "Failed to get the request log"
-EXPLAIN_FAILED = "Failed to explain the attribution"
 
 
 def _no_store(response: Response) -> Response:
@@ -241,7 +239,7 @@ class CliTestEventApi(CliProgramKeyApi):
 class CliLogsApi(CliProgramKeyApi):
     """The request log of the key's program (the dashboard's GET /api/tracking/logs/:programId, same body)."""
 
-    failure_message = LOGS_FAILED
+    failure_message = messages.LOGS_FAILED
     blank_query_means_absent = True
 
     @extend_schema(
@@ -256,7 +254,7 @@ class CliLogsApi(CliProgramKeyApi):
 class CliExplainApi(CliProgramKeyApi):
     """Attribution explained for the key's program (the dashboard's GET /api/tracking/explain/:programId)."""
 
-    failure_message = EXPLAIN_FAILED
+    failure_message = messages.EXPLAIN_FAILED
     blank_query_means_absent = True
 
     @extend_schema(
