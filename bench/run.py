@@ -389,6 +389,27 @@ def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
     return ratios, targets
 
 
+# The request log may take at most this share of a click's time in a worker (issue: click throughput within 5%).
+MAX_REQUEST_LOG_SHARE = 0.05
+
+
+def request_log_targets(results: dict[str, dict], log_cost_us: float, config: dict) -> list[dict]:
+    """The log's cost per call as a share of the time a worker spends on one click (workers / click req/s)."""
+    click = results.get("click")
+    if not click or not click["requests_per_sec"]:
+        return []
+    click_us = config["workers"] / click["requests_per_sec"] * 1e6
+    share = log_cost_us / click_us
+    return [
+        {
+            "target": f"request log <= {MAX_REQUEST_LOG_SHARE:.0%} of a click",
+            "value": f"{share:.1%} ({log_cost_us:.0f} of {click_us:.0f} µs)",
+            "passed": share <= MAX_REQUEST_LOG_SHARE,
+            "note": "",
+        }
+    ]
+
+
 def print_report(results: dict[str, dict], ratios: dict[str, float], targets: list[dict], config: dict) -> None:
     print()
     server = f"{config['workers']} workers" + (f" x {config['threads']} threads" if config["threads"] else " (sync)")
@@ -486,7 +507,10 @@ def bench(config: dict, wanted: list[str]) -> None:
             if "transaction_prefix" in plan:
                 results[name]["commissions"] = sale_commissions(env, plan["transaction_prefix"])
 
+    # What the request log adds to each call, timed by itself (end-to-end runs vary more than its share).
+    log_cost = json.loads(manage(env, "request_log_cost", "--json"))["microseconds_per_call"]
     ratios, targets = evaluate(results)
+    targets.extend(request_log_targets(results, log_cost, config))
     print_report(results, ratios, targets, config)
     report = {
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -494,6 +518,7 @@ def bench(config: dict, wanted: list[str]) -> None:
         "config": config,
         "results": results,
         "ratios": ratios,
+        "request_log_microseconds_per_call": log_cost,
         "targets": targets,
     }
     (RESULTS / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
