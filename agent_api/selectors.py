@@ -1,13 +1,27 @@
 """What an agent key may see: the programs of its workspace, or only those it is limited to, and the partners of
 the workspace, or only those enrolled in one of its programs."""
 
-from django.db.models import QuerySet
+from typing import TypeVar
+
+from django.db.models import Model, QuerySet
 
 from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, Program, ReferralLink
 
 from . import messages
+
+M = TypeVar("M", bound=Model)
+
+
+def visible_get(visible: QuerySet[M], raw_id: object, not_found: str) -> M:
+    """The object of `visible` with this id; 404 not_found for a malformed id or one the key may not see (an
+    object of another workspace is not revealed)."""
+    pk = id_parse(raw_id)
+    found = visible.filter(pk=pk).first() if pk is not None else None
+    if found is None:
+        raise NotFoundError(not_found, code=messages.CODE_NOT_FOUND)
+    return found
 
 
 def agent_programs(key: AgentKey) -> QuerySet[Program]:
@@ -20,12 +34,7 @@ def agent_programs(key: AgentKey) -> QuerySet[Program]:
 
 
 def agent_program_get(key: AgentKey, program_id: object) -> Program:
-    """The program when the key may see it; 404 otherwise (a program of another workspace is not revealed)."""
-    pk = id_parse(program_id)
-    program = agent_programs(key).filter(pk=pk).first() if pk is not None else None
-    if program is None:
-        raise NotFoundError(messages.PROGRAM_NOT_FOUND, code=messages.CODE_NOT_FOUND)
-    return program
+    return visible_get(agent_programs(key), program_id, messages.PROGRAM_NOT_FOUND)
 
 
 def agent_partners(key: AgentKey) -> QuerySet[Partner]:
@@ -38,11 +47,7 @@ def agent_partners(key: AgentKey) -> QuerySet[Partner]:
 
 
 def agent_partner_get(key: AgentKey, partner_id: object) -> Partner:
-    pk = id_parse(partner_id)
-    partner = agent_partners(key).filter(pk=pk).first() if pk is not None else None
-    if partner is None:
-        raise NotFoundError(messages.PARTNER_NOT_FOUND, code=messages.CODE_NOT_FOUND)
-    return partner
+    return visible_get(agent_partners(key), partner_id, messages.PARTNER_NOT_FOUND)
 
 
 def agent_links(key: AgentKey) -> QuerySet[ReferralLink]:
@@ -51,8 +56,4 @@ def agent_links(key: AgentKey) -> QuerySet[ReferralLink]:
 
 
 def agent_link_get(key: AgentKey, link_id: object) -> ReferralLink:
-    pk = id_parse(link_id)
-    link = agent_links(key).filter(pk=pk).first() if pk is not None else None
-    if link is None:
-        raise NotFoundError(messages.LINK_NOT_FOUND, code=messages.CODE_NOT_FOUND)
-    return link
+    return visible_get(agent_links(key), link_id, messages.LINK_NOT_FOUND)

@@ -25,7 +25,7 @@ from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from programs.models import AgentKey
 
 from .. import messages
-from ..selectors import agent_program_get, agent_programs
+from ..selectors import agent_program_get, agent_programs, visible_get
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of
@@ -266,10 +266,7 @@ class AgentCommissionGetApi(AgentApi):
         responses={200: COMMISSION_OK, **s.errors(404)},
     )
     def get(self, request, commission_id: str):
-        pk = id_parse(commission_id)
-        commission = visible_commissions(self.agent_key).filter(pk=pk).first() if pk is not None else None
-        if commission is None:
-            raise NotFoundError(messages.COMMISSION_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+        commission = visible_get(visible_commissions(self.agent_key), commission_id, messages.COMMISSION_NOT_FOUND)
         data = {
             **commission_out(commission),
             "ledger": [ledger_entry_out(entry) for entry in commission_ledger(commission_id=commission.pk)],

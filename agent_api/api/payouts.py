@@ -22,13 +22,13 @@ from commissions.models import Withdrawal
 from commissions.selectors import ledger_balances, open_withdrawals_by_partner
 from commissions.services import withdrawal_mark_paid
 from core.api.schema import PLATFORM_ERROR
-from core.errors import ConflictError, NotFoundError
-from core.ids import MAX_BIGINT, id_parse
+from core.errors import ConflictError
+from core.ids import MAX_BIGINT
 from dashboard.api.serializers import QueryIntegerField
 from programs.models import AgentKey
 
 from .. import messages
-from ..selectors import agent_partners, agent_program_get, agent_programs
+from ..selectors import agent_partners, agent_program_get, agent_programs, visible_get
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of
@@ -250,10 +250,7 @@ class AgentWithdrawalMarkPaidApi(AgentWriteApi):
     )
     def post(self, request, withdrawal_id: str):
         visible = visible_withdrawals(self.agent_key)
-        pk = id_parse(withdrawal_id)
-        withdrawal = visible.filter(pk=pk).first() if pk is not None else None
-        if withdrawal is None:
-            raise NotFoundError(messages.WITHDRAWAL_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+        withdrawal = visible_get(visible, withdrawal_id, messages.WITHDRAWAL_NOT_FOUND)
 
         def perform() -> AgentWrite:
             # Read without a lock: withdrawal_mark_paid locks commissions, partner, then the withdrawal (the refund
