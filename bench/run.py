@@ -1,11 +1,14 @@
-"""`make bench`: throughput and latency of the tracking endpoints against a trivial DRF baseline.
+"""`make bench`: throughput and latency of the tracking endpoints against a trivial DRF baseline and against a
+bare write of the same rows.
 
 Creates a fresh PostgreSQL database, migrates it, loads the demo set, serves the app with gunicorn and drives
-GET /bench/trivial, POST /api/v1/track/click and POST /api/v1/track/sale with wrk. Every measured sale is a
-non-renewal sale of an attributed customer on a percent program with no hold, so each one creates a
-commission and its ledger credit; the run counts them afterwards and reports any sale without one. Prints a
-table and the targets, and writes bench/results/latest.json. Exits 0 whether or not the targets are met; non-zero only
-when the harness itself could not run.
+GET /bench/trivial, POST /bench/bare-click, POST /api/v1/track/click, POST /bench/bare-sale and
+POST /api/v1/track/sale with wrk. The two bare endpoints (tracking/bench_views.py) are plain Django views that
+write with the ORM, in one transaction, the rows a click and a commissioned sale write, from the same bodies.
+Every measured sale is a non-renewal sale of an attributed customer on a percent program with no hold, so each
+one creates a commission and its ledger credit; the run counts them afterwards and reports any sale without
+one. Prints a table and the targets, and writes bench/results/latest.json. Exits 0 whether or not the targets
+are met; non-zero only when the harness itself could not run.
 
 Environment: BENCH_SECONDS (15), BENCH_CONNECTIONS (32), BENCH_WORKERS (2), BENCH_THREADS (unset: sync
 workers; N: gthread workers with N threads), BENCH_WARMUP (2 seconds per endpoint, not measured; 0: none).
@@ -38,13 +41,15 @@ BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 DB_NAME = "svc_bench"
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-ENDPOINTS = ("trivial", "click", "sale")
+ENDPOINTS = ("trivial", "bare-click", "click", "bare-sale", "sale")
 WRK_THREADS = 2
 CUSTOMER_POOL = 200
 CHROME_UA = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
 )
 MIN_RATIO = {"click": 0.14, "sale": 0.12}
+# Each tracking endpoint against the bare write of its rows (issue 13: click at least as fast, sale within 80%).
+MIN_BARE_RATIO = {"click": 1.0, "sale": 0.8}
 MAX_P99_MS = 60.0
 BUSY_LOAD = 0.5
 
@@ -263,15 +268,21 @@ def endpoint_plans(base: str, demo: dict, wanted: list[str]) -> dict[str, dict]:
         url = f"{base}/bench/trivial"
         expect_200("trivial", url)
         plans["trivial"] = {"url": url}
-    if "click" in wanted:
-        url = f"{base}/api/v1/track/click"
-        body = click_body(demo["links"]["main"])
-        expect_200("click", url, body)
-        plans["click"] = {"url": url, "script": "click.lua", "script_args": lambda: [json.dumps(body)]}
+    body = click_body(demo["links"]["main"])
+    for name, url in (("bare-click", f"{base}/bench/bare-click"), ("click", f"{base}/api/v1/track/click")):
+        if name in wanted:
+            expect_200(name, url, body)
+            plans[name] = {"url": url, "script": "click.lua", "script_args": lambda: [json.dumps(body)]}
+    if "sale" in wanted or "bare-sale" in wanted:
+        click_ids = customer_pool(base, demo["links"]["instant"])
+    if "bare-sale" in wanted:
+        plans["bare-sale"] = sale_plan(f"{base}/bench/bare-sale", click_ids, {})
+        bare_sale = {"transaction_id": f"check-{secrets.token_hex(8)}", "amount_cents": 4900, "click_id": click_ids[0]}
+        if expect_200("bare-sale", plans["bare-sale"]["url"], bare_sale).get("commission_id") is None:
+            fail("bare-sale: the checked sale created no commission")
     if "sale" in wanted:
         url = f"{base}/api/v1/track/sale"
         auth = {"Authorization": f"Bearer {demo['programs']['instant']['api_key']}"}
-        click_ids = customer_pool(base, demo["links"]["instant"])
         first_sale = {
             "transaction_id": f"check-{secrets.token_hex(8)}",
             "amount_cents": 4900,
@@ -279,21 +290,21 @@ def endpoint_plans(base: str, demo: dict, wanted: list[str]) -> dict[str, dict]:
         }
         if expect_200("sale", url, first_sale, auth).get("commission_id") is None:
             fail("sale: the checked sale created no commission, so the benchmark would not measure commissions")
-        plan: dict = {
-            "url": url,
-            "script": "sale.lua",
-            "headers": [f"{k}: {v}" for k, v in auth.items()],
-        }
-
-        def sale_args() -> list[str]:
-            # A fresh prefix per wrk run keeps transaction ids unique across warm-up and measured runs; the
-            # last one names the measured run's sales for the commission count.
-            plan["transaction_prefix"] = secrets.token_hex(6)
-            return [plan["transaction_prefix"], str(WRK_THREADS), *click_ids]
-
-        plan["script_args"] = sale_args
-        plans["sale"] = plan
+        plans["sale"] = sale_plan(url, click_ids, auth)
     return plans
+
+
+def sale_plan(url: str, click_ids: list[str], headers: dict[str, str]) -> dict:
+    plan: dict = {"url": url, "script": "sale.lua", "headers": [f"{k}: {v}" for k, v in headers.items()]}
+
+    def sale_args() -> list[str]:
+        # A fresh prefix per wrk run keeps transaction ids unique across warm-up and measured runs; the
+        # last one names the measured run's sales for the commission count.
+        plan["transaction_prefix"] = secrets.token_hex(6)
+        return [plan["transaction_prefix"], str(WRK_THREADS), *click_ids]
+
+    plan["script_args"] = sale_args
+    return plan
 
 
 def sale_commissions(env: dict[str, str], transaction_prefix: str, settle_seconds: float = 5.0) -> dict[str, int]:
@@ -363,6 +374,21 @@ def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
                 "note": "" if clean else "run had errors",
             }
         )
+    for name, minimum in MIN_BARE_RATIO.items():
+        bare = results.get(f"bare-{name}")
+        if name not in results or bare is None:
+            continue
+        ratio = results[name]["requests_per_sec"] / bare["requests_per_sec"]
+        ratios[f"{name}/bare-{name}"] = round(ratio, 4)
+        clean = not has_errors(results[name]) and not has_errors(bare)
+        targets.append(
+            {
+                "target": f"{name}/bare-{name} >= {minimum}",
+                "value": round(ratio, 4),
+                "passed": clean and ratio >= minimum,
+                "note": "" if clean else "run had errors",
+            }
+        )
     if "sale" in results and "commissions" in results["sale"]:
         counted = results["sale"]["commissions"]
         targets.append(
@@ -418,17 +444,17 @@ def print_report(results: dict[str, dict], ratios: dict[str, float], targets: li
         f"load average before {config['load_before']}"
     )
     columns = ("req/s", "p50 ms", "p99 ms", "requests", "non-2xx", "sock err")
-    print(f"{'endpoint':<10}" + "".join(f"{c:>10}" for c in columns))
+    print(f"{'endpoint':<12}" + "".join(f"{c:>10}" for c in columns))
     for name, r in results.items():
         flag = "  <-- ERRORS" if has_errors(r) else ""
         print(
-            f"{name:<10}{r['requests_per_sec']:>10.1f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}"
+            f"{name:<12}{r['requests_per_sec']:>10.1f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}"
             f"{r['requests']:>10}{r['non_2xx']:>10}{sum(r['socket_errors'].values()):>10}{flag}"
         )
     if ratios:
         print()
     for ratio_name, value in ratios.items():
-        print(f"{ratio_name:<16}{value:.3f}")
+        print(f"{ratio_name:<18}{value:.3f}")
     for t in targets:
         note = f"  ({t['note']})" if t["note"] else ""
         print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']:<32} measured {t['value']}{note}")

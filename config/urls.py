@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from core.views import ErrorReferenceView, TrivialApi, healthz
+from tracking.bench_views import bare_click, bare_sale
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -24,4 +25,8 @@ urlpatterns = [
 ]
 
 if settings.BENCH_TRIVIAL_ENDPOINT:
-    urlpatterns.append(path("bench/trivial", TrivialApi.as_view()))
+    urlpatterns += [
+        path("bench/trivial", TrivialApi.as_view()),
+        path("bench/bare-click", bare_click),
+        path("bench/bare-sale", bare_sale),
+    ]

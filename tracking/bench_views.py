@@ -1,0 +1,152 @@
+"""The bare-write baselines of `make bench`, routed only when BENCH_TRIVIAL_ENDPOINT is on (config/urls.py).
+
+Plain Django views (no DRF, no key, no rate limit, no validation) that write with the ORM, in one transaction,
+the rows a real call writes: what the tracking API costs on top of its writes is the ratio of the two.
+- POST /bench/bare-click, the click's body: a customer, its click event and the link counter UPDATE
+  ("2 INSERT + 1 UPDATE").
+- POST /bench/bare-sale, the sale's body (transaction_id, amount_cents, click_id of a customer on a percent
+  program without a hold): the sale, its approved commission, the commission's ledger credit and the
+  partner-program sales and revenue UPDATE, the rows a commissioned repeat sale writes.
+What a real call reads (the link, the key, the customer) is read here once per process and kept."""
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import parse_qs, urlsplit
+
+from django.db import transaction
+from django.db.models import F
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from commissions.calculations import commission_amount
+from commissions.models import Commission, CommissionStatus, LedgerEntry
+from programs.models import PartnerProgram, ReferralLink
+
+from .models import ClickEvent, Customer, SaleEvent
+from .services.common import new_click_id
+
+
+@dataclass(frozen=True)
+class _Link:
+    pk: int
+    partner_id: int
+    program_id: int
+
+
+@dataclass(frozen=True)
+class _Buyer:
+    customer_id: int
+    click_id: str
+    partner_id: int
+    program_id: int
+    commission_type: str
+    commission_rate: Decimal
+
+
+_links: dict[str, _Link] = {}
+_buyers: dict[str, _Buyer] = {}
+
+
+def _link(code: str) -> _Link:
+    if code not in _links:
+        link = ReferralLink.objects.get(short_link=code)
+        _links[code] = _Link(pk=link.pk, partner_id=link.partner_id, program_id=link.program_id)
+    return _links[code]
+
+
+def _buyer(click_id: str) -> _Buyer:
+    if click_id not in _buyers:
+        customer = Customer.objects.select_related("program").get(click_id=click_id)
+        assert customer.first_partner_id is not None
+        _buyers[click_id] = _Buyer(
+            customer_id=customer.pk,
+            click_id=customer.click_id,
+            partner_id=customer.first_partner_id,
+            program_id=customer.program_id,
+            commission_type=customer.program.commission_type,
+            commission_rate=customer.program.commission_rate,
+        )
+    return _buyers[click_id]
+
+
+@csrf_exempt
+@require_POST
+def bare_click(request: HttpRequest) -> JsonResponse:
+    body = json.loads(request.body)
+    link = _link(parse_qs(urlsplit(body["affiliate_url"]).query)["aff"][0])
+    now = timezone.now()
+    with transaction.atomic():
+        customer = Customer.objects.create(
+            program_id=link.program_id,
+            click_id=new_click_id(link.program_id),
+            first_partner_id=link.partner_id,
+            first_link_id=link.pk,
+            first_clicked_at=now,
+            last_clicked_at=now,
+            created_at=now,
+        )
+        ClickEvent.objects.create(
+            program_id=link.program_id,
+            partner_id=link.partner_id,
+            link_id=link.pk,
+            customer=customer,
+            click_id=customer.click_id,
+            session_id=body.get("session_id", ""),
+            page_url=body.get("page_url", ""),
+            referrer_url=body.get("referrer_url", ""),
+            user_agent=body.get("user_agent", ""),
+            click_timestamp=now,
+            created_at=now,
+        )
+        ReferralLink.objects.filter(pk=link.pk).update(clicks=F("clicks") + 1, last_clicked=now)
+    return JsonResponse({"success": True, "click_id": customer.click_id})
+
+
+@csrf_exempt
+@require_POST
+def bare_sale(request: HttpRequest) -> JsonResponse:
+    body = json.loads(request.body)
+    buyer = _buyer(body["click_id"])
+    amount = int(body["amount_cents"])
+    now = timezone.now()
+    with transaction.atomic():
+        sale = SaleEvent.objects.create(
+            program_id=buyer.program_id,
+            customer_id=buyer.customer_id,
+            partner_id=buyer.partner_id,
+            click_id=buyer.click_id,
+            processor_event_id=body["transaction_id"],
+            amount_cents=amount,
+            attributed_by="click_id",
+            sale_date=now,
+            created_at=now,
+        )
+        commission = Commission.objects.create(
+            program_id=buyer.program_id,
+            partner_id=buyer.partner_id,
+            sale=sale,
+            customer_id=buyer.customer_id,
+            amount_cents=commission_amount(
+                sale_amount=amount, commission_type=buyer.commission_type, rate=buyer.commission_rate
+            ),
+            status=CommissionStatus.APPROVED,
+            credited=True,
+            approved_at=now,
+            hold_until=now,
+            created_at=now,
+        )
+        LedgerEntry.objects.create(
+            partner_id=buyer.partner_id,
+            program_id=buyer.program_id,
+            commission=commission,
+            kind=LedgerEntry.Kind.CREDIT,
+            amount_cents=commission.amount_cents,
+            memo=f"Commission #{commission.pk} approved",
+        )
+        PartnerProgram.objects.filter(partner_id=buyer.partner_id, program_id=buyer.program_id).update(
+            sales=F("sales") + 1, revenue_cents=F("revenue_cents") + amount
+        )
+    return JsonResponse({"success": True, "sale_id": sale.pk, "commission_id": commission.pk})
