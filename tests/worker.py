@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,23 @@ def celery_worker_process(transactional_db):
         pytest.skip("needs REDIS_URL")
     queue = f"test-{uuid.uuid4().hex[:8]}"
     database = connection.settings_dict
+    database_url = f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
+    with celery_worker_running(queue=queue, database_url=database_url, redis_url=redis_url) as worker:
+        celery_app.conf.task_always_eager = False
+        celery_app.conf.task_default_queue = queue
+        try:
+            yield worker
+        finally:
+            celery_app.conf.task_always_eager, celery_app.conf.task_default_queue = previous
+
+
+@contextmanager
+def celery_worker_running(*, queue: str, database_url: str, redis_url: str) -> Iterator[subprocess.Popen]:
+    """A worker consuming only `queue`, yielded once it answers a ping; stopped when the block ends."""
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "CELERY_QUEUE": queue,
         "CELERY_TASK_ALWAYS_EAGER": "false",
@@ -60,7 +76,6 @@ def celery_worker_process(transactional_db):
         stderr=subprocess.STDOUT,
         text=True,
     )
-    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
     try:
         node = f"{queue}@{socket.gethostname()}"
         if not wait_for(
@@ -69,11 +84,8 @@ def celery_worker_process(transactional_db):
         ):
             log.seek(0)
             raise RuntimeError(f"Celery worker did not start:\n{log.read()[-4000:]}")
-        celery_app.conf.task_always_eager = False
-        celery_app.conf.task_default_queue = queue
         yield worker
     finally:
-        celery_app.conf.task_always_eager, celery_app.conf.task_default_queue = previous
         worker.terminate()
         try:
             worker.wait(timeout=15)
