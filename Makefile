@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint fmt migrate worker beat install demo
+.PHONY: run test bench bench-scale lint fmt migrate worker beat install demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+bench-scale: $(STAMP)
+	$(BIN)/python bench/scale.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
