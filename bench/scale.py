@@ -596,6 +596,44 @@ def reads(setup: Setup) -> dict[str, str]:
     }
 
 
+def totals_check(db_url: str, setup: Setup) -> dict[str, Any]:
+    """The performance API's 30-day totals against a recount of the raw events: every loaded event lies in the
+    window, so they must match (a difference means the rollups or the loader are wrong)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(pk=setup.owner_id))
+    url = reads(setup)["performance (30 days)"]
+    response = client.get(url)
+    if response.status_code != 200:
+        fail(f"GET {url} answered {response.status_code}, not 200")
+    reported = {name: response.json()["data"]["totals"][name] for name in TOTALS}
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(RECOUNT, {"program": setup.program_id}).fetchone()
+    assert row is not None
+    recounted = dict(zip(TOTALS, (int(value or 0) for value in row), strict=True))
+    match = reported == recounted
+    if not match:
+        say(f"  WARNING: performance totals {reported} differ from a recount of the events {recounted}")
+    return {"match": match, "reported": reported, "recounted": recounted}
+
+
+TOTALS = ("clicks", "leads", "sales", "revenue_cents", "commission_cents")
+# Live clicks, settled live leads, attributed live sales, their amounts, and what their commissions still pay
+# (commissions.selectors.payable_cents).
+RECOUNT = """
+SELECT (SELECT count(*) FROM tracking_clickevent WHERE program_id = %(program)s AND NOT is_test),
+       (SELECT count(*) FROM tracking_leadevent WHERE program_id = %(program)s AND NOT is_test AND NOT provisional),
+       (SELECT count(*) FROM tracking_saleevent WHERE program_id = %(program)s AND NOT is_test AND attributed),
+       (SELECT sum(amount_cents) FROM tracking_saleevent WHERE program_id = %(program)s AND NOT is_test AND attributed),
+       (SELECT sum(CASE WHEN c.status = 'reversed' OR (c.status = 'refunded' AND NOT c.credited) THEN 0
+                        ELSE c.amount_cents - c.deducted_cents END)
+        FROM commissions_commission AS c JOIN tracking_saleevent AS s ON s.id = c.sale_id
+        WHERE s.program_id = %(program)s AND NOT s.is_test AND s.attributed)
+"""
+
+
 def time_reads(setup: Setup) -> dict[str, dict[str, Any]]:
     """Each read as the signed-in owner: one warm-up (its statements counted), then the median of RUNS."""
     from django.contrib.auth import get_user_model
@@ -737,6 +775,7 @@ def main() -> None:
             seconds: dict[str, float | None] = {name: round(value, 1) for name, value in timings.items()}
             seconds["rollup_update_s"] = None if rollup_s is None else round(rollup_s, 1)
             steps.append({"events": size, "seconds": seconds, "reads": time_reads(setup)})
+            steps[-1]["performance_totals"] = totals_check(db_url, setup)
     verdict = verdicts(steps)
     print_table(steps, verdict)
     report = {

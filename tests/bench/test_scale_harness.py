@@ -70,4 +70,5 @@ def test_the_harness_loads_both_sizes_and_times_every_read(tmp_path):
         assert set(step["reads"]) == set(READS)
         assert all(read["status"] == 200 and read["median_ms"] > 0 for read in step["reads"].values())
         assert step["seconds"]["load_s"] > 0
+        assert step["performance_totals"]["match"], step["performance_totals"]
     assert set(report["verdicts"]) == set(READS)
