@@ -7,19 +7,49 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.sql import insert_pair, insert_pair_supported
+
 from .models import Commission, CommissionStatus, LedgerEntry
 
+CREDIT_MEMO = "Commission #{pk} approved"
 
-def ledger_credit(commission: Commission) -> None:
-    LedgerEntry.objects.create(
+
+def _credit_entry(commission: Commission) -> LedgerEntry:
+    return LedgerEntry(
         partner_id=commission.partner_id,
         program_id=commission.program_id,
         commission=commission,
         kind=LedgerEntry.Kind.CREDIT,
         amount_cents=commission.amount_cents,
         currency=commission.currency,
-        memo=f"Commission #{commission.pk} approved",
+        memo=CREDIT_MEMO.format(pk=commission.pk),
     )
+
+
+def ledger_credit(commission: Commission) -> None:
+    _credit_entry(commission).save(force_insert=True)
+
+
+def commission_insert_credited(commission: Commission) -> None:
+    """Inserts a new approved commission with its ledger credit; the two commit together. On PostgreSQL they are
+    one statement (no transaction of its own needed); elsewhere a transaction (a savepoint inside the caller's)."""
+    if not insert_pair_supported():
+        # Inside the caller's transaction no savepoint is needed: a failure undoes both with it.
+        with transaction.atomic(savepoint=False):
+            commission.save(force_insert=True)
+            ledger_credit(commission)
+        return
+    before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
+    insert_pair(
+        commission,
+        _credit_entry(commission),
+        refers={"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"},
+    )
+
+
+def _sql_text(text: str) -> str:
+    """A constant as an SQL string literal (quotes doubled; a % doubled, as the driver reads %s)."""
+    return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
 def _approve(commission: Commission, now: datetime) -> None:

@@ -14,7 +14,7 @@ from core import messages
 from core.tasks import enqueue
 from programs.models import RECURRING_TYPES, Partner, Program
 
-from .approval import ledger_credit
+from .approval import commission_insert_credited
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
@@ -64,7 +64,8 @@ def commission_settle(
 ) -> SaleCommission:
     """Gives an attributed live sale its commission, inside the transaction of the caller
     (tracking.services.settlement.commission_create_for_sale, which also converts the customer and records a
-    refusal on the sale).
+    refusal on the sale; it opens none when what is written here is one statement: see
+    commission_insert_credited).
 
     Decides with the sale's product policy (commission_refusal: percent/fixed pay every sale but renewals;
     recurring_* pay every sale within duration_months of the customer's first commissioned sale) at the sale's
@@ -86,7 +87,7 @@ def commission_settle(
         return SaleCommission(commission=None, no_commission=refusal)
     instant = program.hold_days == 0
     amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
-    commission = Commission.objects.create(
+    commission = Commission(
         program=program,
         partner_id=sale.partner_id,
         sale_id=sale.pk,
@@ -100,7 +101,9 @@ def commission_settle(
         created_at=now,
     )
     if instant:
-        ledger_credit(commission)
+        commission_insert_credited(commission)
+    else:
+        commission.save(force_insert=True)
     return SaleCommission(commission=commission, created=True)
 
 

@@ -53,6 +53,7 @@ _buyers: dict[str, _Buyer] = {}
 def _link(code: str) -> _Link:
     if code not in _links:
         link = ReferralLink.objects.get(short_link=code)
+        assert link.partner_id is not None and link.program_id is not None  # the demo's links are configured
         _links[code] = _Link(pk=link.pk, partner_id=link.partner_id, program_id=link.program_id)
     return _links[code]
 

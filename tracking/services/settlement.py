@@ -2,6 +2,7 @@
 reconciler all come here. Tracking owns the sale and its customer (conversion, the recorded reason a sale
 pays nothing); commissions owns the policy and the money (commissions.services.commission_settle)."""
 
+from contextlib import nullcontext
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -9,6 +10,7 @@ from django.db import IntegrityError, transaction
 from commissions.calculations import NoCommission
 from commissions.models import Commission
 from commissions.services import SaleCommission, commission_settle
+from core.sql import insert_pair_supported
 from programs.models import Program
 
 from ..models import Customer, CustomerStatus, SaleEvent
@@ -25,8 +27,17 @@ def commission_create_for_sale(
     is returned as it is (created False). `now` is when the commission is created and its hold starts."""
     if sale.no_commission_reason:
         return SaleCommission(commission=None, no_commission=NoCommission(sale.no_commission_reason))
+    # A repeat sale (the customer is converted already) writes one statement: the commission with its
+    # credit, or the reason on the sale. On PostgreSQL that statement is atomic by itself, so it runs
+    # without BEGIN and COMMIT; a first sale locks the customer, and SQLite writes the credit apart, in a
+    # transaction. Inside a caller's transaction, a savepoint keeps a duplicate from breaking it.
+    one_statement = (
+        insert_pair_supported()
+        and not transaction.get_connection().in_atomic_block
+        and not customer_conversion_due(customer=customer, sale_at=sale.sale_date)
+    )
     try:
-        with transaction.atomic():
+        with nullcontext() if one_statement else transaction.atomic():
             first_sale_at = customer_convert(customer=customer, sale_at=sale.sale_date)
             settled = commission_settle(
                 sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now
@@ -55,3 +66,8 @@ def customer_convert(*, customer: Customer, sale_at: datetime) -> datetime:
         first_sale_at = sale_at
     customer.first_sale_at = first_sale_at
     return first_sale_at
+
+
+def customer_conversion_due(*, customer: Customer, sale_at: datetime) -> bool:
+    """Whether a sale at sale_at may be the customer's first (customer_convert then locks the customer)."""
+    return customer.first_sale_at is None or customer.first_sale_at > sale_at
