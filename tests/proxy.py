@@ -6,9 +6,10 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -78,3 +79,39 @@ def _wait_until_up(proxy: subprocess.Popen, url: str, log: Path) -> None:
             pass
         time.sleep(0.1)
     pytest.fail(f"haproxy did not answer within {BOOT_SECONDS} s:\n{log.read_text()[-3000:]}")
+
+
+@contextmanager
+def all_entered(*managers: AbstractContextManager) -> Iterator[list]:
+    """Enters the context managers at once, each in a thread of its own, and yields their values in order; on
+    leaving, exits them at once. Servers that take seconds to start and stop do so side by side."""
+    values: list = [None] * len(managers)
+    errors: list[BaseException] = []
+    entered = threading.Barrier(len(managers) + 1)
+    leave = threading.Event()
+
+    def hold(index: int, manager: AbstractContextManager) -> None:
+        try:
+            with manager as value:
+                values[index] = value
+                entered.wait()
+                leave.wait()
+        except BaseException as error:  # reported by the caller's thread
+            errors.append(error)
+            entered.abort()
+
+    threads = [threading.Thread(target=hold, args=item) for item in enumerate(managers)]
+    for thread in threads:
+        thread.start()
+    try:
+        try:
+            entered.wait()
+        except threading.BrokenBarrierError:
+            pass
+        if errors:
+            raise errors[0]
+        yield values
+    finally:
+        leave.set()
+        for thread in threads:
+            thread.join()

@@ -11,7 +11,7 @@ import secrets
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -26,7 +26,7 @@ from programs.models import Program, Role
 from tests.factories import CustomerFactory, MembershipFactory, ProgramFactory, ReferralLinkFactory, UserFactory
 from tests.gunicorn import gunicorn_serving
 from tests.helpers import assert_rate_limited, run_together
-from tests.proxy import haproxy_binary, haproxy_serving
+from tests.proxy import all_entered, haproxy_binary, haproxy_serving
 from tests.worker import celery_worker_running, wait_for
 
 from .conftest import _test_database_url, loopback_with_a_full_window, send_concurrently, sign_in
@@ -66,12 +66,14 @@ class Layout:
 
 
 @contextmanager
-def two_instances_behind_haproxy(
-    directory: Path, *, ratelimit_shared: bool, celery_queue: str, redis_url: str
-) -> Iterator[Layout]:
+def two_instances_behind_haproxy(directory: Path, *, ratelimit_shared: bool, celery_worker: bool) -> Iterator[Layout]:
+    """Two instances (and the Celery worker they send tasks to, if asked), started side by side, then HAProxy."""
     haproxy_binary()  # before anything starts: skip or fail at once without it
+    redis_url = os.environ["REDIS_URL"]  # the `worker` marker skips these tests without it
+    database_url = _test_database_url()
+    queue = f"test-{uuid.uuid4().hex[:8]}"
     common = {
-        "DATABASE_URL": _test_database_url(),
+        "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "DEBUG": "true",
         # What docs/deploy.md requires of every instance: one signing key, the proxy trusted for one hop.
@@ -81,64 +83,44 @@ def two_instances_behind_haproxy(
         "RATELIMIT_ENABLE": "true",
         "RATELIMIT_SCALE": "1",
         "PUBLIC_BASE_URL": "",
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CELERY_QUEUE": celery_queue,
+        "CELERY_TASK_ALWAYS_EAGER": "false" if celery_worker else "true",
+        "CELERY_QUEUE": queue,
         # The test process stores users with the fast test hasher.
         "FAST_PASSWORD_HASHER": "true",
     }
     access_log_format = ("--access-logformat", '%(p)s %(s)s "%(r)s"')
     run = secrets.token_hex(4)  # fresh instance ids: no count left in Redis by an earlier run
-    with ExitStack() as stack:
-        instances = []
-        for name in ("a", "b"):
-            log = directory / f"gunicorn-{name}.log"
-            env = {**common, "INSTANCE_ID": f"web-{name}-{run}"}
-            url = stack.enter_context(gunicorn_serving(env=env, log=log, workers=WORKERS, extra_args=access_log_format))
-            instances.append(Instance(url=url, log=log))
-        a, b = instances
-        proxy = stack.enter_context(haproxy_serving(app_urls=(a.url, b.url), log=directory / "haproxy.log"))
-        yield Layout(proxy=proxy, instances=(a, b))
-
-
-def _redis_url() -> str:
-    return os.environ["REDIS_URL"]  # the `worker` marker skips these tests without it
+    logs = [directory / f"gunicorn-{name}.log" for name in ("a", "b")]
+    servers = [
+        gunicorn_serving(
+            env={**common, "INSTANCE_ID": f"web-{name}-{run}"}, log=log, workers=WORKERS, extra_args=access_log_format
+        )
+        for name, log in zip(("a", "b"), logs, strict=True)
+    ]
+    workers = [celery_worker_running(queue=queue, database_url=database_url, redis_url=redis_url)] * celery_worker
+    with all_entered(*servers, *workers) as (url_a, url_b, *_):
+        with haproxy_serving(app_urls=(url_a, url_b), log=directory / "haproxy.log") as proxy:
+            yield Layout(proxy=proxy, instances=(Instance(url_a, logs[0]), Instance(url_b, logs[1])))
 
 
 @pytest.fixture(scope="module")
-def celery_queue(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """A real worker on a queue of its own: the instances send it the refund notifications."""
-    queue = f"test-{uuid.uuid4().hex[:8]}"
+def layout(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Layout]:
+    """Rate limits per instance; a real worker takes the refund notifications the instances send."""
     with django_db_blocker.unblock():
-        with celery_worker_running(queue=queue, database_url=_test_database_url(), redis_url=_redis_url()):
-            yield queue
-
-
-@pytest.fixture(scope="module")
-def layout(celery_queue, django_db_blocker, tmp_path_factory) -> Iterator[Layout]:
-    with django_db_blocker.unblock():
-        with two_instances_behind_haproxy(
-            tmp_path_factory.mktemp("two-instances"),
-            ratelimit_shared=False,
-            celery_queue=celery_queue,
-            redis_url=_redis_url(),
-        ) as started:
+        directory = tmp_path_factory.mktemp("two-instances")
+        with two_instances_behind_haproxy(directory, ratelimit_shared=False, celery_worker=True) as started:
             yield started
 
 
 @pytest.fixture(scope="module")
 def shared_layout(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Layout]:
-    redis_url = _redis_url()
     # Shared counts live under one fixed prefix: none may be left from an earlier run in the same minute.
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
     for key in client.scan_iter("ratelimit:shared:*"):
         client.delete(key)
     with django_db_blocker.unblock():
-        with two_instances_behind_haproxy(
-            tmp_path_factory.mktemp("two-instances-shared"),
-            ratelimit_shared=True,
-            celery_queue=f"unused-{uuid.uuid4().hex[:8]}",
-            redis_url=redis_url,
-        ) as started:
+        directory = tmp_path_factory.mktemp("two-instances-shared")
+        with two_instances_behind_haproxy(directory, ratelimit_shared=True, celery_worker=False) as started:
             yield started
 
 
@@ -188,8 +170,9 @@ def _clicks(
     making, which must not count: HAProxy appends the address it saw and TRUSTED_PROXY_COUNT=1 takes that one.
     Straight to an instance no proxy appends, so an instance trusts a forged value (in production only the proxy
     reaches them); without one it falls back to REMOTE_ADDR."""
-    link = ReferralLinkFactory()
-    body = {"affiliate_url": f"https://{link.program.domain}/?aff={link.short_link}"}
+    program = ProgramFactory.create()
+    link = ReferralLinkFactory.create(program=program)
+    body = {"affiliate_url": f"https://{program.domain}/?aff={link.short_link}"}
     transport = httpx.HTTPTransport(local_address=address)
     with httpx.Client(base_url=base_url, transport=transport, timeout=15) as client:
         return send_concurrently(
@@ -250,7 +233,7 @@ COMMISSION_CENTS = 2000  # 20 %
 
 def _program_with_a_customer() -> Program:
     """20 % commissions credited at once (no hold), and a clicked customer `user-1` to attribute sales to."""
-    program = ProgramFactory(commission_type="percent", commission_rate=Decimal("20"), hold_days=0)
+    program = ProgramFactory.create(commission_type="percent", commission_rate=Decimal("20"), hold_days=0)
     CustomerFactory(link=ReferralLinkFactory(program=program), customer_key="user-1")
     return program
 
@@ -311,7 +294,7 @@ def test_a_sale_and_its_refunds_racing_through_the_proxy_leave_one_consistent_co
     refunds = [
         {"transaction_id": "txn-race", "refund_amount_cents": 1000 + 250 * n, "refund_id": f"re-{n}"} for n in range(3)
     ]
-    # The sale twice and each refund twice, all at once; round robin sends each pair to both instances.
+    # The sale twice and each refund twice, all at once; round robin spreads them over both instances.
     calls = [("/api/v1/track/sale", sale)] * 2 + [("/api/v1/track/refund", body) for body in refunds for _ in range(2)]
 
     responses = run_together(len(calls), lambda n: _post(layout.proxy, key, *calls[n]))
