@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from commissions.calculations import round_half_up
-from commissions.models import Commission, LedgerEntry, Notification
+from commissions.models import Commission, LedgerEntry, Notification, NotificationOutbox
 from programs.models import Program, Role
 from tests.factories import CustomerFactory, MembershipFactory, ProgramFactory, ReferralLinkFactory, UserFactory
 from tests.gunicorn import gunicorn_serving
@@ -262,6 +262,19 @@ def _assert_one_consistent_commission(transaction_id: str, *, refunded: int) -> 
     return commission
 
 
+def _assert_the_worker_notified_once_per_refund(commission: Commission, *, refunds: int) -> None:
+    """Each applied refund wrote one outbox row, and the worker delivered each as one partner notice. Waiting
+    for it also keeps the worker's writes out of the test database's flush after the test."""
+
+    def delivered() -> tuple[int, int, int]:
+        outbox = NotificationOutbox.objects.filter(commission=commission)
+        notices = Notification.objects.filter(commission=commission, audience="partner")
+        return outbox.count(), outbox.filter(delivered_at__isnull=False).count(), notices.count()
+
+    wait_for(lambda: delivered() == (refunds,) * 3)
+    assert delivered() == (refunds,) * 3, "(outbox rows, delivered, partner notices)"
+
+
 def test_a_sale_on_one_instance_and_its_refunds_on_the_other_leave_one_consistent_commission(layout):
     program = _program_with_a_customer()
     key = program.raw_api_key
@@ -282,9 +295,7 @@ def test_a_sale_on_one_instance_and_its_refunds_on_the_other_leave_one_consisten
     assert (rest.json()["status"], rest.json()["deductionAmount"]) == ("reversed", 1500)
     commission = _assert_one_consistent_commission("txn-1", refunded=SALE_CENTS)
     assert commission.pk == sale.json()["commission_id"]
-    # The worker delivered a partner notice for each of the two refunds.
-    notices = wait_for(lambda: Notification.objects.filter(commission=commission, audience="partner").count() == 2)
-    assert notices, "the worker did not store the refund notifications"
+    _assert_the_worker_notified_once_per_refund(commission, refunds=2)
 
 
 def test_a_sale_and_its_refunds_racing_through_the_proxy_leave_one_consistent_commission(layout):
@@ -313,4 +324,7 @@ def test_a_sale_and_its_refunds_racing_through_the_proxy_leave_one_consistent_co
     # Sent again one by one, every refund is applied exactly once in all.
     for body in refunds:
         assert _post(layout.proxy, key, "/api/v1/track/refund", body).status_code == 200
-    _assert_one_consistent_commission("txn-race", refunded=sum(body["refund_amount_cents"] for body in refunds))
+    commission = _assert_one_consistent_commission(
+        "txn-race", refunded=sum(body["refund_amount_cents"] for body in refunds)
+    )
+    _assert_the_worker_notified_once_per_refund(commission, refunds=len(refunds))
