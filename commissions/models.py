@@ -47,7 +47,14 @@ class Commission(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["status", "hold_until"], name="commission_due")]
+        indexes = [
+            models.Index(fields=["status", "hold_until"], name="commission_due"),
+            # The dashboard's commissions list, newest first, whole or by status.
+            models.Index(fields=["program", "-created_at", "-id"], name="commission_program_time"),
+            models.Index(fields=["program", "status", "-created_at", "-id"], name="commission_program_status"),
+            # The rollup task finds the sales whose commission changed lately (tracking.rollups).
+            models.Index(fields=["updated_at"], name="commission_updated_at"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(amount_cents__gte=0), name="commission_amount_nonnegative"),
             models.CheckConstraint(

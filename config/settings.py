@@ -158,6 +158,21 @@ CELERY_BEAT_SCHEDULE = {
     "purge-request-log": {"task": "programs.purge_request_log", "schedule": 3600.0},
 }
 
+# --- Rollups (tracking.rollups) ---------------------------------------------------------------------
+# Seconds between rollup runs: how stale a report may be about changes to events already counted (a settled
+# lead, a refund, a void). New events are always counted at once (the reads add them live).
+ROLLUP_INTERVAL_SECONDS = env_int("ROLLUP_INTERVAL_SECONDS", 60, minimum=1)
+# An event is folded in only once it is this old, so that a transaction still open is not passed by.
+ROLLUP_SETTLE_SECONDS = env_int("ROLLUP_SETTLE_SECONDS", 30)
+# Raw clicks older than this many days are dropped daily (0: kept forever); the rollups keep their totals.
+RAW_CLICK_RETENTION_DAYS = env_int("RAW_CLICK_RETENTION_DAYS", 0)
+CELERY_BEAT_SCHEDULE["update-rollups"] = {
+    "task": "tracking.update_rollups",
+    "schedule": float(ROLLUP_INTERVAL_SECONDS),
+}
+if RAW_CLICK_RETENTION_DAYS:
+    CELERY_BEAT_SCHEDULE["prune-raw-clicks"] = {"task": "tracking.prune_clicks", "schedule": 86400.0}
+
 # --- Request log (programs.calllog) ----------------------------------------------------------------
 # Days a program API call stays in the log, and the most rows kept per program (the newest).
 REQUEST_LOG_RETENTION_DAYS = env_int("REQUEST_LOG_RETENTION_DAYS", 14)

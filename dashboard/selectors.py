@@ -4,18 +4,27 @@ reports aggregate in SQL, so no call grows with the size of the event tables."""
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Max, OuterRef, Q, Subquery
 
-from commissions.selectors import payable_cents
-from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Program
+from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, Program
 from programs.selectors import program_live_key_get, program_settings_data
-from tracking.models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
+from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
+from tracking.rollups import (
+    CLICK,
+    KIND_MODELS,
+    LEAD,
+    SALE,
+    TIME_FIELDS,
+    Watermarks,
+    rollup_read,
+    rollup_sums,
+    rows_with_delta,
+)
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
 EVENT_TYPES = ("click", "lead", "conversion")
@@ -258,62 +267,65 @@ def _empty_row() -> dict[str, int]:
     return {"clicks": 0, "leads": 0, "sales": 0, "revenue_cents": 0, "commission_cents": 0}
 
 
+# The report's numbers and the rollup columns they come from: settled leads, attributed sales.
+_PERFORMANCE_COLUMNS = {
+    "clicks": "clicks",
+    "leads": "leads",
+    "sales": "attributed_sales",
+    "revenue_cents": "revenue_cents",
+    "commission_cents": "commission_cents",
+}
+
+
 def tracking_performance_get(*, program: Program, date_from: date, date_to: date) -> dict[str, Any]:
     """Live clicks, settled live leads and attributed live sales per UTC day and per partner, over the
     inclusive range. Revenue is the sales' amount_cents; commission is what their commissions still pay
     (commissions.selectors.payable_cents, the definition every page uses).
     Amounts are summed as stored, whatever their currency.
-    Six grouped queries: clicks, leads and sales, each by day and by partner."""
+    Read from the daily rollups plus the live delta of the events not folded in yet (tracking.rollups): the
+    cost follows the days and partners in range, not the number of events."""
     window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
-    clicks = ClickEvent.objects.filter(Q(program=program, is_test=False) & window.q("click_timestamp"))
-    # A provisional lead is a browser signup still waiting for the server's confirmation: not counted yet.
-    leads = LeadEvent.objects.filter(Q(program=program, is_test=False, provisional=False) & window.q("lead_timestamp"))
-    sales = SaleEvent.objects.filter(Q(program=program, is_test=False, attributed=True) & window.q("sale_date"))
-    sale_sums = {
-        "sales": Count("id"),
-        "revenue_cents": Sum("amount_cents"),
-        "commission_cents": Sum(payable_cents("commission__")),
-    }
+    live = Q(program=program, is_test=False)
 
+    def read(marks: Watermarks) -> list[dict[str, Any]]:
+        rollups = DailyRollup.objects.filter(program=program, is_test=False, day__gte=date_from, day__lte=date_to)
+        deltas = {
+            kind: KIND_MODELS[kind].objects.filter(live & window.q(TIME_FIELDS[kind])) for kind in (CLICK, LEAD, SALE)
+        }
+        return list(rows_with_delta(marks, rollup_sums(rollups, "day", "partner_id"), deltas))
+
+    rows = rollup_read(read)
+    names = dict(
+        Partner.objects.filter(pk__in={row["partner_id"] for row in rows if row["partner_id"]}).values_list(
+            "pk", "name"
+        )
+    )
     days: dict[date, dict[str, int]] = {}
     day = date_from
     while day <= date_to:
         days[day] = _empty_row()
         day += timedelta(days=1)
     partners: dict[int | None, dict[str, Any]] = {}
-
-    def partner_row(row: Mapping[str, Any]) -> dict[str, Any]:
-        found = partners.get(row["partner_id"])
+    for row in rows:
+        # A partner deleted since its events counts under "(no partner)", as its raw events name none.
+        partner_id = row["partner_id"] if row["partner_id"] in names else None
+        found = partners.get(partner_id)
         if found is None:
-            found = partners[row["partner_id"]] = {
-                "partner_id": row["partner_id"],
-                "partner_name": NO_PARTNER_NAME if row["partner_id"] is None else row["partner__name"],
+            found = partners[partner_id] = {
+                "partner_id": partner_id,
+                "partner_name": NO_PARTNER_NAME if partner_id is None else names[partner_id],
                 **_empty_row(),
             }
-        return found
-
-    def add(target: dict[str, Any], row: Mapping[str, Any], names: tuple[str, ...]) -> None:
-        for name in names:
-            target[name] += row[name] or 0
-
-    for queryset, time_field, sums in (
-        (clicks, "click_timestamp", {"clicks": Count("id")}),
-        (leads, "lead_timestamp", {"leads": Count("id")}),
-        (sales, "sale_date", sale_sums),
-    ):
-        names = tuple(sums)
-        by_day = queryset.annotate(day=TruncDate(time_field, tzinfo=UTC)).order_by().values("day").annotate(**sums)
-        for day_sums in by_day:
-            add(days[day_sums["day"]], day_sums, names)
-        for partner_sums in queryset.order_by().values("partner_id", "partner__name").annotate(**sums):
-            add(partner_row(partner_sums), partner_sums, names)
+        for target in (days[row["day"]], found):
+            for name, column in _PERFORMANCE_COLUMNS.items():
+                target[name] += row[column] or 0
 
     totals = _empty_row()
     for day_row in days.values():
         for name in totals:
             totals[name] += day_row[name]
     by_partner = sorted(
-        partners.values(),
+        (row for row in partners.values() if any(row[name] for name in _PERFORMANCE_COLUMNS)),
         # Ties: more sales, more clicks, then by id, the deleted partners' row last.
         key=lambda row: (
             -row["revenue_cents"],

@@ -22,9 +22,10 @@ from django.views.decorators.http import require_safe
 from rest_framework.exceptions import ValidationError
 
 from commissions.models import Commission, CommissionStatus
-from commissions.selectors import commission_payable_by_partner, commissions_with_money
+from commissions.selectors import commissions_with_money
 from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
+from core.pagination import CappedPaginator
 from core.urls import public_url
 from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer, present
 from dashboard.selectors import api_calls_list
@@ -44,6 +45,13 @@ from programs.models import (
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
 from tracking.explain import customer_explain, sale_explain
+from tracking.rollups import (
+    Watermarks,
+    clicks_not_on_counters,
+    partner_commission_cents,
+    rollup_read,
+    with_clicks_not_counted,
+)
 from tracking.services.tracker import tracker_script_tag
 
 if TYPE_CHECKING:
@@ -268,39 +276,54 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
         .select_related("partner")
         .order_by("-revenue_cents", "partner__name", "pk")
     )
-    page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
-    partner_ids = [enrolment.partner_id for enrolment in page]
-    # Commission money comes from the commissions (what they still pay after refunds), never from a counter.
-    payable = commission_payable_by_partner(program_id=program.pk, partner_ids=partner_ids)
-    links_by_partner: dict[int | None, list[ReferralLink]] = {}
-    for link in ReferralLink.objects.filter(program=program, partner_id__in=partner_ids).order_by("short_link"):
-        links_by_partner.setdefault(link.partner_id, []).append(link)
-    partners = [
-        {
-            "enrolment": enrolment,
-            "partner": enrolment.partner,
-            "revenue": money(enrolment.revenue_cents),
-            "commission": money(payable.get(enrolment.partner_id, 0)),
-            "links": links_by_partner.get(enrolment.partner_id, []),
-        }
-        for enrolment in page
-    ]
-    # Links that no enrolled partner owns (no partner, or a partner never enrolled): clicks on them are refused
-    # or unattributed, so they are worth seeing. Shown once, on the first page.
-    unenrolled: list[ReferralLink] = []
-    if page.number == 1:
-        enrolled = PartnerProgram.objects.filter(program=program).values("partner_id")
-        unenrolled = list(
-            ReferralLink.objects.filter(program=program)
-            .filter(Q(partner__isnull=True) | ~Q(partner_id__in=enrolled))
-            .select_related("partner")
-            .order_by("short_link")
-        )
-    return render(
-        request,
-        "dashboard/program_partners.html",
-        access.context(page=page, partners=partners, unenrolled_links=unenrolled),
-    )
+
+    # Counters and rollups are read together with the clicks and sales not in them yet (tracking.rollups), again
+    # if a rollup run commits meanwhile.
+    def read(marks: Watermarks) -> dict[str, Any]:
+        page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
+        partner_ids = [enrolment.partner_id for enrolment in page]
+        links = list(ReferralLink.objects.filter(program=program, partner_id__in=partner_ids).order_by("short_link"))
+        # Links that no enrolled partner owns (no partner, or a partner never enrolled): clicks on them are refused
+        # or unattributed, so they are worth seeing. Shown once, on the first page.
+        unenrolled: list[ReferralLink] = []
+        if page.number == 1:
+            enrolled = PartnerProgram.objects.filter(program=program).values("partner_id")
+            unenrolled = list(
+                ReferralLink.objects.filter(program=program)
+                .filter(Q(partner__isnull=True) | ~Q(partner_id__in=enrolled))
+                .select_related("partner")
+                .order_by("short_link")
+            )
+        more = clicks_not_on_counters(marks, program_id=program.pk)
+        by_partner: dict[int | None, list[dict[str, Any]]] = {}
+        by_link: dict[int | None, list[dict[str, Any]]] = {}
+        for row in more:
+            by_partner.setdefault(row["partner_id"], []).append(row)
+            by_link.setdefault(row["link_id"], []).append(row)
+        for link in (*links, *unenrolled):
+            counted = with_clicks_not_counted(link.clicks, link.last_clicked, by_link.get(link.pk, []))
+            link.clicks, link.last_clicked = counted.clicks, counted.last_clicked
+        links_by_partner: dict[int | None, list[ReferralLink]] = {}
+        for link in links:
+            links_by_partner.setdefault(link.partner_id, []).append(link)
+        # Commission money is what the commissions still pay after refunds (from the rollups), never a counter.
+        payable = partner_commission_cents(marks, program_id=program.pk, partner_ids=partner_ids)
+        partners = [
+            {
+                "enrolment": enrolment,
+                "partner": enrolment.partner,
+                "clicks": with_clicks_not_counted(
+                    enrolment.clicks, None, by_partner.get(enrolment.partner_id, [])
+                ).clicks,
+                "revenue": money(enrolment.revenue_cents),
+                "commission": money(payable.get(enrolment.partner_id, 0)),
+                "links": links_by_partner.get(enrolment.partner_id, []),
+            }
+            for enrolment in page
+        ]
+        return {"page": page, "partners": partners, "unenrolled_links": unenrolled}
+
+    return render(request, "dashboard/program_partners.html", access.context(**rollup_read(read)))
 
 
 @program_page
@@ -312,7 +335,7 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
         commissions = commissions.filter(status=status)
     else:
         status = ""
-    paginator: Paginator[CommissionWithMoney] = Paginator(
+    paginator: Paginator[CommissionWithMoney] = CappedPaginator(
         commissions.order_by("-created_at", "-pk"), COMMISSIONS_PER_PAGE
     )
     page = paginator.get_page(request.GET.get("page"))

@@ -9,6 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config import celery_app
+from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
 from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests marked `worker`)
 from tracking.link_cache import link_cache_clear

@@ -1,14 +1,13 @@
-"""Running counters on the hot paths, as single UPDATE ... SET n = n + k statements (no read-modify-write
+"""Running counters on the lead and sale paths, as single UPDATE ... SET n = n + k statements (no read-modify-write
 race). These are the busiest statements of the service and always the same, so their SQL is written once
 here instead of being rebuilt by the ORM on every click and sale; table and column names come from the
 models, and the SQL is standard (SQLite and PostgreSQL)."""
 
-from datetime import datetime
 from functools import cache
 
 from django.db import connection
 
-from programs.models import PartnerProgram, ReferralLink
+from programs.models import PartnerProgram
 
 
 def _table(model) -> str:
@@ -16,20 +15,9 @@ def _table(model) -> str:
 
 
 @cache
-def _link_click_sql() -> str:
-    return f'UPDATE {_table(ReferralLink)} SET "clicks" = "clicks" + 1, "last_clicked" = %s WHERE "id" = %s'
-
-
-@cache
 def _partner_program_sql(columns: tuple[str, ...]) -> str:
     assignments = ", ".join(f'"{column}" = "{column}" + %s' for column in columns)
     return f'UPDATE {_table(PartnerProgram)} SET {assignments} WHERE "partner_id" = %s AND "program_id" = %s'
-
-
-def link_click_count(*, link_id: int, partner_id: int, program_id: int, now: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_link_click_sql(), [now, link_id])
-    partner_program_add(partner_id=partner_id, program_id=program_id, clicks=1)
 
 
 def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> int:

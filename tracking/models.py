@@ -67,7 +67,8 @@ class ClickEvent(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["program", "is_test", "-click_timestamp"], name="click_program_time"),
+            # The events list reads newest first with the id as tie-break: the index gives that order whole.
+            models.Index(fields=["program", "is_test", "-click_timestamp", "-id"], name="click_program_time_id"),
             # The agent API's keyset pages: one program's events, newest first by id.
             models.Index(fields=["program", "is_test", "-id"], name="click_program_id"),
         ]
@@ -95,7 +96,9 @@ class LeadEvent(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["program", "is_test", "-lead_timestamp"], name="lead_program_time"),
+            models.Index(fields=["program", "is_test", "-lead_timestamp", "-id"], name="lead_program_time_id"),
+            # The rollup task finds the days whose leads settled lately (tracking.rollups).
+            models.Index(fields=["settled_at"], name="lead_settled_at"),
             models.Index(fields=["program", "is_test", "-id"], name="lead_program_id"),
             models.Index(fields=["program", "email"], name="lead_program_email"),
             models.Index(fields=["program", "customer_key"], name="lead_program_key"),
@@ -152,7 +155,7 @@ class SaleEvent(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["program", "is_test", "-sale_date"], name="sale_program_time"),
+            models.Index(fields=["program", "is_test", "-sale_date", "-id"], name="sale_program_time_id"),
             models.Index(fields=["program", "is_test", "-id"], name="sale_program_id"),
         ]
         constraints = [
@@ -246,3 +249,59 @@ class ProcessorEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.event_id}"
+
+
+class DailyRollup(models.Model):
+    """One program's events of one UTC day, per partner and link, as tracking.rollups counts them: the reads that
+    would otherwise group raw events (performance, readiness, partners) sum these rows plus the live delta of the
+    events not folded in yet. partner_id and link_id are plain ids, 0 for none (a unique key over NULLs would not
+    merge); a partner deleted later keeps its id here and the reads show it as "(no partner)", as the raw events do."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    is_test = models.BooleanField(default=False)
+    partner_id = models.BigIntegerField(default=0, db_default=0)
+    link_id = models.BigIntegerField(default=0, db_default=0)
+    clicks = models.BigIntegerField(default=0, db_default=0)
+    # Settled leads; a provisional one (a browser signup waiting for the server) counts apart.
+    leads = models.BigIntegerField(default=0, db_default=0)
+    provisional_leads = models.BigIntegerField(default=0, db_default=0)
+    leads_with_key = models.BigIntegerField(default=0, db_default=0)
+    sales = models.BigIntegerField(default=0, db_default=0)
+    attributed_sales = models.BigIntegerField(default=0, db_default=0)
+    # Of the attributed sales: their amounts, and what their commissions still pay (commissions.selectors).
+    revenue_cents = models.BigIntegerField(default=0, db_default=0)
+    commission_cents = models.BigIntegerField(default=0, db_default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["program", "day", "is_test", "partner_id", "link_id"], name="daily_rollup_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"rollup {self.program_id} {self.day} partner {self.partner_id} link {self.link_id}"
+
+
+class RollupState(models.Model):
+    """The rollups' watermarks (one row): events with an id at or below them are folded into DailyRollup; the
+    reads count the ones above live. `generation` grows with every run, so a read can tell that a run
+    committed while it was reading and read again."""
+
+    click_id = models.BigIntegerField(default=0)
+    lead_id = models.BigIntegerField(default=0)
+    sale_id = models.BigIntegerField(default=0)
+    generation = models.BigIntegerField(default=0)
+    # Changes to events already folded in (a lead settling, a commission refunded or voided) are looked for
+    # from here on the next run.
+    changes_seen_at = models.DateTimeField(null=True, blank=True)
+    # Clicks at or below this id were counted on the referral link and partner-program counters by the click
+    # itself, before the counters moved to the rollups: a run adds only the clicks above it (set by migration).
+    counters_from_click_id = models.BigIntegerField(default=0)
+    # Raw clicks before this day were dropped (manage.py prune_clicks); only the rollups count them.
+    clicks_pruned_before = models.DateField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"rollups up to click {self.click_id}, lead {self.lead_id}, sale {self.sale_id}"

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from core import messages
@@ -13,7 +13,20 @@ from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 
 from .diagnosis import Mistake, mistakes_find
-from .models import ClickEvent, LeadEvent, ProcessorEvent, SaleEvent
+from .models import DailyRollup, ProcessorEvent
+from .rollups import (
+    ALL_COLUMNS,
+    CLICK,
+    KIND_MODELS,
+    KINDS,
+    LEAD,
+    SALE,
+    TIME_FIELDS,
+    Watermarks,
+    rollup_read,
+    rollup_sums,
+    rows_with_delta,
+)
 from .services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -27,15 +40,6 @@ class Check:
     title: str
     detail: str
     next_step: str = ""
-
-
-def _counts(model, program: Program, time_field: str, extra: Q | None = None) -> dict[str, Any]:
-    live = Q(is_test=False) & (extra or Q())
-    return model.objects.filter(program=program).aggregate(
-        live=Count("pk", filter=live),
-        test=Count("pk", filter=Q(is_test=True)),
-        last_live=Max(time_field, filter=live),
-    )
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -56,7 +60,37 @@ class ReadinessCounts:
     last_processor_event_at: datetime | None
 
 
+def _last_live_times(program: Program) -> dict[str, datetime | None]:
+    """The time of the program's latest live event of each kind, in one query of three subqueries, each one row
+    through its (program, is_test, -time) index. A provisional lead is not counted yet."""
+
+    def latest(kind: str) -> Subquery:
+        events = KIND_MODELS[kind].objects.filter(program=OuterRef("pk"), is_test=False)
+        if kind == LEAD:
+            events = events.filter(**{"provisional": False})
+        return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])
+
+    return Program.objects.filter(pk=program.pk).annotate(**{kind: latest(kind) for kind in KINDS}).values(*KINDS).get()
+
+
+def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
+    """All-time rollup columns of the program per test flag, rollups plus the live delta."""
+
+    def read(marks: Watermarks) -> list[dict[str, Any]]:
+        rollups = rollup_sums(DailyRollup.objects.filter(program=program), "is_test")
+        deltas = {kind: KIND_MODELS[kind].objects.filter(program=program) for kind in KINDS}
+        return list(rows_with_delta(marks, rollups, deltas))
+
+    totals = {flag: dict.fromkeys(ALL_COLUMNS, 0) for flag in (False, True)}
+    for row in rollup_read(read):
+        for column in ALL_COLUMNS:
+            totals[row["is_test"]][column] += row[column] or 0
+    return totals
+
+
 def readiness_counts(*, program: Program) -> ReadinessCounts:
+    """Counts from the daily rollups plus their live delta (tracking.rollups), last times from the indexes: the
+    cost does not grow with the number of events."""
     # A link whose partner is not enrolled in the program takes clicks, but every sale through it is refused
     # ("No partner-program relationship found"), so only enrolled links count as working.
     enrolled = Exists(PartnerProgram.objects.filter(partner_id=OuterRef("partner_id"), program=program))
@@ -71,14 +105,19 @@ def readiness_counts(*, program: Program) -> ReadinessCounts:
             .values_list("received_at", flat=True)
             .first()
         )
+    live, test = (totals := _event_totals(program))[False], totals[True]
+    last = _last_live_times(program)
     return ReadinessCounts(
-        clicks=_counts(ClickEvent, program, "click_timestamp"),
-        leads=_counts(LeadEvent, program, "lead_timestamp", Q(provisional=False)),
-        leads_with_key=LeadEvent.objects.filter(program=program, is_test=False, provisional=False)
-        .exclude(customer_key="")
-        .count(),
-        sales=_counts(SaleEvent, program, "sale_date"),
-        attributed=SaleEvent.objects.filter(program=program, is_test=False, attributed=True).count(),
+        clicks={"live": live["clicks"], "test": test["clicks"], "last_live": last[CLICK]},
+        # Test leads count whether settled or not, live ones only once settled.
+        leads={
+            "live": live["leads"],
+            "test": test["leads"] + test["provisional_leads"],
+            "last_live": last[LEAD],
+        },
+        leads_with_key=live["leads_with_key"],
+        sales={"live": live["sales"], "test": test["sales"], "last_live": last[SALE]},
+        attributed=live["attributed_sales"],
         links_total=links["total"],
         links_enrolled=links["enrolled"],
         last_processor_event_at=last_processor_event_at,

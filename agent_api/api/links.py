@@ -24,6 +24,7 @@ from programs.services import (
     referral_link_create,
     referral_link_deactivate,
 )
+from tracking.rollups import ClickCount, link_click_counts
 
 from .. import messages
 from ..selectors import agent_link_get, agent_links, agent_partner_get, agent_program_get
@@ -35,15 +36,19 @@ from .pagination import PageQuerySerializer, page_of
 LINK_ID = OpenApiParameter("link_id", int, OpenApiParameter.PATH, description="Link id")
 
 
-def link_out(link: ReferralLink) -> dict[str, Any]:
+def link_out(link: ReferralLink, counts: ClickCount | None = None) -> dict[str, Any]:
+    """The link as the API shows it; its clicks and latest click are the counters plus the clicks the rollup task
+    has not added to them yet (tracking.rollups.link_click_counts), read here when not given."""
+    if counts is None:
+        counts = link_click_counts([link.pk]).get(link.pk, ClickCount(link.clicks, link.last_clicked))
     return {
         "id": link.pk,
         "short_link": link.short_link,
         "program_id": link.program_id,
         "partner_id": link.partner_id,
         "is_active": link.is_active,
-        "clicks": link.clicks,
-        "last_clicked": link.last_clicked.isoformat() if link.last_clicked else None,
+        "clicks": counts.clicks,
+        "last_clicked": counts.last_clicked.isoformat() if counts.last_clicked else None,
         "created_at": link.created_at.isoformat(),
     }
 
@@ -145,7 +150,9 @@ class AgentLinksApi(AgentWriteApi):
         if "active" in query:
             links = links.filter(is_active=query["active"] == "true")
         page, next_cursor = page_of(links, query=query)
-        return Response({"data": [link_out(link) for link in page], "next_cursor": next_cursor})
+        counts = link_click_counts(link.pk for link in page)
+        data = [link_out(link, counts.get(link.pk, ClickCount(link.clicks, link.last_clicked))) for link in page]
+        return Response({"data": data, "next_cursor": next_cursor})
 
     @extend_schema(
         summary="Create a referral link for a partner enrolled in the program",

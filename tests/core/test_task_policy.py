@@ -16,6 +16,8 @@ REGISTERED_NAMES = {
     "commissions.approve_due",
     "commissions.reconcile",
     "tracking.process_processor_event",
+    "tracking.update_rollups",
+    "tracking.prune_clicks",
     "cli_api.purge_login_sessions",
     "agent_api.purge_idempotency_records",
     "programs.purge_request_log",

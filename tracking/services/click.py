@@ -12,7 +12,6 @@ from core.ids import id_parse
 from core.text import storable_text
 from programs.models import Program, ProgramKey
 
-from ..counters import link_click_count
 from ..enrichment import device_for_user_agent, geo_for_ip
 from ..link_cache import link_target_get
 from ..models import ClickEvent, Customer
@@ -210,8 +209,8 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         )
         event.customer, event.click_id = customer, customer.click_id
         event.save()
-        # Counters last: the link row is every click's hot row, so its lock is held only until commit.
-        _count_click(link=link, now=now)
+        # No counter is updated here: the rollup task adds the clicks to the link and partner counters
+        # (tracking.rollups), so the clicks of a popular link never queue on its row lock.
     return ClickRecorded(
         click_id=customer.click_id,
         partner_code=link.short_link,
@@ -252,6 +251,3 @@ def _customer_create(*, click_id: str, link: ConfiguredLink, now) -> Customer:
         created_at=now,
     )
 
-
-def _count_click(*, link: ConfiguredLink, now) -> None:
-    link_click_count(link_id=link.pk, partner_id=link.partner_id, program_id=link.program_id, now=now)
