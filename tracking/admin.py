@@ -1,6 +1,16 @@
 from django.contrib import admin, messages
 
-from .models import ClickEvent, Customer, LeadEvent, PageVisit, ProcessorEvent, SaleEvent, TrackingLog
+from .models import (
+    ClickEvent,
+    Customer,
+    DailyRollup,
+    LeadEvent,
+    PageVisit,
+    ProcessorEvent,
+    RollupState,
+    SaleEvent,
+    TrackingLog,
+)
 from .stripe.services import processor_events_replay
 
 
@@ -124,3 +134,31 @@ class ProcessorEventAdmin(admin.ModelAdmin):
     def replay(self, request, queryset):
         count = processor_events_replay(event_pks=queryset.values_list("pk", flat=True))
         messages.success(request, f"Queued {count} event(s) for processing.")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Written only by the rollup task (tracking.rollups); an edit here would make the reports disagree with a
+    recount (`manage.py rollup verify`)."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(DailyRollup)
+class DailyRollupAdmin(ReadOnlyAdmin):
+    list_display = ["program", "day", "is_test", "partner_id", "link_id", "clicks", "leads", "attributed_sales"]
+    list_filter = ["is_test", "day"]
+    search_fields = ["program__name"]
+    list_select_related = ["program"]
+    ordering = ["-day", "program_id", "partner_id", "link_id"]
+
+
+@admin.register(RollupState)
+class RollupStateAdmin(ReadOnlyAdmin):
+    list_display = ["click_id", "lead_id", "sale_id", "generation", "changes_seen_at", "clicks_pruned_before"]
