@@ -14,6 +14,7 @@ from commissions.services import commission_void
 from dashboard.selectors import tracking_performance_get
 from programs.models import PartnerProgram, ReferralLink
 from tests.event_activity import ACTIVITY_NOW, click, lead, sale
+from tests.factories import UserFactory
 from tracking import rollups
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState
 from tracking.readiness import readiness_compute
@@ -207,3 +208,11 @@ def test_concurrent_runs_fold_each_event_once(alice_link):
     alice_link.refresh_from_db()
     assert alice_link.clicks == 20
     assert rollups_verify() == []
+
+
+def test_admin_lists_the_rollups_read_only(client, program, activity):
+    rollups_update(settle=SETTLED)
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    for name in ("dailyrollup", "rollupstate"):
+        assert client.get(f"/admin/tracking/{name}/").status_code == 200
+        assert client.get(f"/admin/tracking/{name}/add/").status_code == 403
