@@ -1,18 +1,20 @@
-"""POST /api/v1/track/sale: the statements a commissioned sale writes. On PostgreSQL a commission and its ledger
-credit are one statement (core.sql.insert_pair), and a repeat sale writes it without BEGIN and COMMIT;
-elsewhere (SQLite, or the portable path forced on PostgreSQL) the two INSERTs share a transaction. Both paths
-store the same rows."""
+"""POST /api/v1/track/sale: the statements a commissioned sale writes. The sale commits on its own (without waiting
+for its WAL flush on PostgreSQL), then its commission with its credit and the partner-program metrics commit
+together (tracking.services.sale._settle_and_count). On PostgreSQL a commission and its ledger credit are one
+statement (core.sql.insert_pair); elsewhere (SQLite, or the portable path forced on PostgreSQL) two INSERTs in the
+transaction. Both paths store the same rows."""
 
 from decimal import Decimal
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core import messages
 from programs.models import ApiCall
-from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
 from tests.tracking.sales import metrics, post_sale, sale_body
 from tracking.models import Customer, SaleEvent
@@ -97,44 +99,123 @@ def test_a_failed_credit_on_the_portable_path_leaves_no_commission(api_client, l
     assert not Commission.objects.exists() and not LedgerEntry.objects.exists()
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-class TestOutsideATransaction:
-    """As in production: no test transaction around the request, so the statements are the server's."""
+class TestSettledAtOnce:
+    """As in production: no test transaction around the request. After the sale's own commit, its commission
+    and credit and the partner-program metrics commit once; a failure there rolls them back and the
+    step-by-step path answers as it always has."""
 
-    def test_a_repeat_sale_is_five_statements_with_no_begin_or_commit(self, api_client, link):
+    def test_a_duplicate_is_409_and_changes_nothing(self, api_client, link):
+        CustomerFactory(link=link, customer_key="user_1")
+        first = post_sale(api_client, link.program, **sale_body())
+        again = post_sale(api_client, link.program, **sale_body())
+        assert again.status_code == 409
+        assert again.json() == platform_error(
+            409, "ConflictError", messages.SALE_DUPLICATE, "duplicate_transaction", {"sale_id": first.json()["sale_id"]}
+        )
+        assert (SaleEvent.objects.count(), Commission.objects.count(), LedgerEntry.objects.count()) == (1, 1, 1)
+        assert metrics(link) == (1, 10000)
+
+    def test_a_failed_commission_keeps_the_sale_alone(self, api_client, link, monkeypatch):
+        def boom(**kwargs):
+            raise RuntimeError("commission table on fire")
+
+        monkeypatch.setattr("tracking.services.sale.commission_create_for_sale", boom)
+        CustomerFactory(link=link, customer_key="user_1")
+        response = post_sale(api_client, link.program, **sale_body())
+        assert response.json() == platform_error(
+            500, "InternalServerError", messages.SALE_COMMISSION_FAILED, "internal_error"
+        )
+        assert SaleEvent.objects.count() == 1
+        assert not Commission.objects.exists() and not LedgerEntry.objects.exists()
+        assert Customer.objects.get().first_sale_at is None
+        assert metrics(link) == (0, 0)
+
+    def test_failed_metrics_are_logged_and_the_first_sale_still_converts(self, api_client, link, monkeypatch, caplog):
+        def boom(**kwargs):
+            raise RuntimeError("metrics row on fire")
+
+        # The settling transaction converts the customer, then fails on the metrics and rolls back; the
+        # step-by-step path converts the customer again and only logs the metrics failure.
+        monkeypatch.setattr("tracking.services.sale.partner_program_add", boom)
+        CustomerFactory(link=link, customer_key="user_1")
+        response = post_sale(api_client, link.program, **sale_body())
+        assert response.status_code == 200
+        assert response.json()["commission_id"] == Commission.objects.get().pk
+        customer = Customer.objects.get()
+        assert (customer.customer_status, customer.first_sale_at) == ("converted", SaleEvent.objects.get().sale_date)
+        assert LedgerEntry.objects.count() == 1
+        assert metrics(link) == (0, 0)
+        assert any(record.message == "sale.metrics_failed" for record in caplog.records)
+
+    @pytest.mark.postgres
+    def test_a_repeat_sale_waits_for_one_flush(self, api_client, link):
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         with CaptureQueriesContext(connection) as captured:
             response = post_sale(api_client, link.program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
-        # The key (program joined), the customer, INSERT sale, WITH (INSERT commission) INSERT ledger credit,
-        # UPDATE partner-program metrics; then the request log's row in its own transaction (tests write it at
-        # once; production writes one per batch of calls).
+        # The key (program joined) and the customer; the sale in its own transaction, whose commit does not wait
+        # for the WAL flush (set_config: this transaction only); then the commission with its credit (WITH
+        # (INSERT commission) INSERT credit) and the metrics, whose commit flushes both. Then the request
+        # log's row in its own transaction (tests write it at once; production writes one per batch of calls).
+        sale = ["BEGIN", "SELECT", "INSERT", "COMMIT"]
+        settlement = ["BEGIN", "WITH", "UPDATE", "COMMIT"]
         log = ["BEGIN", "INSERT", "COMMIT"] * REQUEST_LOG_ROW
-        assert statements == ["SELECT", "SELECT", "INSERT", "WITH", "UPDATE", *log]
+        assert statements == ["SELECT", "SELECT", *sale, *settlement, *log]
+        assert "synchronous_commit" in captured.captured_queries[3]["sql"]
         assert ApiCall._meta.db_table in captured.captured_queries[-2]["sql"]
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("on",)  # the setting ended with the sale's transaction
         entry = LedgerEntry.objects.get(commission_id=response.json()["commission_id"])
         assert entry.memo == f"Commission #{entry.commission_id} approved"
 
-    def test_a_first_sale_still_converts_the_customer_in_one_transaction(self, api_client, link):
+    @pytest.mark.postgres
+    def test_a_first_sale_converts_the_customer_in_the_settling_transaction(self, api_client, link):
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
-        begin = statements.index("BEGIN")
-        assert statements[begin : begin + 5] == ["BEGIN", "SELECT", "UPDATE", "WITH", "COMMIT"]
+        settling = statements.index("BEGIN", statements.index("COMMIT"))
+        # The customer's row lock, its conversion, the commission with its credit, the metrics.
+        assert statements[settling : settling + 6] == ["BEGIN", "SELECT", "UPDATE", "WITH", "UPDATE", "COMMIT"]
+        assert "FOR NO KEY UPDATE" in captured.captured_queries[settling + 1]["sql"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+class TestSettlingOutsideATransaction:
+    """commission_create_for_sale on its own (the reconciler, the step-by-step path): a repeat sale's
+    commission with its credit is one statement, without BEGIN and COMMIT."""
+
+    def test_a_repeat_sale_is_settled_in_one_statement(self, link):
+        customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
+        sale = SaleFactory(customer=customer, amount_cents=4900)
+        with CaptureQueriesContext(connection) as captured:
+            settled = commission_create_for_sale(sale=sale, customer=customer, program=link.program, now=sale.sale_date)
+        assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
+        assert settled.commission is not None and settled.created
+        credit = (
+            "credit",
+            490,
+            "USD",
+            link.program_id,
+            link.partner_id,
+            f"Commission #{settled.commission.pk} approved",
+        )
+        assert stored_money() == [(sale.processor_event_id, 490, CommissionStatus.APPROVED, True, True, [credit])]
 
     def test_a_sale_settled_already_returns_its_commission(self, api_client, link):
         """A concurrent run settled the sale first: the INSERT fails on the sale's one commission and the
         existing one is returned; the connection stays usable (no transaction was left broken)."""
         CustomerFactory(link=link, customer_key="user_1")
-        commission_id = post_sale(api_client, link.program, **sale_body())
+        commission_id = post_sale(api_client, link.program, **sale_body()).json()["commission_id"]
         sale = SaleEvent.objects.get()
         settled = commission_create_for_sale(
             sale=sale, customer=sale.customer, program=link.program, now=sale.sale_date
         )
         assert settled.commission is not None
-        assert (settled.commission.pk, settled.created) == (commission_id.json()["commission_id"], False)
+        assert (settled.commission.pk, settled.created) == (commission_id, False)
         assert LedgerEntry.objects.count() == 1

@@ -5,13 +5,17 @@ from datetime import datetime, timedelta
 from unittest import mock
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core import messages
-from programs.models import PartnerProgram, ProgramKey
+from core.sql import insert_pair_supported
+from programs.models import ApiCall, PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import REQUEST_LOG_ROW, assert_rate_limited, bad_request, bearer, platform_error
+from tracking.enrichment import Geo
 from tracking.models import ClickEvent, Customer, TrackingLog
 from tracking.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
 
@@ -626,30 +630,76 @@ class TestRateLimitAndHeaders:
 
 
 class TestHotPath:
-    def test_it_runs_three_queries_and_one_transaction_for_a_plain_click(
-        self, api_client, link, django_assert_num_queries
-    ):
+    def test_a_plain_click_reads_the_link_and_writes_one_statement(self, api_client, link, django_assert_num_queries):
         # Measured the same on SQLite and PostgreSQL. Django (>= 4.2) logs transaction statements too:
-        # inside the test's transaction the service's atomic() is SAVEPOINT / RELEASE SAVEPOINT; in
-        # production it is BEGIN / COMMIT, also logged, so the count is 7 there as well.
+        # inside the test's transaction the service's atomic() is SAVEPOINT / RELEASE SAVEPOINT.
         # 1. SELECT referral link JOIN partner JOIN program WHERE short_link = 'summer' LIMIT 1
         # 2. SAVEPOINT
-        # 3. INSERT customer
-        # 4. INSERT click event
-        # 5. RELEASE SAVEPOINT
+        # 3. WITH first_row AS (INSERT customer RETURNING id) INSERT click event (PostgreSQL: one statement,
+        #    atomic by itself, so in production it runs alone, without BEGIN/COMMIT: see the test below);
+        #    SQLite has no INSERT in WITH: INSERT customer, INSERT click event, in a transaction
+        # 4. RELEASE SAVEPOINT
         # No counter UPDATE: the rollup task adds clicks to the link and partner counters (tracking.rollups).
         # No key lookup (no Authorization header), no customer lookup (no existing_click_id) and no
         # program lookup (no program_id).
-        with django_assert_num_queries(5 + REQUEST_LOG_ROW):
+        inserts = 1 if insert_pair_supported() else 2
+        with django_assert_num_queries(3 + inserts + REQUEST_LOG_ROW):
             response = post_click(api_client, {"affiliate_url": aff_url("summer")})
         assert response.status_code == 200
+
+    @pytest.mark.postgres
+    @pytest.mark.django_db(transaction=True)
+    def test_in_production_a_plain_click_is_two_statements(self, api_client, link):
+        with CaptureQueriesContext(connection) as captured:
+            assert post_click(api_client, {"affiliate_url": aff_url("summer")}).status_code == 200
+        click_sql = [q["sql"] for q in captured.captured_queries if ApiCall._meta.db_table not in q["sql"]]
+        # The link, then the customer and its click in one statement, in autocommit: no BEGIN/COMMIT (what
+        # remains of the capture is the request log's row, written in batches in production).
+        assert [sql.split()[0] for sql in click_sql][:2] == ["SELECT", "WITH"]
+        assert [sql.split()[0] for sql in click_sql][2:] == ["BEGIN", "COMMIT"] * REQUEST_LOG_ROW
+
+    @pytest.mark.parametrize("path", ["native", "portable"])
+    def test_both_paths_store_the_same_customer_and_click(self, api_client, link, monkeypatch, path):
+        if path == "portable":
+            monkeypatch.setattr("tracking.services.click.insert_pair_supported", lambda: False)
+        body = {"affiliate_url": aff_url("summer"), "page_url": "https://shop.example.com/p", "session_id": "s1"}
+        click_id = post_click(api_client, body, HTTP_USER_AGENT=WINDOWS_CHROME_UA).json()["click_id"]
+        customer = Customer.objects.get()
+        event = ClickEvent.objects.get()
+        assert (customer.click_id, event.click_id, event.customer_id) == (click_id, click_id, customer.pk)
+        assert (customer.program_id, customer.first_partner_id, customer.first_link_id) == (
+            link.program_id,
+            link.partner_id,
+            link.pk,
+        )
+        assert (customer.customer_status, customer.customer_key, customer.is_test) == ("click", None, False)
+        assert customer.first_clicked_at == customer.last_clicked_at == event.click_timestamp == event.created_at
+        assert (event.page_url, event.session_id, event.device_type, event.browser_name) == (
+            "https://shop.example.com/p",
+            "s1",
+            "desktop",
+            "Chrome",
+        )
+
+    @pytest.mark.postgres
+    @pytest.mark.django_db(transaction=True)
+    def test_a_click_insert_that_fails_leaves_no_customer(self, api_client, link, monkeypatch):
+        # The customer's INSERT and the click's are one statement: the click's failing undoes the customer's.
+        monkeypatch.setattr("tracking.services.click.geo_for_ip", lambda ip: Geo(country="XXX"))  # 2 characters
+        response = post_click(api_client, {"affiliate_url": aff_url("summer")})
+        assert response.status_code == 500
+        assert response.json() == platform_error(500, "InternalServerError", messages.CLICK_TRACKING_FAILED)
+        assert_nothing_recorded(link)
 
 
 class TestServerFailure:
     def test_it_answers_500_click_tracking_failed_and_leaves_no_customer(self, api_client, link):
-        with mock.patch(
-            "tracking.services.click.ClickEvent.save",
-            side_effect=RuntimeError("db exploded: password=hunter2"),
+        # The click event fails to save: with the customer in one statement (insert_pair) or after it in a
+        # transaction (ClickEvent.save, the path SQLite takes).
+        failure = RuntimeError("db exploded: password=hunter2")
+        with (
+            mock.patch("tracking.services.click.insert_pair", side_effect=failure),
+            mock.patch("tracking.services.click.ClickEvent.save", side_effect=failure),
         ):
             response = post_click(api_client, {"affiliate_url": aff_url("summer")})
         assert response.status_code == 500

@@ -1,3 +1,4 @@
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
@@ -9,6 +10,7 @@ from core import messages
 from core.clientip import parse_ip
 from core.errors import BadRequestError, TypedGoneError
 from core.ids import id_parse
+from core.sql import insert_pair, insert_pair_supported
 from core.text import storable_text
 from programs.models import Program, ProgramKey
 
@@ -200,6 +202,23 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         )
         return TestEventRecorded(event=event, message=messages.CLICK_TEST_RECORDED, click_id=customer.click_id)
 
+    if not data.get("existing_click_id") and insert_pair_supported():
+        # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
+        # one round trip and no BEGIN/COMMIT. SQLite has no INSERT in WITH: it takes the transaction below.
+        customer = _customer_new(click_id=new_click_id(program_id), link=link, now=now)
+        event.click_id = customer.click_id
+        # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
+            insert_pair(customer, event, refers={"customer_id": "{first_id}"})
+        event.customer = customer
+        return ClickRecorded(
+            click_id=customer.click_id,
+            partner_code=link.short_link,
+            cookie_window_days=link.cookie_window_days,
+            customer=customer,
+            click_event=event,
+        )
+
     with transaction.atomic():
         customer = _customer_for_click(
             existing_click_id=data.get("existing_click_id") or "",
@@ -241,7 +260,13 @@ def _customer_for_click(*, existing_click_id: str, link: ConfiguredLink, scoped:
 
 
 def _customer_create(*, click_id: str, link: ConfiguredLink, now) -> Customer:
-    return Customer.objects.create(
+    customer = _customer_new(click_id=click_id, link=link, now=now)
+    customer.save(force_insert=True)
+    return customer
+
+
+def _customer_new(*, click_id: str, link: ConfiguredLink, now) -> Customer:
+    return Customer(
         program_id=link.program_id,
         click_id=click_id,
         first_partner_id=link.partner_id,
@@ -250,4 +275,3 @@ def _customer_create(*, click_id: str, link: ConfiguredLink, now) -> Customer:
         last_clicked_at=now,
         created_at=now,
     )
-

@@ -1,10 +1,10 @@
 import logging
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from commissions.calculations import NoCommission
@@ -74,14 +74,27 @@ def _customer_for_sale(
     return None, ""
 
 
-def sale_insert(*, fields: dict[str, Any]) -> SaleEvent:
+def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent:
     """Inserts the sale on its own: it stays recorded even if the commission fails next, and the unique
     constraint on processor_event_id is what stops a duplicate, even a concurrent one. A lone INSERT is
     atomic by itself; inside a caller's transaction (processor events) a savepoint keeps a duplicate
-    from breaking it."""
-    guard = transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext()
+    from breaking it.
+
+    `unflushed` (PostgreSQL, outside a transaction, when the caller commits the sale's settlement right
+    after): the sale's commit does not wait for the WAL flush (synchronous_commit off for this transaction
+    only). The sale is visible, and a duplicate refused, at once; the settlement's commit, which waits for its
+    flush, makes the sale durable too before the call is answered (WAL is flushed in order)."""
+    if unflushed and connection.vendor == "postgresql":
+        guard: AbstractContextManager = transaction.atomic()
+    elif transaction.get_connection().in_atomic_block:
+        guard = transaction.atomic()
+    else:
+        guard = nullcontext()
     try:
         with guard:
+            if unflushed and connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config('synchronous_commit', 'off', true)")
             return SaleEvent.objects.create(**fields)
     except IntegrityError:
         first = (
@@ -195,15 +208,15 @@ def sale_record_for_customer(
             )
             return SaleWindowExpired(click_age_days=age_days, window_days=program.cookie_window_days)
 
-    sale = sale_insert(
-        fields={
-            **fields,
-            "customer": customer,
-            "partner_id": customer.first_partner_id,
-            "click_id": customer.click_id,
-            "attributed": customer.first_partner_id is not None,
-        }
-    )
+    sale_fields = {
+        **fields,
+        "customer": customer,
+        "partner_id": customer.first_partner_id,
+        "click_id": customer.click_id,
+        "attributed": customer.first_partner_id is not None,
+    }
+    settled_at_once = customer.first_partner_id is not None and not transaction.get_connection().in_atomic_block
+    sale = sale_insert(fields=sale_fields, unflushed=settled_at_once)
     if customer.first_partner_id is None:
         tracking_log(
             program_id=program.pk,
@@ -215,14 +228,38 @@ def sale_record_for_customer(
         )
         raise BadRequestError(messages.SALE_PARTNER_REQUIRED, code="no_attribution")
 
-    try:
-        settled = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
-    except Exception:
-        logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
-        raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
-
-    sale_metrics_count(sale=sale, customer=customer)
+    settled = _settle_and_count(sale=sale, customer=customer, program=program, now=now) if settled_at_once else None
+    if settled is None:
+        try:
+            settled = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
+        except Exception:
+            logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
+            raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
+        sale_metrics_count(sale=sale, customer=customer)
     return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
+
+
+def _settle_and_count(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime) -> SaleCommission | None:
+    """The sale's commission (with its credit) or recorded refusal, and the partner-program metrics, in one
+    transaction: one commit where the two steps apart take two, and a commit (its WAL flush) is the costliest
+    step of a sale. When anything fails it all rolls back and None is returned: the caller then settles and
+    counts step by step, which answers each failure as it always has (500 when the commission fails, the sale
+    kept; a metrics failure only logged)."""
+    partner_id = customer.first_partner_id
+    assert partner_id is not None  # only a sale with a partner is settled
+    first_sale_at = customer.first_sale_at
+    try:
+        with transaction.atomic():
+            settled = commission_create_for_sale(
+                sale=sale, customer=customer, program=program, now=now, in_callers_transaction=True
+            )
+            partner_program_add(partner_id=partner_id, program_id=program.pk, sales=1, revenue_cents=sale.amount_cents)
+    except Exception:
+        # What the rolled-back transaction had set on the objects.
+        customer.first_sale_at = first_sale_at
+        sale.no_commission_reason = ""
+        return None
+    return settled
 
 
 def sale_message(settled: SaleCommission, *, program: Program) -> str:

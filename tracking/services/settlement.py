@@ -17,16 +17,21 @@ from ..models import Customer, CustomerStatus, SaleEvent
 
 
 def commission_create_for_sale(
-    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime
+    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime, in_callers_transaction: bool = False
 ) -> SaleCommission:
     """The single entry point that gives an attributed live sale its commission.
 
     In one transaction: converts the customer on their first sale, then creates the commission or records on
     the sale why it pays nothing (commission_settle decides, at the sale's own time). A crash before the
     commit leaves none of it, so a later run settles the sale as this one would have; a sale already settled
-    is returned as it is (created False). `now` is when the commission is created and its hold starts."""
+    is returned as it is (created False). `now` is when the commission is created and its hold starts.
+    `in_callers_transaction`: this runs in a transaction of the caller, which rolls all of it back on any
+    error and then settles the sale again without it (so no savepoint here, and a duplicate is not
+    recovered from here but by that second run)."""
     if sale.no_commission_reason:
         return SaleCommission(commission=None, no_commission=NoCommission(sale.no_commission_reason))
+    if in_callers_transaction:
+        return _settle(sale=sale, customer=customer, program=program, now=now)
     # A repeat sale (the customer is converted already) writes one statement: the commission with its
     # credit, or the reason on the sale. On PostgreSQL that statement is atomic by itself, so it runs
     # without BEGIN and COMMIT; a first sale locks the customer, and SQLite writes the credit apart, in a
@@ -38,14 +43,7 @@ def commission_create_for_sale(
     )
     try:
         with nullcontext() if one_statement else transaction.atomic():
-            first_sale_at = customer_convert(customer=customer, sale_at=sale.sale_date)
-            settled = commission_settle(
-                sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now
-            )
-            if settled.no_commission is not None:
-                SaleEvent.objects.filter(pk=sale.pk).update(no_commission_reason=settled.no_commission)
-                sale.no_commission_reason = settled.no_commission
-            return settled
+            return _settle(sale=sale, customer=customer, program=program, now=now)
     except IntegrityError:
         # The sale's one-to-one commission already exists: settled by a concurrent run.
         existing = Commission.objects.filter(sale_id=sale.pk).first()
@@ -54,13 +52,26 @@ def commission_create_for_sale(
         return SaleCommission(commission=existing)
 
 
+def _settle(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime) -> SaleCommission:
+    first_sale_at = customer_convert(customer=customer, sale_at=sale.sale_date)
+    settled = commission_settle(sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now)
+    if settled.no_commission is not None:
+        SaleEvent.objects.filter(pk=sale.pk).update(no_commission_reason=settled.no_commission)
+        sale.no_commission_reason = settled.no_commission
+    return settled
+
+
 def customer_convert(*, customer: Customer, sale_at: datetime) -> datetime:
     """Marks the customer converted by their earliest live sale and returns that sale's time. Only a sale
     earlier than any seen so far locks the customer row, so concurrent first sales convert them once and a
-    later sale (the common case) takes no lock."""
+    later sale (the common case) takes no lock. The lock is FOR NO KEY UPDATE: it excludes other conversions
+    but not the foreign-key checks of other sales' rows (FOR KEY SHARE, at their commit), which would otherwise
+    wait for it while holding their partner-program counter row, which this one needs next: a deadlock."""
     if customer.first_sale_at is not None and customer.first_sale_at <= sale_at:
         return customer.first_sale_at
-    first_sale_at = Customer.objects.select_for_update().values_list("first_sale_at", flat=True).get(pk=customer.pk)
+    first_sale_at = (
+        Customer.objects.select_for_update(no_key=True).values_list("first_sale_at", flat=True).get(pk=customer.pk)
+    )
     if first_sale_at is None or first_sale_at > sale_at:
         Customer.objects.filter(pk=customer.pk).update(first_sale_at=sale_at, customer_status=CustomerStatus.CONVERTED)
         first_sale_at = sale_at
