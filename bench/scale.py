@@ -392,7 +392,7 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
         ),
         {**params, "n": chunk.leads},
     )
-    # Sales: nine in ten attributed (by customer_key) to one of the chunk's first customers.
+    # Sales: nine in ten attributed to one of the chunk's first customers, most by customer_key, some by click_id.
     k_of_sale = "(1 + mod(i - 1, %(n_customers)s))"
     conn.execute(
         insert_sql(
@@ -404,7 +404,8 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
                        CASE WHEN attributed THEN {click_id_of.format(k="k")} ELSE '' END,
                        'txn-' || %(program)s || '-' || (%(sale_seq)s + i), 1000 + mod(i::bigint * 7919, 49000),
                        NULL, 'USD', 'payment', 'paid', false, '', '', '', '', '', t, NULL, attributed, '',
-                       CASE WHEN attributed THEN 'customer_key' ELSE '' END, false, t, t
+                       CASE WHEN NOT attributed THEN '' WHEN mod(i, 5) = 0 THEN 'click_id' ELSE 'customer_key' END,
+                       false, t, t
                 FROM (SELECT i, {k_of_sale} AS k, mod(i, 10) <> 0 AS attributed, {random_time} AS t
                       FROM generate_series(1, %(n)s) AS i) AS g""",
         ),
