@@ -1,6 +1,8 @@
 """Readiness names the mistakes about keys, the tracker, sales without leads and Stripe: each is made over HTTP
 as an integrator would make it, then tracking.diagnosis finds it with its fix."""
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -232,3 +234,42 @@ class TestStripeUnattributed:
         deliver(event("checkout.session.completed", checkout_session(metadata={"svc_click_id": customer.click_id})))
         assert SaleEvent.objects.get().attributed is True
         assert mistake(program, "stripe_unattributed") is None
+
+
+class TestSalesScan:
+    """The sale detectors read at most SALES_SCAN of the window's newest live sales, so readiness costs the same
+    for a program taking a million sales a week."""
+
+    def test_only_the_newest_sales_of_the_window_are_examined(self, monkeypatch):
+        monkeypatch.setattr(keys_and_stripe, "SALES_SCAN", 3)
+        program = ProgramFactory(stripe_account_id=ACCOUNT)
+        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
+        now = timezone.now()
+        for n in range(5):
+            SaleEvent.objects.create(
+                program=program,
+                customer=customer,
+                processor_event_id=f"pi_{n}",
+                amount_cents=1000,
+                provider="stripe",
+                attributed=False,
+                sale_date=now - timedelta(hours=n),
+            )
+        found = mistake(program, "stripe_unattributed")
+        assert found is not None
+        assert (found.count, found.last_seen_at) == (3, now)
+
+    def test_a_quiet_window_is_examined_whole(self):
+        program = ProgramFactory(stripe_account_id=ACCOUNT)
+        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
+        for n in range(2):
+            SaleEvent.objects.create(
+                program=program,
+                customer=customer,
+                processor_event_id=f"pi_{n}",
+                amount_cents=1000,
+                provider="stripe",
+                attributed=False,
+            )
+        found = mistake(program, "stripe_unattributed")
+        assert found is not None and found.count == 2
