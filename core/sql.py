@@ -1,14 +1,17 @@
 """Two dependent rows in one statement: on PostgreSQL a data-modifying CTE inserts the first row and the second
-refers to its id, so the pair commits together in one round trip without BEGIN and COMMIT. The INSERTs are
-compiled by Django from the model instances, exactly as save() would write them (defaults, auto_now, JSON);
-the hot paths (a click and its new customer, a commission and its ledger credit) use it."""
+refers to its id, so the pair commits together in one round trip without BEGIN and COMMIT. The hot paths use it
+(a click and its new customer, a commission and its ledger credit).
 
+The INSERTs write what save() writes: every concrete column but the auto primary key, each value through the
+field's pre_save (auto_now) and get_db_prep_save (JSON, dates), as Django's insert compiler does
+(tests/core/test_sql.py compares the two). The statement's text depends only on the models, so it is built
+once per process and PostgreSQL plans it once per connection (prepared statements)."""
+
+from functools import cache
 from typing import Any
 
 from django.db import connections
 from django.db.models import Field, Model
-from django.db.models.expressions import RawSQL
-from django.db.models.sql import InsertQuery
 
 FIRST_ROW = "first_row"
 
@@ -23,37 +26,59 @@ def _column(field: Field) -> str:
     return field.column
 
 
-def _insert_sql(obj: Model, using: str) -> tuple[str, list[Any]]:
-    meta = obj._meta
-    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
-    query = InsertQuery(type(obj))
-    query.insert_values(fields, [obj])
-    [(sql, params)] = query.get_compiler(using=using).as_sql()
-    return sql, list(params)
+def inserted_fields(model: type[Model]) -> list[Field]:
+    """The columns save() inserts: every concrete one but generated ones and the auto primary key."""
+    meta = model._meta
+    return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+
+
+def insert_sql(model: type[Model], *, using: str = "default", values_sql: dict[str, str] | None = None) -> str:
+    """INSERT INTO the model's table, one %s per inserted column, except the columns `values_sql` gives as SQL."""
+    quote = connections[using].ops.quote_name
+    values_sql = values_sql or {}
+    fields = inserted_fields(model)
+    columns = ", ".join(quote(_column(f)) for f in fields)
+    values = ", ".join(values_sql.get(f.attname, "%s") for f in fields)
+    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
+
+
+def insert_params(obj: Model, *, using: str = "default", skip: frozenset[str] = frozenset()) -> list[Any]:
+    """The values of insert_sql's %s, in order, as save() would send them."""
+    connection = connections[using]
+    params = []
+    for field in inserted_fields(type(obj)):
+        if field.attname in skip:
+            continue
+        value = field.pre_save(obj, add=True)
+        if hasattr(value, "resolve_expression"):
+            raise TypeError(f"{field.attname}: an expression cannot be inserted by insert_pair")
+        params.append(field.get_db_prep_save(value, connection))
+    return params
+
+
+@cache
+def _pair_sql(first: type[Model], second: type[Model], refers: tuple[tuple[str, str], ...], using: str) -> str:
+    quote = connections[using].ops.quote_name
+    first_pk = quote(_column(first._meta.pk))
+    first_id = f"(SELECT {first_pk} FROM {FIRST_ROW})"
+    second_sql = insert_sql(
+        second, using=using, values_sql={attname: template.format(first_id=first_id) for attname, template in refers}
+    )
+    columns = {field.attname: quote(_column(field)) for field in second._meta.concrete_fields}
+    returning = ", ".join([first_id, quote(_column(second._meta.pk)), *(columns[attname] for attname, _ in refers)])
+    first_sql = insert_sql(first, using=using)
+    return f"WITH {FIRST_ROW} AS ({first_sql} RETURNING {first_pk}) {second_sql} RETURNING {returning}"
 
 
 def insert_pair(first: Model, second: Model, *, refers: dict[str, str], using: str = "default") -> None:
     """Inserts `first`, then `second`, in one statement (PostgreSQL only: see insert_pair_supported). `refers`
     gives attributes of `second` as SQL over `{first_id}`, the id of the row just inserted (a foreign key to
-    it, a text naming it); their stored values are read back. Sets both primary keys and marks both instances
-    saved, as save() would."""
-    connection = connections[using]
-    quote = connection.ops.quote_name
-    first_pk = quote(_column(first._meta.pk))
-    first_id = f"(SELECT {first_pk} FROM {FIRST_ROW})"
-    first_sql, first_params = _insert_sql(first, using)
-    for attname, template in refers.items():
-        setattr(second, attname, RawSQL(template.format(first_id=first_id), ()))
-    try:
-        second_sql, second_params = _insert_sql(second, using)
-    finally:
-        for attname in refers:
-            setattr(second, attname, None)
-    columns = {field.attname: quote(_column(field)) for field in second._meta.concrete_fields}
-    returning = ", ".join([first_id, quote(_column(second._meta.pk)), *(columns[attname] for attname in refers)])
-    sql = f"WITH {FIRST_ROW} AS ({first_sql} RETURNING {first_pk}) {second_sql} RETURNING {returning}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*first_params, *second_params])
+    it, a text naming it; a literal % written %%); their stored values are read back. Sets both primary keys
+    and marks both instances saved, as save() would."""
+    sql = _pair_sql(type(first), type(second), tuple(refers.items()), using)
+    params = [*insert_params(first, using=using), *insert_params(second, using=using, skip=frozenset(refers))]
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     assert row is not None  # an INSERT ... VALUES with RETURNING answers its row
     first.pk, second.pk = row[0], row[1]
