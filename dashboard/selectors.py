@@ -19,7 +19,6 @@ from tracking.rollups import (
     KIND_MODELS,
     LEAD,
     SALE,
-    TIME_FIELDS,
     Watermarks,
     rollup_read,
     rollup_sums,
@@ -284,15 +283,14 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
     Amounts are summed as stored, whatever their currency.
     Read from the daily rollups plus the live delta of the events not folded in yet (tracking.rollups): the
     cost follows the days and partners in range, not the number of events."""
-    window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
-    live = Q(program=program, is_test=False)
 
     def read(marks: Watermarks) -> list[dict[str, Any]]:
         rollups = DailyRollup.objects.filter(program=program, is_test=False, day__gte=date_from, day__lte=date_to)
         deltas = {
-            kind: KIND_MODELS[kind].objects.filter(live & window.q(TIME_FIELDS[kind])) for kind in (CLICK, LEAD, SALE)
+            kind: KIND_MODELS[kind].objects.filter(program=program, is_test=False) for kind in (CLICK, LEAD, SALE)
         }
-        return list(rows_with_delta(marks, rollup_sums(rollups, "day", "partner_id"), deltas))
+        in_range = lambda row: date_from <= row["day"] <= date_to  # noqa: E731
+        return list(rows_with_delta(marks, rollup_sums(rollups, "day", "partner_id"), deltas, keep=in_range))
 
     rows = rollup_read(read)
     names = dict(

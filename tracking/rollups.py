@@ -329,13 +329,20 @@ def rollup_sums(rollups: QuerySet[DailyRollup], *keys: str) -> QuerySet[DailyRol
 
 
 def rows_with_delta(
-    marks: Watermarks, rollup_rows: Iterable[dict[str, Any]], deltas: dict[str, QuerySet[Any]]
+    marks: Watermarks,
+    rollup_rows: Iterable[dict[str, Any]],
+    deltas: dict[str, QuerySet[Any]],
+    keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The rollup rows, then the live delta of each kind (its other columns as 0): rows to sum."""
+    """The rollup rows, then the live delta of each kind (its other columns as 0) that `keep` accepts: rows to
+    sum. The delta querysets should filter on the program and test flag only, so that the (program, is_test, -id)
+    index alone drives them (a few rows above the watermark) whatever else the read narrows to: the day range,
+    partners or links are filtered here, on the grouped rows, by `keep`."""
     yield from rollup_rows
     for kind, events in deltas.items():
         for row in live_delta(kind, marks, events):
-            yield {**dict.fromkeys(ALL_COLUMNS, 0), **{k: row[k] for k in (*GROUP, *COLUMNS[kind])}}
+            if keep is None or keep(row):
+                yield {**dict.fromkeys(ALL_COLUMNS, 0), **{k: row[k] for k in (*GROUP, *COLUMNS[kind])}}
 
 
 @dataclass(frozen=True)
@@ -344,11 +351,14 @@ class ClickCount:
     last_clicked: datetime | None
 
 
-def clicks_not_on_counters(marks: Watermarks, **filters: Any) -> list[dict[str, Any]]:
+def clicks_not_on_counters(marks: Watermarks, program_id: int | None = None) -> list[dict[str, Any]]:
     """The live clicks the rollup task has not added to the link and partner counters yet, per partner and link
-    (`clicks`, latest `last_at`), among the clicks matching `filters`: what a read adds to the counters."""
+    (`clicks`, latest `last_at`), of one program or all: what a read adds to the counters. Read by id above the
+    watermark only (the primary key or the (program, is_test, -id) index); callers pick their links from the
+    grouped rows."""
+    programs = {} if program_id is None else {"program_id": program_id}
     rows: Any = (
-        ClickEvent.objects.filter(is_test=False, id__gt=marks.counted_click_id, **filters)
+        ClickEvent.objects.filter(is_test=False, id__gt=marks.counted_click_id, **programs)
         .order_by()
         .values("partner_id", "link_id")
         .annotate(clicks=Count("id"), last_at=Max("click_timestamp"))
@@ -371,7 +381,7 @@ def link_click_counts(link_ids: Iterable[int]) -> dict[int, ClickCount]:
 
     def read(marks: Watermarks) -> dict[int, ClickCount]:
         more: dict[int, list[dict[str, Any]]] = {}
-        for row in clicks_not_on_counters(marks, link_id__in=ids):
+        for row in clicks_not_on_counters(marks):
             more.setdefault(row["link_id"], []).append(row)
         return {
             pk: with_clicks_not_counted(clicks, last_clicked, more.get(pk, []))
@@ -386,11 +396,13 @@ def link_click_counts(link_ids: Iterable[int]) -> dict[int, ClickCount]:
 def partner_commission_cents(marks: Watermarks, *, program_id: int, partner_ids: Iterable[int]) -> dict[int, int]:
     """What the program's commissions still pay each of these partners (commissions.selectors.payable_cents),
     from the rollups plus the sales not folded in yet; as of the last run for refunds and voids. Two queries."""
-    ids = list(partner_ids)
+    ids = set(partner_ids)
     rollups = DailyRollup.objects.filter(program_id=program_id, is_test=False, partner_id__in=ids)
-    sales = SaleEvent.objects.filter(program_id=program_id, is_test=False, partner_id__in=ids)
+    sales = SaleEvent.objects.filter(program_id=program_id, is_test=False)
     totals: dict[int, int] = {}
-    for row in rows_with_delta(marks, rollup_sums(rollups, "partner_id"), {SALE: sales}):
+    for row in rows_with_delta(
+        marks, rollup_sums(rollups, "partner_id"), {SALE: sales}, keep=lambda row: row["partner_id"] in ids
+    ):
         totals[row["partner_id"]] = totals.get(row["partner_id"], 0) + (row["commission_cents"] or 0)
     return totals
 

@@ -52,8 +52,8 @@ def partner_program_clicks(link) -> int:
     """The partner's clicks in the program as every page reads them: its counter plus the clicks the rollup task
     has not added to it yet."""
     counter = PartnerProgram.objects.get(partner=link.partner, program=link.program).clicks
-    more = rollup_read(lambda marks: clicks_not_on_counters(marks, partner_id=link.partner_id, program=link.program))
-    return with_clicks_not_counted(counter, None, more).clicks
+    more = rollup_read(lambda marks: clicks_not_on_counters(marks, program_id=link.program_id))
+    return with_clicks_not_counted(counter, None, [row for row in more if row["partner_id"] == link.partner_id]).clicks
 
 
 def link_clicks(link) -> tuple[int, datetime | None]:
