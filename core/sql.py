@@ -1,6 +1,11 @@
-"""Two dependent rows in one statement: on PostgreSQL a data-modifying CTE inserts the first row and the second
-refers to its id, so the pair commits together in one round trip without BEGIN and COMMIT. The hot paths use it
-(a click and its new customer, a commission and its ledger credit).
+"""INSERTs of the hot paths in as few round trips and flushes as the database allows.
+
+insert_pair: two dependent rows in one statement. On PostgreSQL a data-modifying CTE inserts the first row and the
+second refers to its id, so the pair commits together in one round trip without BEGIN and COMMIT (a click and its
+new customer, a commission and its ledger credit).
+
+insert_unflushed: one row whose commit does not wait for the WAL flush, when a later commit of the same request
+flushes it anyway (a sale, before its settlement).
 
 The INSERTs write what save() writes: every concrete column but the auto primary key, each value through the
 field's pre_save (auto_now) and get_db_prep_save (JSON, dates), as Django's insert compiler does
@@ -87,3 +92,23 @@ def insert_pair(first: Model, second: Model, *, refers: dict[str, str], using: s
     for obj in (first, second):
         obj._state.adding = False
         obj._state.db = using
+
+
+def insert_unflushed(obj: Model, *, using: str = "default") -> None:
+    """Inserts `obj` in autocommit, in one statement whose commit does not wait for the WAL flush (PostgreSQL
+    only: see insert_pair_supported). set_config(..., true) turns synchronous_commit off for that statement's
+    own transaction only; the session keeps its setting. The row is visible, and constraints hold, at once; it
+    is durable with the next commit that waits for the flush (WAL is flushed in order), or within the WAL
+    writer's delay. Sets the primary key and marks the instance saved, as save() would."""
+    connection = connections[using]
+    # Inside a transaction the setting would reach every statement of the caller's transaction.
+    assert not connection.in_atomic_block, "insert_unflushed runs in autocommit only"
+    pk = connection.ops.quote_name(_column(obj._meta.pk))
+    sql = f"{insert_sql(type(obj), using=using)} RETURNING {pk}, (SELECT set_config('synchronous_commit', 'off', true))"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, insert_params(obj, using=using))
+        row = cursor.fetchone()
+    assert row is not None  # an INSERT ... VALUES with RETURNING answers its row
+    obj.pk = row[0]
+    obj._state.adding = False
+    obj._state.db = using

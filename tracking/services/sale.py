@@ -1,10 +1,10 @@
 import logging
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from commissions.calculations import NoCommission
@@ -12,6 +12,7 @@ from commissions.models import Commission
 from commissions.services import SaleCommission
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
+from core.sql import insert_pair_supported, insert_unflushed
 from programs.models import Program, ProgramKey
 
 from ..counters import partner_program_add
@@ -80,21 +81,17 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
     atomic by itself; inside a caller's transaction (processor events) a savepoint keeps a duplicate
     from breaking it.
 
-    `unflushed` (PostgreSQL, outside a transaction, when the caller commits the sale's settlement right
-    after): the sale's commit does not wait for the WAL flush (synchronous_commit off for this transaction
-    only). The sale is visible, and a duplicate refused, at once; the settlement's commit, which waits for its
-    flush, makes the sale durable too before the call is answered (WAL is flushed in order)."""
-    if unflushed and connection.vendor == "postgresql":
-        guard: AbstractContextManager = transaction.atomic()
-    elif transaction.get_connection().in_atomic_block:
-        guard = transaction.atomic()
-    else:
-        guard = nullcontext()
+    `unflushed` (outside a transaction, when the caller commits the sale's settlement right after): on
+    PostgreSQL the sale's commit does not wait for the WAL flush (core.sql.insert_unflushed). The sale is
+    visible, and a duplicate refused, at once; the settlement's commit, which waits for its flush, makes the
+    sale durable too before the call is answered."""
+    in_transaction = transaction.get_connection().in_atomic_block
     try:
-        with guard:
-            if unflushed and connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config('synchronous_commit', 'off', true)")
+        if unflushed and not in_transaction and insert_pair_supported():
+            sale = SaleEvent(**fields)
+            insert_unflushed(sale)
+            return sale
+        with transaction.atomic() if in_transaction else nullcontext():
             return SaleEvent.objects.create(**fields)
     except IntegrityError:
         first = (
