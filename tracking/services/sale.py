@@ -2,6 +2,7 @@ import logging
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, Literal, TypedDict
 
 from django.db import IntegrityError, transaction
@@ -63,16 +64,25 @@ def _customer_for_sale(
 ) -> tuple[Customer | None, str]:
     """customer_key first (the earliest customer with it keeps the attribution), then click_id. Returns the
     customer and the lookup that found it (kept on the sale as attributed_by), or (None, "")."""
-    customers = Customer.objects.filter(is_test=is_test)
     if customer_key:
-        customer = customers.filter(program=program, customer_key=customer_key).order_by("pk").first()
+        sql = _customer_select_sql('"program_id" = %s AND "customer_key" = %s AND "is_test" = %s ORDER BY "id"')
+        customer = next(iter(Customer.objects.raw(sql, [program.pk, customer_key, is_test])), None)
         if customer is not None:
             return customer, "customer_key"
     if click_id:
-        customer = next(iter(customers.filter(click_id=click_id)[:1]), None)  # click_id is unique
+        sql = _customer_select_sql('"click_id" = %s AND "is_test" = %s')  # click_id is unique
+        customer = next(iter(Customer.objects.raw(sql, [click_id, is_test])), None)
         if customer is not None:
             return customer, "click_id"
     return None, ""
+
+
+@cache
+def _customer_select_sql(condition: str) -> str:
+    """The first customer (every column) WHERE condition: built once per process, where the ORM would compile
+    the same SELECT again on every sale (about a sixth of a sale's time in Python)."""
+    columns = ", ".join(f'"{field.column}"' for field in Customer._meta.concrete_fields)
+    return f'SELECT {columns} FROM "{Customer._meta.db_table}" WHERE {condition} LIMIT 1'
 
 
 def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent:
