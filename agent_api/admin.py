@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from core.admin import ReadOnlyAdmin
+
 from .models import AgentAuditEntry, AgentIdempotencyRecord
 
 
 @admin.register(AgentAuditEntry)
-class AgentAuditEntryAdmin(admin.ModelAdmin):
+class AgentAuditEntryAdmin(ReadOnlyAdmin):
     """Every write made through the agent API, read-only: the history is only ever appended to."""
 
     list_display = ["created_at", "workspace", "key_masked", "action", "object_type", "object_id"]
@@ -25,15 +27,6 @@ class AgentAuditEntryAdmin(admin.ModelAdmin):
         "request_id",
         "idempotency_key",
     ]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(AgentIdempotencyRecord)

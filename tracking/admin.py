@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from core.admin import ReadOnlyAdmin
+
 from .models import (
     ClickEvent,
     Customer,
@@ -136,22 +138,11 @@ class ProcessorEventAdmin(admin.ModelAdmin):
         messages.success(request, f"Queued {count} event(s) for processing.")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Written only by the rollup task (tracking.rollups); an edit here would make the reports disagree with a
-    recount (`manage.py rollup verify`)."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
 @admin.register(DailyRollup)
 class DailyRollupAdmin(ReadOnlyAdmin):
+    """Written only by the rollup task (tracking.rollups): an edit would make the reports disagree with a recount
+    (`manage.py rollup verify`)."""
+
     list_display = ["program", "day", "is_test", "partner_id", "link_id", "clicks", "leads", "attributed_sales"]
     list_filter = ["is_test", "day"]
     search_fields = ["program__name"]
