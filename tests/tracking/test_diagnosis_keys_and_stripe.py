@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 import tracking.diagnosis.keys_and_stripe as keys_and_stripe
 from core import messages
-from programs.models import ApiCall, ProgramKey, RetiredProgramKey
+from programs.models import ApiCall, Program, ProgramKey, RetiredProgramKey
 from programs.services import program_key_regenerate
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
@@ -240,12 +240,12 @@ class TestSalesScan:
     """The sale detectors read at most SALES_SCAN of the window's newest live sales, so readiness costs the same
     for a program taking a million sales a week."""
 
-    def test_only_the_newest_sales_of_the_window_are_examined(self, monkeypatch):
-        monkeypatch.setattr(keys_and_stripe, "SALES_SCAN", 3)
+    @staticmethod
+    def unattributed_stripe_sales(count: int, now) -> Program:
+        """`count` live Stripe sales nobody was attributed, an hour apart, the newest at `now`."""
         program = ProgramFactory(stripe_account_id=ACCOUNT)
         customer = CustomerFactory(link=ReferralLinkFactory(program=program))
-        now = timezone.now()
-        for n in range(5):
+        for n in range(count):
             SaleEvent.objects.create(
                 program=program,
                 customer=customer,
@@ -255,21 +255,15 @@ class TestSalesScan:
                 attributed=False,
                 sale_date=now - timedelta(hours=n),
             )
-        found = mistake(program, "stripe_unattributed")
+        return program
+
+    def test_only_the_newest_sales_of_the_window_are_examined(self, monkeypatch):
+        monkeypatch.setattr(keys_and_stripe, "SALES_SCAN", 3)
+        now = timezone.now()
+        found = mistake(self.unattributed_stripe_sales(5, now), "stripe_unattributed")
         assert found is not None
         assert (found.count, found.last_seen_at) == (3, now)
 
     def test_a_quiet_window_is_examined_whole(self):
-        program = ProgramFactory(stripe_account_id=ACCOUNT)
-        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
-        for n in range(2):
-            SaleEvent.objects.create(
-                program=program,
-                customer=customer,
-                processor_event_id=f"pi_{n}",
-                amount_cents=1000,
-                provider="stripe",
-                attributed=False,
-            )
-        found = mistake(program, "stripe_unattributed")
+        found = mistake(self.unattributed_stripe_sales(2, timezone.now()), "stripe_unattributed")
         assert found is not None and found.count == 2
