@@ -5,7 +5,7 @@ second refers to its id, so the pair commits together in one round trip without 
 new customer, a commission and its ledger credit).
 
 insert_unflushed: one row whose commit does not wait for the WAL flush, when a later commit of the same request
-flushes it anyway (a sale, before its settlement).
+flushes it anyway (a sale, before its commission).
 
 The INSERTs write what save() writes: every concrete column but the auto primary key, each value through the
 field's pre_save (auto_now) and get_db_prep_save (JSON, dates), as Django's insert compiler does
@@ -19,6 +19,9 @@ from django.db import connections
 from django.db.models import Field, Model
 
 FIRST_ROW = "first_row"
+# In the RETURNING list of a statement run in autocommit: its commit does not wait for the WAL flush.
+# set_config(..., true) lasts for the statement's own transaction only; the session keeps its setting.
+UNFLUSHED = "(SELECT set_config('synchronous_commit', 'off', true))"
 
 
 def insert_pair_supported(using: str = "default") -> bool:
@@ -104,7 +107,7 @@ def insert_unflushed(obj: Model, *, using: str = "default") -> None:
     # Inside a transaction the setting would reach every statement of the caller's transaction.
     assert not connection.in_atomic_block, "insert_unflushed runs in autocommit only"
     pk = connection.ops.quote_name(_column(obj._meta.pk))
-    sql = f"{insert_sql(type(obj), using=using)} RETURNING {pk}, (SELECT set_config('synchronous_commit', 'off', true))"
+    sql = f"{insert_sql(type(obj), using=using)} RETURNING {pk}, {UNFLUSHED}"
     with connection.cursor() as cursor:
         cursor.execute(sql, insert_params(obj, using=using))
         row = cursor.fetchone()

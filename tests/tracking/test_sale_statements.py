@@ -1,8 +1,8 @@
-"""POST /api/v1/track/sale: the statements a commissioned sale writes. The sale commits on its own (without waiting
-for its WAL flush on PostgreSQL), then its commission with its credit and the partner-program metrics commit
-together (tracking.services.sale._settle_and_count). On PostgreSQL a commission and its ledger credit are one
-statement (core.sql.insert_pair); elsewhere (SQLite, or the portable path forced on PostgreSQL) two INSERTs in the
-transaction. Both paths store the same rows."""
+"""POST /api/v1/track/sale: the statements a commissioned sale writes. The sale commits on its own, then its
+commission with its credit, then the partner-program metrics. On PostgreSQL a commission and its ledger credit are
+one statement (core.sql.insert_pair), and only the commission's commit waits for the WAL flush (the sale's and the
+metrics' do not: core.sql.UNFLUSHED); elsewhere (SQLite, or the portable path forced on PostgreSQL) the two
+INSERTs share a transaction. Both paths store the same rows."""
 
 from decimal import Decimal
 
@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core import messages
+from core.sql import UNFLUSHED
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
@@ -100,10 +101,8 @@ def test_a_failed_credit_on_the_portable_path_leaves_no_commission(api_client, l
 
 
 @pytest.mark.django_db(transaction=True)
-class TestSettledAtOnce:
-    """As in production: no test transaction around the request. After the sale's own commit, its commission
-    and credit and the partner-program metrics commit once; a failure there rolls them back and the
-    step-by-step path answers as it always has."""
+class TestOutsideATransaction:
+    """As in production: no test transaction around the request."""
 
     def test_a_duplicate_is_409_and_changes_nothing(self, api_client, link):
         CustomerFactory(link=link, customer_key="user_1")
@@ -135,8 +134,6 @@ class TestSettledAtOnce:
         def boom(**kwargs):
             raise RuntimeError("metrics row on fire")
 
-        # The settling transaction converts the customer, then fails on the metrics and rolls back; the
-        # step-by-step path converts the customer again and only logs the metrics failure.
         monkeypatch.setattr("tracking.services.sale.partner_program_add", boom)
         CustomerFactory(link=link, customer_key="user_1")
         response = post_sale(api_client, link.program, **sale_body())
@@ -149,37 +146,38 @@ class TestSettledAtOnce:
         assert any(record.message == "sale.metrics_failed" for record in caplog.records)
 
     @pytest.mark.postgres
-    def test_a_repeat_sale_waits_for_one_flush(self, api_client, link):
+    def test_a_repeat_sale_is_five_statements_and_waits_for_one_flush(self, api_client, link):
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         with CaptureQueriesContext(connection) as captured:
             response = post_sale(api_client, link.program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
-        # The key (program joined) and the customer; the sale, one statement whose commit does not wait for the
-        # WAL flush (set_config: that statement's transaction only); then the commission with its credit (WITH
-        # (INSERT commission) INSERT credit) and the metrics, whose commit flushes both. Then the request
-        # log's row in its own transaction (tests write it at once; production writes one per batch of calls).
-        settlement = ["BEGIN", "WITH", "UPDATE", "COMMIT"]
+        # The key (program joined) and the customer; the sale, whose commit does not wait for the WAL flush
+        # (set_config: that statement's transaction only); the commission with its credit (WITH (INSERT
+        # commission) INSERT credit), whose commit flushes the sale's too; the metrics UPDATE, unflushed. No
+        # BEGIN/COMMIT: each is one statement. Then the request log's row in its own transaction (tests write
+        # it at once; production writes one per batch of calls).
         log = ["BEGIN", "INSERT", "COMMIT"] * REQUEST_LOG_ROW
-        assert statements == ["SELECT", "SELECT", "INSERT", *settlement, *log]
-        assert "set_config('synchronous_commit', 'off', true)" in captured.captured_queries[2]["sql"]
+        assert statements == ["SELECT", "SELECT", "INSERT", "WITH", "UPDATE", *log]
+        sql = [q["sql"] for q in captured.captured_queries]
+        assert [UNFLUSHED in sql[2], UNFLUSHED in sql[3], UNFLUSHED in sql[4]] == [True, False, True]
         assert ApiCall._meta.db_table in captured.captured_queries[-2]["sql"]
         with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
-            assert cursor.fetchone() == ("on",)  # the setting ended with the sale's statement
+            assert cursor.fetchone() == ("on",)  # the setting ended with each statement
         entry = LedgerEntry.objects.get(commission_id=response.json()["commission_id"])
         assert entry.memo == f"Commission #{entry.commission_id} approved"
 
     @pytest.mark.postgres
-    def test_a_first_sale_converts_the_customer_in_the_settling_transaction(self, api_client, link):
+    def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link):
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
         settling = statements.index("BEGIN")
-        # The customer's row lock, its conversion, the commission with its credit, the metrics.
-        assert statements[settling : settling + 6] == ["BEGIN", "SELECT", "UPDATE", "WITH", "UPDATE", "COMMIT"]
+        # The customer's row lock, its conversion, the commission with its credit; then the metrics.
+        assert statements[settling : settling + 6] == ["BEGIN", "SELECT", "UPDATE", "WITH", "COMMIT", "UPDATE"]
         assert "FOR NO KEY UPDATE" in captured.captured_queries[settling + 1]["sql"]
 
 

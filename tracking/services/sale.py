@@ -222,8 +222,10 @@ def sale_record_for_customer(
         "click_id": customer.click_id,
         "attributed": customer.first_partner_id is not None,
     }
-    settled_at_once = customer.first_partner_id is not None and not transaction.get_connection().in_atomic_block
-    sale = sale_insert(fields=sale_fields, unflushed=settled_at_once)
+    # The commission's commit that follows waits for the WAL flush, which makes the sale durable too: the
+    # sale's own commit need not wait for one (sale_insert).
+    settled_next = customer.first_partner_id is not None and not transaction.get_connection().in_atomic_block
+    sale = sale_insert(fields=sale_fields, unflushed=settled_next)
     if customer.first_partner_id is None:
         tracking_log(
             program_id=program.pk,
@@ -235,38 +237,14 @@ def sale_record_for_customer(
         )
         raise BadRequestError(messages.SALE_PARTNER_REQUIRED, code="no_attribution")
 
-    settled = _settle_and_count(sale=sale, customer=customer, program=program, now=now) if settled_at_once else None
-    if settled is None:
-        try:
-            settled = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
-        except Exception:
-            logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
-            raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
-        sale_metrics_count(sale=sale, customer=customer)
-    return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
-
-
-def _settle_and_count(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime) -> SaleCommission | None:
-    """The sale's commission (with its credit) or recorded refusal, and the partner-program metrics, in one
-    transaction: one commit where the two steps apart take two, and a commit (its WAL flush) is the costliest
-    step of a sale. When anything fails it all rolls back and None is returned: the caller then settles and
-    counts step by step, which answers each failure as it always has (500 when the commission fails, the sale
-    kept; a metrics failure only logged)."""
-    partner_id = customer.first_partner_id
-    assert partner_id is not None  # only a sale with a partner is settled
-    first_sale_at = customer.first_sale_at
     try:
-        with transaction.atomic():
-            settled = commission_create_for_sale(
-                sale=sale, customer=customer, program=program, now=now, in_callers_transaction=True
-            )
-            partner_program_add(partner_id=partner_id, program_id=program.pk, sales=1, revenue_cents=sale.amount_cents)
+        settled = commission_create_for_sale(sale=sale, customer=customer, program=program, now=now)
     except Exception:
-        # What the rolled-back transaction had set on the objects.
-        customer.first_sale_at = first_sale_at
-        sale.no_commission_reason = ""
-        return None
-    return settled
+        logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
+        raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
+
+    sale_metrics_count(sale=sale, customer=customer)
+    return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
 
 
 def sale_message(settled: SaleCommission, *, program: Program) -> str:
@@ -280,7 +258,9 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
 
 def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
     """Partner-program metrics (sales and revenue; commission money is read from the commissions themselves,
-    see commissions.selectors). A failure is logged and never fails the sale (spec rule 5)."""
+    see commissions.selectors). A failure is logged and never fails the sale (spec rule 5). Outside a
+    transaction the UPDATE's commit does not wait for the WAL flush: the partner-program row is every sale's
+    hot row, and its lock is then held for the UPDATE alone, not through a flush."""
     if customer.first_partner_id is None:
         return  # no partner, no partner-program row to count in
     try:
@@ -289,6 +269,7 @@ def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
             program_id=sale.program_id,
             sales=1,
             revenue_cents=sale.amount_cents,
+            unflushed=not transaction.get_connection().in_atomic_block,
         )
     except Exception:
         logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})

@@ -17,21 +17,16 @@ from ..models import Customer, CustomerStatus, SaleEvent
 
 
 def commission_create_for_sale(
-    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime, in_callers_transaction: bool = False
+    *, sale: SaleEvent, customer: Customer, program: Program, now: datetime
 ) -> SaleCommission:
     """The single entry point that gives an attributed live sale its commission.
 
     In one transaction: converts the customer on their first sale, then creates the commission or records on
     the sale why it pays nothing (commission_settle decides, at the sale's own time). A crash before the
     commit leaves none of it, so a later run settles the sale as this one would have; a sale already settled
-    is returned as it is (created False). `now` is when the commission is created and its hold starts.
-    `in_callers_transaction`: this runs in a transaction of the caller, which rolls all of it back on any
-    error and then settles the sale again without it (so no savepoint here, and a duplicate is not
-    recovered from here but by that second run)."""
+    is returned as it is (created False). `now` is when the commission is created and its hold starts."""
     if sale.no_commission_reason:
         return SaleCommission(commission=None, no_commission=NoCommission(sale.no_commission_reason))
-    if in_callers_transaction:
-        return _settle(sale=sale, customer=customer, program=program, now=now)
     # A repeat sale (the customer is converted already) writes one statement: the commission with its
     # credit, or the reason on the sale. On PostgreSQL that statement is atomic by itself, so it runs
     # without BEGIN and COMMIT; a first sale locks the customer, and SQLite writes the credit apart, in a
