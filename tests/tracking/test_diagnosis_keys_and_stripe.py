@@ -243,8 +243,8 @@ class TestSalesScan:
     @staticmethod
     def unattributed_stripe_sales(count: int, now) -> Program:
         """`count` live Stripe sales nobody was attributed, an hour apart, the newest at `now`."""
-        program = ProgramFactory(stripe_account_id=ACCOUNT)
-        customer = CustomerFactory(link=ReferralLinkFactory(program=program))
+        program = ProgramFactory.create(stripe_account_id=ACCOUNT)
+        customer = CustomerFactory.create(link=ReferralLinkFactory.create(program=program))
         for n in range(count):
             SaleEvent.objects.create(
                 program=program,
