@@ -16,10 +16,12 @@ from programs.models import PartnerProgram, ReferralLink
 from tests.event_activity import ACTIVITY_NOW, click, lead, sale
 from tests.factories import UserFactory
 from tracking import rollups
-from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState
+from tracking.explain import sale_explain
+from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
 from tracking.readiness import readiness_compute
 from tracking.retention import raw_clicks_prune
 from tracking.rollups import link_click_counts, rollup_read, rollups_update, rollups_verify
+from tracking.services.refund import refund_record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
@@ -169,6 +171,15 @@ class TestRetention:
         assert reads(program)[0] == before[0]
         assert reads(program)[1]["counts"] == before[1]["counts"]
         assert rollups_verify() == []
+
+    def test_explain_and_refunds_work_on_what_remains(self, program, activity):
+        sold = SaleEvent.objects.filter(program=program, is_test=False, commission__status="pending").first()
+        raw_clicks_prune(older_than_days=1, now=NOW + timedelta(minutes=1))
+        explained = sale_explain(program=program, transaction_id=sold.processor_event_id)
+        assert (explained["sale"]["id"], explained["partner"]["id"]) == (sold.pk, sold.partner_id)
+        outcome = refund_record(data={"transaction_id": sold.processor_event_id}, key=program.keys.get(mode="live"))
+        assert outcome.status == "reversed"
+        assert readiness_compute(program=program)["counts"]["clicks"] == 4  # all four live clicks, three pruned
 
     def test_the_command_needs_a_number_of_days(self, settings):
         settings.RAW_CLICK_RETENTION_DAYS = 0
