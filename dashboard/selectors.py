@@ -15,10 +15,6 @@ from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, Program
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.rollups import (
-    CLICK,
-    KIND_MODELS,
-    LEAD,
-    SALE,
     Watermarks,
     rollup_read,
     rollup_sums,
@@ -286,11 +282,9 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
 
     def read(marks: Watermarks) -> list[dict[str, Any]]:
         rollups = DailyRollup.objects.filter(program=program, is_test=False, day__gte=date_from, day__lte=date_to)
-        deltas = {
-            kind: KIND_MODELS[kind].objects.filter(program=program, is_test=False) for kind in (CLICK, LEAD, SALE)
-        }
+        by_day_and_partner = rollup_sums(rollups, "day", "partner_id")
         in_range = lambda row: date_from <= row["day"] <= date_to  # noqa: E731
-        return list(rows_with_delta(marks, rollup_sums(rollups, "day", "partner_id"), deltas, keep=in_range))
+        return list(rows_with_delta(marks, by_day_and_partner, program_id=program.pk, keep=in_range))
 
     rows = rollup_read(read)
     names = dict(

@@ -78,8 +78,7 @@ def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
 
     def read(marks: Watermarks) -> list[dict[str, Any]]:
         rollups = rollup_sums(DailyRollup.objects.filter(program=program), "is_test")
-        deltas = {kind: KIND_MODELS[kind].objects.filter(program=program) for kind in KINDS}
-        return list(rows_with_delta(marks, rollups, deltas))
+        return list(rows_with_delta(marks, rollups, program_id=program.pk, live_only=False))
 
     totals = {flag: dict.fromkeys(ALL_COLUMNS, 0) for flag in (False, True)}
     for row in rollup_read(read):

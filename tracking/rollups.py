@@ -318,11 +318,6 @@ def rollup_read(read: Callable[[Watermarks], T]) -> T:
     return read(watermarks_get())
 
 
-def live_delta(kind: str, marks: Watermarks, events: QuerySet[Any]) -> list[dict[str, Any]]:
-    """The events above the kind's watermark, grouped as rollup rows: what a read adds to the rollups."""
-    return kind_grouped(kind, events.filter(id__gt=marks.of(kind)))
-
-
 def rollup_sums(rollups: QuerySet[DailyRollup], *keys: str) -> QuerySet[DailyRollup, dict[str, Any]]:
     """The rollup rows summed per `keys` (every column)."""
     return rollups.order_by().values(*keys).annotate(**{column: Sum(column) for column in ALL_COLUMNS})
@@ -331,16 +326,22 @@ def rollup_sums(rollups: QuerySet[DailyRollup], *keys: str) -> QuerySet[DailyRol
 def rows_with_delta(
     marks: Watermarks,
     rollup_rows: Iterable[dict[str, Any]],
-    deltas: dict[str, QuerySet[Any]],
+    *,
+    program_id: int,
+    kinds: Iterable[str] = KINDS,
+    live_only: bool = True,
     keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The rollup rows, then the live delta of each kind (its other columns as 0) that `keep` accepts: rows to
-    sum. The delta querysets should filter on the program and test flag only, so that the (program, is_test, -id)
-    index alone drives them (a few rows above the watermark) whatever else the read narrows to: the day range,
-    partners or links are filtered here, on the grouped rows, by `keep`."""
+    """The rollup rows, then the program's events above the watermarks, grouped as rollup rows (the other kinds'
+    columns 0), that `keep` accepts: rows to sum. The events are selected by program, test flag and id alone, so
+    the (program, is_test, -id) index drives the query (a few rows above the watermark) whatever the read narrows
+    to: its day range, partners or links are picked from the grouped rows by `keep`."""
     yield from rollup_rows
-    for kind, events in deltas.items():
-        for row in live_delta(kind, marks, events):
+    for kind in kinds:
+        events = KIND_MODELS[kind].objects.filter(program_id=program_id, id__gt=marks.of(kind))
+        if live_only:
+            events = events.filter(is_test=False)
+        for row in kind_grouped(kind, events):
             if keep is None or keep(row):
                 yield {**dict.fromkeys(ALL_COLUMNS, 0), **{k: row[k] for k in (*GROUP, *COLUMNS[kind])}}
 
@@ -398,10 +399,13 @@ def partner_commission_cents(marks: Watermarks, *, program_id: int, partner_ids:
     from the rollups plus the sales not folded in yet; as of the last run for refunds and voids. Two queries."""
     ids = set(partner_ids)
     rollups = DailyRollup.objects.filter(program_id=program_id, is_test=False, partner_id__in=ids)
-    sales = SaleEvent.objects.filter(program_id=program_id, is_test=False)
     totals: dict[int, int] = {}
     for row in rows_with_delta(
-        marks, rollup_sums(rollups, "partner_id"), {SALE: sales}, keep=lambda row: row["partner_id"] in ids
+        marks,
+        rollup_sums(rollups, "partner_id"),
+        program_id=program_id,
+        kinds=(SALE,),
+        keep=lambda row: row["partner_id"] in ids,
     ):
         totals[row["partner_id"]] = totals.get(row["partner_id"], 0) + (row["commission_cents"] or 0)
     return totals
