@@ -356,39 +356,30 @@ def has_errors(result: dict) -> bool:
     return result["non_2xx"] > 0 or sum(result["socket_errors"].values()) > 0
 
 
+def ratio_target(results: dict[str, dict], name: str, baseline: str, minimum: float) -> dict | None:
+    """`name`'s requests/s over `baseline`'s in the same run, as a target; None when either was not driven."""
+    if name not in results or baseline not in results:
+        return None
+    ratio = results[name]["requests_per_sec"] / results[baseline]["requests_per_sec"]
+    clean = not has_errors(results[name]) and not has_errors(results[baseline])
+    return {
+        "target": f"{name}/{baseline} >= {minimum}",
+        "value": round(ratio, 4),
+        "passed": clean and ratio >= minimum,
+        "note": "" if clean else "run had errors",
+    }
+
+
 def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
     ratios: dict[str, float] = {}
     targets: list[dict] = []
-    trivial = results.get("trivial")
-    for name, minimum in MIN_RATIO.items():
-        if name not in results or trivial is None:
-            continue
-        ratio = results[name]["requests_per_sec"] / trivial["requests_per_sec"]
-        ratios[f"{name}/trivial"] = round(ratio, 4)
-        clean = not has_errors(results[name]) and not has_errors(trivial)
-        targets.append(
-            {
-                "target": f"{name}/trivial >= {minimum}",
-                "value": round(ratio, 4),
-                "passed": clean and ratio >= minimum,
-                "note": "" if clean else "run had errors",
-            }
-        )
-    for name, minimum in MIN_BARE_RATIO.items():
-        bare = results.get(f"bare-{name}")
-        if name not in results or bare is None:
-            continue
-        ratio = results[name]["requests_per_sec"] / bare["requests_per_sec"]
-        ratios[f"{name}/bare-{name}"] = round(ratio, 4)
-        clean = not has_errors(results[name]) and not has_errors(bare)
-        targets.append(
-            {
-                "target": f"{name}/bare-{name} >= {minimum}",
-                "value": round(ratio, 4),
-                "passed": clean and ratio >= minimum,
-                "note": "" if clean else "run had errors",
-            }
-        )
+    pairs = [(name, "trivial", minimum) for name, minimum in MIN_RATIO.items()]
+    pairs += [(name, f"bare-{name}", minimum) for name, minimum in MIN_BARE_RATIO.items()]
+    for name, baseline, minimum in pairs:
+        target = ratio_target(results, name, baseline, minimum)
+        if target is not None:
+            ratios[f"{name}/{baseline}"] = target["value"]
+            targets.append(target)
     if "sale" in results and "commissions" in results["sale"]:
         counted = results["sale"]["commissions"]
         targets.append(
