@@ -37,7 +37,9 @@ class CallLoggedApi(BaseApi):
         key = key if isinstance(key, ProgramKey) else None
         try:
             sent = drf_request.data if request.method not in ("GET", "HEAD") else drf_request.query_params.dict()
-        except APIException:  # an unparsable body was already answered with 400; the log keeps no excerpt of it
+        except (APIException, ApiError):
+            # An unparsable body: answered with 400 when the view read it, or refused before that (a rate limit,
+            # a bad key) with the body never read. Either way the log keeps no excerpt of it.
             sent = None
         match = getattr(request, "resolver_match", None)
         api_call_record(

@@ -45,6 +45,19 @@ def test_a_refused_sale_is_logged_with_its_error(api_client, program):
     assert row.error_code == response.json()["error"].get("code", "")
 
 
+@pytest.mark.parametrize("body", [b"{", b"\xff", b'{"a": 1, "a": 2}', b"[" * 2000])
+def test_an_unparsed_bad_body_refused_earlier_is_logged_without_an_excerpt(api_client, settings, body):
+    """A call refused before its body is read (here: rate limited) still has its body read for the log; a body
+    that does not parse then leaves no excerpt and never turns the answer into a 500."""
+    settings.RATELIMIT_SCALE = 1 / 60  # one click a minute
+    click = {"path": "/api/v1/track/click", "content_type": "application/json", "REMOTE_ADDR": "203.0.113.9"}
+    api_client.post(data=b"{}", **click)
+    response = api_client.post(data=body, **click)
+    assert response.status_code == 429
+    row = ApiCall.objects.order_by("-id").first()
+    assert (row.status, row.excerpt) == (429, {})
+
+
 def test_a_test_key_is_logged_as_test(api_client, program, customer):
     post_sale(api_client, program, key=program.raw_test_api_key, **sale_body())
     assert only_row().key_mode == "test"
