@@ -89,6 +89,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_PREP
     # connection, so PostgreSQL stops re-planning the hot path's queries (about a third of their time).
     # Turn off behind a transaction-pooling PgBouncer, which cannot keep prepared statements.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 2})
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # `make run` serves SQLite with several gunicorn workers. A transaction that starts reading and then writes
+    # cannot wait for another writer (SQLite answers "database is locked" at once), so every transaction takes
+    # the write lock when it begins and waits up to `timeout` seconds for it; WAL lets reads go on meanwhile.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL"}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, Celery ---------------------------------------------------------------------------

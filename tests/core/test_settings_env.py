@@ -132,3 +132,43 @@ class TestDevelopmentSecretKey:
     def test_the_key_file_is_ignored_by_git(self):
         patterns = (BASE_DIR / ".gitignore").read_text().splitlines()
         assert any(fnmatch.fnmatch(".secret_key", pattern) for pattern in patterns)
+
+
+SQLITE_WRITERS_SCRIPT = """
+import os, threading, time, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+django.setup()
+from django.db import connection, transaction
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TABLE IF NOT EXISTS probe (n integer)")
+errors = []
+def write():
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM probe")
+            time.sleep(0.2)
+            cursor.execute("INSERT INTO probe VALUES (1)")
+    except Exception as error:
+        errors.append(repr(error))
+    finally:
+        connection.close()
+threads = [threading.Thread(target=write) for _ in range(4)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+print(errors)
+"""
+
+
+def test_sqlite_writers_wait_for_each_other_instead_of_failing(tmp_path):
+    """`make run` serves SQLite from several processes: transactions that read and then write, begun at the same
+    time, must queue for the write lock, not fail with "database is locked" (config.settings: IMMEDIATE, WAL)."""
+    result = subprocess.run(
+        [sys.executable, "-c", SQLITE_WRITERS_SCRIPT],
+        cwd=BASE_DIR,
+        env={**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "REDIS_URL": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
