@@ -5,9 +5,13 @@ approved with its credit, never half of it."""
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Model
 from django.utils import timezone
 
-from core.sql import insert_pair, insert_pair_supported
+from core.sql import insert_family, insert_pair_supported
+from webhooks.events import event_emit, event_new, event_saved
+from webhooks.models import EventType, WebhookEvent
+from webhooks.payloads import commission_data
 
 from .models import Commission, CommissionStatus, LedgerEntry
 
@@ -30,21 +34,52 @@ def ledger_credit(commission: Commission) -> None:
     _credit_entry(commission).save(force_insert=True)
 
 
-def commission_insert_credited(commission: Commission) -> None:
-    """Inserts a new approved commission with its ledger credit; the two commit together. On PostgreSQL they are
-    one statement (no transaction of its own needed); elsewhere a transaction (a savepoint inside the caller's)."""
+def commission_event(commission: Commission, event_type: str) -> WebhookEvent:
+    """The unsaved webhook event announcing the commission as it is now (commissions are live money only)."""
+    return event_new(program_id=commission.program_id, type=event_type, livemode=True, data=commission_data(commission))
+
+
+def commission_event_emit(commission: Commission, event_type: str) -> None:
+    """Writes the event in the caller's transaction (the commission's change and its event commit together)."""
+    event_emit(
+        program_id=commission.program_id,
+        type=event_type,
+        livemode=True,
+        data=commission_data(commission),
+        object_id=commission.pk,
+    )
+
+
+def commission_insert(commission: Commission) -> None:
+    """Inserts a new commission with its commission.created event, and, when it is approved at once (hold 0),
+    its ledger credit and commission.approved; all of it commits together. On PostgreSQL it is one statement (no
+    transaction of its own needed); elsewhere a transaction (a savepoint inside the caller's)."""
+    events = [commission_event(commission, EventType.COMMISSION_CREATED)]
+    if commission.credited:
+        events.append(commission_event(commission, EventType.COMMISSION_APPROVED))
     if not insert_pair_supported():
-        # Inside the caller's transaction no savepoint is needed: a failure undoes both with it.
+        # Inside the caller's transaction no savepoint is needed: a failure undoes all of it with it.
         with transaction.atomic(savepoint=False):
             commission.save(force_insert=True)
-            ledger_credit(commission)
-        return
-    before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
-    insert_pair(
-        commission,
-        _credit_entry(commission),
-        refers={"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"},
-    )
+            if commission.credited:
+                ledger_credit(commission)
+            for event in events:
+                event.object_id = commission.pk
+                event.save(force_insert=True)
+    else:
+        dependents: list[tuple[Model, dict[str, str]]] = []
+        if commission.credited:
+            before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
+            dependents.append(
+                (
+                    _credit_entry(commission),
+                    {"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"},
+                )
+            )
+        dependents.extend((event, {"object_id": "{first_id}"}) for event in events)
+        insert_family(commission, dependents)
+    for event in events:
+        event_saved(event)
 
 
 def _sql_text(text: str) -> str:
@@ -58,6 +93,7 @@ def _approve(commission: Commission, now: datetime) -> None:
     commission.approved_at = now
     commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
     ledger_credit(commission)
+    commission_event_emit(commission, EventType.COMMISSION_APPROVED)
 
 
 def commission_approve(*, commission_id: int, now: datetime | None = None) -> bool:

@@ -13,8 +13,11 @@ from django.utils import timezone
 from core import messages
 from core.tasks import enqueue
 from programs.models import RECURRING_TYPES, Partner, Program
+from webhooks.events import event_emit
+from webhooks.models import EventType
+from webhooks.payloads import refund_data
 
-from .approval import commission_insert_credited
+from .approval import commission_event_emit, commission_insert
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
@@ -65,7 +68,7 @@ def commission_settle(
     """Gives an attributed live sale its commission, inside the transaction of the caller
     (tracking.services.settlement.commission_create_for_sale, which also converts the customer and records a
     refusal on the sale; it opens none when what is written here is one statement: see
-    commission_insert_credited).
+    commission_insert).
 
     Decides with the sale's product policy (commission_refusal: percent/fixed pay every sale but renewals;
     recurring_* pay every sale within duration_months of the customer's first commissioned sale) at the sale's
@@ -100,10 +103,7 @@ def commission_settle(
         hold_until=now + timedelta(days=program.hold_days),
         created_at=now,
     )
-    if instant:
-        commission_insert_credited(commission)
-    else:
-        commission.save(force_insert=True)
+    commission_insert(commission)
     return SaleCommission(commission=commission, created=True)
 
 
@@ -300,6 +300,21 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
+        commission_event_emit(commission, EventType.COMMISSION_REVERSED if step.full else EventType.COMMISSION_REFUNDED)
+        event_emit(
+            program_id=commission.program_id,
+            type=EventType.REFUND_APPLIED,
+            livemode=True,
+            data=refund_data(
+                sale=sale,
+                commission=commission,
+                refund_id=refund_id,
+                amount=amount,
+                deduction=step.deduction,
+                reason=reason,
+            ),
+        )
+
         transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
     return RefundOutcome(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
 
@@ -366,4 +381,5 @@ def commission_void(*, commission_id: int, reason: str, now: datetime | None = N
                 memo=f"Commission #{commission.pk} voided" + (f": {reason}" if reason else ""),
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
+        commission_event_emit(commission, EventType.COMMISSION_REVERSED)
     return commission

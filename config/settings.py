@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "cli_api",
     "dashboard",
     "agent_api",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -179,6 +180,31 @@ CELERY_BEAT_SCHEDULE["update-rollups"] = {
 }
 if RAW_CLICK_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["prune-raw-clicks"] = {"task": "tracking.prune_clicks", "schedule": 86400.0}
+
+# --- Outbound webhooks (webhooks; docs/webhooks.md) -----------------------------------------------
+# Seconds a receiver has to answer one delivery attempt.
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 15, minimum=1)
+# Seconds between a delivery's attempts after each failure (jittered by a fifth): 5 s, 5 min, 30 min, 2 h, 5 h,
+# 10 h, 14 h, 20 h, 24 h, about three days in all. After the last, the delivery has failed.
+WEBHOOK_RETRY_SCHEDULE = env.list(
+    "WEBHOOK_RETRY_SCHEDULE", cast=int, default=[5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+)
+# The longest wait a receiver's Retry-After may ask for.
+WEBHOOK_RETRY_AFTER_MAX_SECONDS = env_int("WEBHOOK_RETRY_AFTER_MAX_SECONDS", 86400, minimum=1)
+# An endpoint whose every attempt has failed for this long is disabled, and the workspace's owners are told.
+WEBHOOK_DISABLE_AFTER_HOURS = env_int("WEBHOOK_DISABLE_AFTER_HOURS", 72, minimum=1)
+# How long a rotated-out secret still signs (a second signature), so receivers can switch.
+WEBHOOK_ROTATION_OVERLAP_HOURS = env_int("WEBHOOK_ROTATION_OVERLAP_HOURS", 24, minimum=0)
+# Self-hosted networks: let endpoints be private, loopback or link-local addresses.
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
+# Seconds between sweeps that send what is due (retries, and events a broker outage held back).
+WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 10, minimum=1)
+# Days events, deliveries and their log are kept (svc listen, the delivery log, resends).
+WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30, minimum=1)
+CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_SECONDS)}
+CELERY_BEAT_SCHEDULE["webhooks-prune-events"] = {"task": "webhooks.prune_events", "schedule": 3600.0}
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="svc@localhost")
 
 # --- Request log (programs.calllog) ----------------------------------------------------------------
 # Days a program API call stays in the log, and the most rows kept per program (the newest).

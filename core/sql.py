@@ -4,6 +4,9 @@ insert_pair: two dependent rows in one statement. On PostgreSQL a data-modifying
 second refers to its id, so the pair commits together in one round trip without BEGIN and COMMIT (a click and its
 new customer, a commission and its ledger credit).
 
+insert_family: a row and several rows that refer to it, the same way (a commission, its ledger credit and the
+webhook events announcing it).
+
 insert_unflushed: one row whose commit does not wait for the WAL flush, when a later commit of the same request
 flushes it anyway (a sale, before its commission).
 
@@ -65,36 +68,66 @@ def insert_params(obj: Model, *, using: str = "default", skip: frozenset[str] = 
 
 
 @cache
-def _pair_sql(first: type[Model], second: type[Model], refers: tuple[tuple[str, str], ...], using: str) -> str:
+def _family_sql(
+    first: type[Model],
+    dependents: tuple[tuple[type[Model], tuple[tuple[str, str], ...]], ...],
+    using: str,
+    unflushed: bool,
+) -> str:
     quote = connections[using].ops.quote_name
     first_pk = quote(_column(first._meta.pk))
     first_id = f"(SELECT {first_pk} FROM {FIRST_ROW})"
-    second_sql = insert_sql(
-        second, using=using, values_sql={attname: template.format(first_id=first_id) for attname, template in refers}
-    )
-    columns = {field.attname: quote(_column(field)) for field in second._meta.concrete_fields}
-    returning = ", ".join([first_id, quote(_column(second._meta.pk)), *(columns[attname] for attname, _ in refers)])
-    first_sql = insert_sql(first, using=using)
-    return f"WITH {FIRST_ROW} AS ({first_sql} RETURNING {first_pk}) {second_sql} RETURNING {returning}"
+    ctes = [f"{FIRST_ROW} AS ({insert_sql(first, using=using)} RETURNING {first_pk})"]
+    selected = [first_id]
+    for index, (model, refers) in enumerate(dependents, start=1):
+        name = f"dependent_{index}"
+        values_sql = {attname: template.format(first_id=first_id) for attname, template in refers}
+        columns = {field.attname: quote(_column(field)) for field in model._meta.concrete_fields}
+        returned = [quote(_column(model._meta.pk)), *(columns[attname] for attname, _ in refers)]
+        ctes.append(
+            f"{name} AS ({insert_sql(model, using=using, values_sql=values_sql)} RETURNING {', '.join(returned)})"
+        )
+        selected.extend(f"{name}.{column}" for column in returned)
+    if unflushed:
+        selected.append(UNFLUSHED)
+    sources = ", ".join(f"dependent_{index}" for index in range(1, len(dependents) + 1))
+    return f"WITH {', '.join(ctes)} SELECT {', '.join(selected)} FROM {sources}"
+
+
+def insert_family(
+    first: Model, dependents: list[tuple[Model, dict[str, str]]], *, unflushed: bool = False, using: str = "default"
+) -> None:
+    """Inserts `first`, then each dependent, in one statement (PostgreSQL only: see insert_pair_supported). Each
+    dependent's dict gives attributes of it as SQL over `{first_id}`, the id of the row just inserted (a foreign
+    key to it, a text naming it; a literal % written %%); their stored values are read back. `unflushed` (in
+    autocommit only): the statement's commit does not wait for the WAL flush (see insert_unflushed). Sets every
+    primary key and marks every instance saved, as save() would."""
+    connection = connections[using]
+    assert not (unflushed and connection.in_atomic_block), "an unflushed insert runs in autocommit only"
+    shape = tuple((type(obj), tuple(refers.items())) for obj, refers in dependents)
+    sql = _family_sql(type(first), shape, using, unflushed)
+    params = insert_params(first, using=using)
+    for obj, refers in dependents:
+        params.extend(insert_params(obj, using=using, skip=frozenset(refers)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    assert row is not None  # INSERT ... VALUES with RETURNING answers one row each; their product is one row
+    first.pk = row[0]
+    position = 1
+    for obj, refers in dependents:
+        obj.pk = row[position]
+        for offset, attname in enumerate(refers, start=1):
+            setattr(obj, attname, row[position + offset])
+        position += 1 + len(refers)
+    for obj in (first, *(obj for obj, _ in dependents)):
+        obj._state.adding = False
+        obj._state.db = using
 
 
 def insert_pair(first: Model, second: Model, *, refers: dict[str, str], using: str = "default") -> None:
-    """Inserts `first`, then `second`, in one statement (PostgreSQL only: see insert_pair_supported). `refers`
-    gives attributes of `second` as SQL over `{first_id}`, the id of the row just inserted (a foreign key to
-    it, a text naming it; a literal % written %%); their stored values are read back. Sets both primary keys
-    and marks both instances saved, as save() would."""
-    sql = _pair_sql(type(first), type(second), tuple(refers.items()), using)
-    params = [*insert_params(first, using=using), *insert_params(second, using=using, skip=frozenset(refers))]
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    assert row is not None  # an INSERT ... VALUES with RETURNING answers its row
-    first.pk, second.pk = row[0], row[1]
-    for attname, value in zip(refers, row[2:], strict=True):
-        setattr(second, attname, value)
-    for obj in (first, second):
-        obj._state.adding = False
-        obj._state.db = using
+    """Inserts `first`, then `second`, in one statement: insert_family with one dependent."""
+    insert_family(first, [(second, refers)], using=using)
 
 
 def insert_unflushed(obj: Model, *, using: str = "default") -> None:

@@ -27,9 +27,13 @@ def service_task(name: str) -> Callable[[Callable[..., Any]], Task]:
     return shared_task(name=name, **TASK_RETRY_POLICY)
 
 
-def enqueue(task: Task, *args: object) -> None:
-    """Sends a task; a broker outage is logged and never reaches the caller's response."""
+def enqueue(task: Task, *args: object, countdown: float | None = None) -> None:
+    """Sends a task (to run `countdown` seconds from now, if given); a broker outage is logged and never reaches
+    the caller's response."""
     try:
-        task.apply_async(args=args, retry=False)
+        if countdown is None:
+            task.apply_async(args=args, retry=False)
+        else:
+            task.apply_async(args=args, retry=False, countdown=countdown)
     except Exception:
         logger.exception("task.enqueue_failed", extra={"task": task.name})

@@ -14,6 +14,9 @@ from django.utils.text import slugify
 
 from core import messages
 from core.errors import BadRequestError
+from webhooks.events import event_emit
+from webhooks.models import EventType
+from webhooks.payloads import partner_enrolled_data
 
 from .keys import (
     AGENT_KEY_PREFIX,
@@ -246,7 +249,17 @@ def partner_enroll(*, partner: Partner, program: Program) -> tuple[PartnerProgra
     (partner, program) constraint makes two concurrent enrolments one."""
     if partner.workspace_id != program.workspace_id:
         raise ValueError("partner and program belong to different workspaces")
-    return PartnerProgram.objects.get_or_create(partner=partner, program=program)
+    with transaction.atomic():
+        enrolment, created = PartnerProgram.objects.get_or_create(partner=partner, program=program)
+        if created:
+            event_emit(
+                program_id=program.pk,
+                type=EventType.PARTNER_ENROLLED,
+                livemode=True,
+                data=partner_enrolled_data(enrolment=enrolment, partner=partner),
+                object_id=enrolment.pk,
+            )
+    return enrolment, created
 
 
 # What tracking can match as an `aff` value and the column holds.

@@ -20,6 +20,8 @@ from programs.models import (
 )
 from programs.services import program_key_regenerate
 from tracking.models import Customer, SaleEvent
+from webhooks.models import WebhookEndpoint
+from webhooks.signing import secret_encrypt, secret_generate
 
 
 class UserFactory(factory.django.DjangoModelFactory[User]):
@@ -165,3 +167,24 @@ def credited_commission(amount: int = 10000, commission: int = 2000) -> Commissi
     assert commission_approve(commission_id=made.pk)
     made.refresh_from_db()
     return made
+
+
+class WebhookEndpointFactory(factory.django.DjangoModelFactory[WebhookEndpoint]):
+    """An endpoint for a program, every event type, with a known secret (`endpoint.secret_for_tests`)."""
+
+    class Meta:
+        model = WebhookEndpoint
+
+    program = factory.SubFactory(ProgramFactory)
+    workspace = factory.LazyAttribute(lambda endpoint: endpoint.program.workspace)
+    url = "https://hooks.example.com/svc"
+    event_types = factory.LazyFunction(lambda: ["*"])
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        secret = kwargs.pop("secret", None) or secret_generate()
+        kwargs.setdefault("secret_encrypted", secret_encrypt(secret))
+        kwargs.setdefault("secret_last4", secret[-4:])
+        endpoint = super()._create(model_class, *args, **kwargs)
+        endpoint.secret_for_tests = secret
+        return endpoint

@@ -10,7 +10,7 @@ from django.conf import settings
 from core import errors
 from programs.stripe_connect import StripeConnectError
 
-APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard", "agent_api")
+APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard", "agent_api", "webhooks")
 USER_FACING_ERRORS = {
     name for name, value in vars(errors).items() if inspect.isclass(value) and issubclass(value, errors.ApiError)
 } | {StripeConnectError.__name__}

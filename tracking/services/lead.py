@@ -10,6 +10,9 @@ from core import messages
 from core.errors import BadRequestError
 from core.ids import id_parse
 from programs.models import LeadAuth, ProgramKey
+from webhooks.events import event_emit
+from webhooks.models import EventType
+from webhooks.payloads import lead_data
 
 from ..counters import partner_program_add
 from ..models import Customer, CustomerStatus, LeadEvent
@@ -113,7 +116,9 @@ def lead_record(*, data: LeadInput, key: ProgramKey | None, request_id: str = ""
 
     if test_mode and not customer.is_test:
         # A test lead against a real customer is recorded and changes nothing real.
-        event = LeadEvent.objects.create(**event_fields, is_test=True)
+        with transaction.atomic():
+            event = LeadEvent.objects.create(**event_fields, is_test=True)
+            lead_created_emit(event)
         tracking_log(program_id=customer.program_id, event="lead", outcome="test", is_test=True, request_id=request_id)
         return TestEventRecorded(event=event, message=messages.LEAD_TEST_RECORDED)
 
@@ -144,6 +149,17 @@ def _provisional_lead_store(*, customer: Customer, event_fields: LeadEventFields
         existing.lead_timestamp = event_fields["lead_timestamp"]
         existing.save(update_fields=["customer_key", "email", "lead_timestamp"])
         return existing
+
+
+def lead_created_emit(lead: LeadEvent) -> None:
+    """lead.created, in the transaction that made the lead count (a provisional lead announces nothing)."""
+    event_emit(
+        program_id=lead.program_id,
+        type=EventType.LEAD_CREATED,
+        livemode=not lead.is_test,
+        data=lead_data(lead),
+        object_id=lead.pk,
+    )
 
 
 def lead_settle(*, customer: Customer, event_fields: LeadEventFields, is_test: bool = False) -> LeadEvent:
@@ -182,6 +198,7 @@ def lead_settle(*, customer: Customer, event_fields: LeadEventFields, is_test: b
                 is_test=is_test,
                 settled_at=now,
             )
+        lead_created_emit(event)
     customer.customer_status = CustomerStatus.LEAD
     customer.customer_key = customer_key or customer.customer_key
     if not is_test and customer.first_partner_id:

@@ -1,5 +1,4 @@
 import logging
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -13,8 +12,11 @@ from commissions.models import Commission
 from commissions.services import SaleCommission
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
-from core.sql import insert_pair_supported, insert_unflushed
+from core.sql import insert_family, insert_pair_supported
 from programs.models import Program, ProgramKey
+from webhooks.events import event_new, event_saved
+from webhooks.models import EventType
+from webhooks.payloads import sale_data
 
 from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
@@ -86,10 +88,11 @@ def _customer_select_sql(condition: str) -> str:
 
 
 def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent:
-    """Inserts the sale on its own: it stays recorded even if the commission fails next, and the unique
-    constraint on processor_event_id is what stops a duplicate, even a concurrent one. A lone INSERT is
-    atomic by itself; inside a caller's transaction (processor events) a savepoint keeps a duplicate
-    from breaking it.
+    """Inserts the sale, with its sale.created webhook event, on its own: it stays recorded even if the
+    commission fails next, and the unique constraint on processor_event_id is what stops a duplicate, even a
+    concurrent one. On PostgreSQL the sale and its event are one statement, atomic by itself (core.sql.
+    insert_family); elsewhere a transaction. Inside a caller's transaction (processor events) a savepoint keeps
+    a duplicate from breaking it.
 
     `unflushed` (outside a transaction, when the caller commits the sale's settlement right after): on
     PostgreSQL the sale's commit does not wait for the WAL flush (core.sql.insert_unflushed). The sale is
@@ -97,12 +100,19 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
     sale durable too before the call is answered."""
     in_transaction = transaction.get_connection().in_atomic_block
     try:
-        if unflushed and not in_transaction and insert_pair_supported():
+        if not in_transaction and insert_pair_supported():
             sale = SaleEvent(**fields)
-            insert_unflushed(sale)
+            event = _sale_created(sale)
+            insert_family(sale, [(event, {"object_id": "{first_id}"})], unflushed=unflushed)
+            event_saved(event)
             return sale
-        with transaction.atomic() if in_transaction else nullcontext():
-            return SaleEvent.objects.create(**fields)
+        with transaction.atomic():
+            sale = SaleEvent.objects.create(**fields)
+            event = _sale_created(sale)
+            event.object_id = sale.pk
+            event.save(force_insert=True)
+            event_saved(event)
+            return sale
     except IntegrityError:
         first = (
             SaleEvent.objects.filter(processor_event_id=fields["processor_event_id"], is_test=fields["is_test"])
@@ -112,6 +122,12 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
         if first is None:
             raise
         raise ConflictError(messages.SALE_DUPLICATE, code="duplicate_transaction", details={"sale_id": first}) from None
+
+
+def _sale_created(sale: SaleEvent) -> Any:
+    return event_new(
+        program_id=sale.program_id, type=EventType.SALE_CREATED, livemode=not sale.is_test, data=sale_data(sale)
+    )
 
 
 def _sale_fields(*, data: SaleInput, program: Program, now: datetime, is_test: bool) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""Where a webhook may be sent. A URL whose host is, or resolves to, a private, loopback, link-local or otherwise
+non-public address is refused (unless WEBHOOK_ALLOW_PRIVATE_URLS, for self-hosted networks): checked when the
+endpoint is saved, and again at every delivery, when the request then goes to the very address that was checked
+(the Host header and TLS name stay the URL's), so a DNS answer that changes in between cannot redirect it."""
+
+import ipaddress
+import socket
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+
+from . import messages
+
+
+class UrlRefused(ValueError):
+    """The URL may not receive webhooks; the message says why."""
+
+
+def _allowed(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def url_parts(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL, or UrlRefused."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise UrlRefused(messages.URL_INVALID) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UrlRefused(messages.URL_INVALID)
+    if parts.username or parts.password:
+        raise UrlRefused(messages.URL_CREDENTIALS)
+    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def _literal_ip(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        raise UrlRefused(f"url's host {host} does not resolve ({error})") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def url_check(url: str) -> None:
+    """When the endpoint is saved. A host that does not resolve yet is accepted (it is checked at delivery);
+    one that resolves to a non-public address, or is one, is refused."""
+    _, host, port = url_parts(url)
+    if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
+        return
+    literal = _literal_ip(host)
+    addresses = [literal] if literal else _resolve_or_empty(host, port)
+    for address in addresses:
+        if not _allowed(address):
+            raise UrlRefused(messages.URL_PRIVATE.format(address=address))
+
+
+def _resolve_or_empty(host: str, port: int) -> list[str]:
+    try:
+        return _resolve(host, port)
+    except UrlRefused:
+        return []
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a delivery's request goes: the URL to connect to, and what makes the server see the original."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, str] = field(default_factory=dict)
+
+
+def delivery_target(url: str) -> Target:
+    """The request target for a delivery, or UrlRefused. With private URLs allowed, the URL as it is;
+    otherwise the host's first address (all of them must be public), pinned."""
+    scheme, host, port = url_parts(url)
+    if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
+        return Target(url=url)
+    literal = _literal_ip(host)
+    addresses = [literal] if literal else _resolve(host, port)
+    for address in addresses:
+        if not _allowed(address):
+            raise UrlRefused(f"{host} resolves to {address}, a private, loopback or link-local address")
+    if literal:
+        return Target(url=url)
+    address = addresses[0]
+    netloc = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    parts = urlsplit(url)
+    pinned = urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+    default_port = port == (443 if scheme == "https" else 80)
+    host_header = host if default_port else f"{host}:{port}"
+    return Target(url=pinned, headers={"Host": host_header}, extensions={"sni_hostname": host})

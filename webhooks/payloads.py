@@ -1,0 +1,167 @@
+"""The `data` of each event type: what docs/webhooks.md documents, built from the rows the emitting services
+already hold. Duck-typed (the rows' models belong to the apps that emit, which depend on this one).
+
+Ids are the service's own (the agent API's and dashboard's). Times are ISO 8601 in UTC. Money is in cents with
+its currency."""
+
+from datetime import datetime
+from typing import Any
+
+from .models import EventType
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def lead_data(lead: Any) -> dict[str, Any]:
+    """lead.created: a lead that counts (server-confirmed, or settled from a provisional one)."""
+    return {
+        "customer_id": lead.customer_id,
+        "partner_id": lead.partner_id,
+        "click_id": lead.click_id,
+        "customer_key": lead.customer_key,
+        "email": lead.email,
+        "server_confirmed": lead.server_mode,
+        "created_at": _time(lead.lead_timestamp),
+    }
+
+
+def sale_data(sale: Any) -> dict[str, Any]:
+    """sale.created: attributed (partner_id set, a commission may follow) or not."""
+    return {
+        "transaction_id": sale.processor_event_id,
+        "amount_cents": sale.amount_cents,
+        "tax_cents": sale.tax_cents,
+        "currency": sale.currency,
+        "sale_type": sale.sale_type,
+        "is_recurring": sale.is_recurring,
+        "subscription_id": sale.subscription_id,
+        "subscription_interval": sale.subscription_interval,
+        "product_id": sale.product_id,
+        "provider": sale.provider,
+        "customer_id": sale.customer_id,
+        "click_id": sale.click_id,
+        "partner_id": sale.partner_id,
+        "attributed": sale.attributed,
+        "created_at": _time(sale.sale_date),
+    }
+
+
+def commission_data(commission: Any) -> dict[str, Any]:
+    """commission.created / approved / refunded / reversed: the commission as the change left it."""
+    return {
+        "sale_id": commission.sale_id,
+        "partner_id": commission.partner_id,
+        "customer_id": commission.customer_id,
+        "amount_cents": commission.amount_cents,
+        "currency": commission.currency,
+        "status": commission.status,
+        "hold_until": _time(commission.hold_until),
+        "approved_at": _time(commission.approved_at),
+        "sale_refunded_cents": commission.sale_refunded_cents,
+        "deducted_cents": commission.deducted_cents,
+        "refund_reason": commission.refund_reason,
+        "voided": commission.voided_at is not None,
+        "void_reason": commission.void_reason,
+        "created_at": _time(commission.created_at),
+    }
+
+
+def refund_data(
+    *, sale: Any, commission: Any, refund_id: str | None, amount: int | None, deduction: int, reason: str
+) -> dict[str, Any]:
+    """refund.applied: one refund of a sale, applied to its commission (a full refund when amount_cents is null)."""
+    return {
+        "sale_id": sale.pk,
+        "commission_id": commission.pk,
+        "refund_id": refund_id,
+        "amount_cents": amount,
+        "currency": sale.currency,
+        "sale_refunded_cents": commission.sale_refunded_cents,
+        "deduction_cents": deduction,
+        "commission_status": commission.status,
+        "reason": reason,
+    }
+
+
+def partner_enrolled_data(*, enrolment: Any, partner: Any) -> dict[str, Any]:
+    """partner.enrolled: a partner joined the program (id is the enrolment's)."""
+    return {
+        "partner_id": partner.pk,
+        "name": partner.name,
+        "email": partner.email,
+        "enrolled_at": _time(getattr(enrolment, "created_at", None)),
+    }
+
+
+# An example `data` of every type, for `svc trigger` and the docs' samples (object_id 0: nothing real).
+EXAMPLE_DATA: dict[str, dict[str, Any]] = {
+    EventType.LEAD_CREATED: {
+        "customer_id": 0,
+        "partner_id": 0,
+        "click_id": "clk_example",
+        "customer_key": "user_example",
+        "email": "customer@example.com",
+        "server_confirmed": True,
+        "created_at": "2026-01-01T00:00:00Z",
+    },
+    EventType.SALE_CREATED: {
+        "transaction_id": "txn_example",
+        "amount_cents": 4900,
+        "tax_cents": None,
+        "currency": "USD",
+        "sale_type": "payment",
+        "is_recurring": False,
+        "subscription_id": "",
+        "subscription_interval": "",
+        "product_id": "",
+        "provider": "other",
+        "customer_id": 0,
+        "click_id": "clk_example",
+        "partner_id": 0,
+        "attributed": True,
+        "created_at": "2026-01-01T00:00:00Z",
+    },
+    **{
+        kind: {
+            "sale_id": 0,
+            "partner_id": 0,
+            "customer_id": 0,
+            "amount_cents": 980,
+            "currency": "USD",
+            "status": status,
+            "hold_until": "2026-01-31T00:00:00Z",
+            "approved_at": "2026-01-31T00:00:00Z" if status == "approved" else None,
+            "sale_refunded_cents": {"refunded": 2450, "reversed": 4900}.get(status, 0),
+            "deducted_cents": {"refunded": 490, "reversed": 980}.get(status, 0),
+            "refund_reason": "requested_by_customer" if status in ("refunded", "reversed") else "",
+            "voided": False,
+            "void_reason": "",
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        for kind, status in (
+            (EventType.COMMISSION_CREATED, "pending"),
+            (EventType.COMMISSION_APPROVED, "approved"),
+            (EventType.COMMISSION_REFUNDED, "refunded"),
+            (EventType.COMMISSION_REVERSED, "reversed"),
+        )
+    },
+    EventType.REFUND_APPLIED: {
+        "sale_id": 0,
+        "commission_id": 0,
+        "refund_id": "re_example",
+        "amount_cents": 2450,
+        "currency": "USD",
+        "sale_refunded_cents": 2450,
+        "deduction_cents": 490,
+        "commission_status": "refunded",
+        "reason": "requested_by_customer",
+    },
+    EventType.PARTNER_ENROLLED: {
+        "partner_id": 0,
+        "name": "Example Partner",
+        "email": "partner@example.com",
+        "enrolled_at": "2026-01-01T00:00:00Z",
+    },
+}

@@ -1,0 +1,31 @@
+from core.tasks import service_task
+
+from .delivery import delivery_attempt
+from .fanout import event_fan_out, webhook_events_prune, webhooks_sweep
+from .notices import endpoint_disabled_notify
+
+
+@service_task("webhooks.fan_out")
+def webhook_event_fan_out_task(event_id: int) -> int:
+    return len(event_fan_out(event_id=event_id))
+
+
+@service_task("webhooks.deliver")
+def webhook_delivery_attempt_task(delivery_id: int) -> bool:
+    return delivery_attempt(delivery_id=delivery_id) is not None
+
+
+@service_task("webhooks.sweep")
+def webhooks_sweep_task() -> int:
+    fanned, queued = webhooks_sweep()
+    return fanned + queued
+
+
+@service_task("webhooks.prune_events")
+def webhook_events_prune_task() -> int:
+    return webhook_events_prune()
+
+
+@service_task("webhooks.notify_endpoint_disabled")
+def webhook_endpoint_disabled_notify_task(endpoint_id: int) -> int:
+    return endpoint_disabled_notify(endpoint_id=endpoint_id)
