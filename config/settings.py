@@ -203,7 +203,11 @@ WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 10, minimum=1)
 WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_SECONDS)}
 CELERY_BEAT_SCHEDULE["webhooks-prune-events"] = {"task": "webhooks.prune_events", "schedule": 3600.0}
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# EMAIL_URL (smtp+tls://user:password@smtp.example.com:587) sets the backend and its server; unset: printed.
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="svc@localhost")
 
 # --- Request log (programs.calllog) ----------------------------------------------------------------
