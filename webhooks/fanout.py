@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from core.tasks import enqueue
@@ -19,8 +19,9 @@ logger = logging.getLogger("svc.webhooks")
 def endpoints_for(event: WebhookEvent) -> list[WebhookEndpoint]:
     """The enabled endpoints that want the event: the program's own and its workspace's workspace-wide ones,
     made before the event (an endpoint added later does not receive older events)."""
+    workspace_id = WebhookEvent.objects.filter(pk=event.pk).values("program__workspace_id")[:1]
     candidates = WebhookEndpoint.objects.filter(
-        Q(program_id=event.program_id) | Q(program__isnull=True, workspace__programs=event.program_id),
+        Q(program_id=event.program_id) | Q(program__isnull=True, workspace_id=Subquery(workspace_id)),
         enabled=True,
         created_at__lte=event.created_at,
     )
