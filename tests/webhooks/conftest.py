@@ -13,6 +13,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from programs.models import Program
 from tests.factories import WebhookEndpointFactory
 from webhooks.models import WebhookEndpoint
+from webhooks.signing import secret_generate
 
 
 @dataclass
@@ -109,6 +110,6 @@ def receiver(settings) -> Iterator[Receiver]:
 
 def endpoint_to(receiver: Receiver, program: Program, **fields) -> WebhookEndpoint:
     """An endpoint of the program delivering to the receiver, which trusts its secret."""
-    endpoint = WebhookEndpointFactory.create(program=program, url=receiver.url, **fields)
-    receiver.trust(endpoint.secret_for_tests)
-    return endpoint
+    secret = secret_generate()
+    receiver.trust(secret)
+    return WebhookEndpointFactory.create(program=program, url=receiver.url, secret=secret, **fields)
