@@ -17,6 +17,9 @@ if not SECRET_KEY:
     # Development only: one key per checkout, kept in a git-ignored file, so every worker of `make run` signs
     # sessions alike and they survive a restart.
     SECRET_KEY = dev_secret_key(Path(env.str("SECRET_KEY_FILE", default=str(BASE_DIR / ".secret_key"))))
+# Earlier keys, comma-separated, while rotating SECRET_KEY: what they signed still verifies, and webhook secrets
+# encrypted under them still decrypt (webhooks.signing).
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 if not DEBUG and not ALLOWED_HOSTS:
