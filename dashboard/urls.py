@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from . import views
+from . import views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
@@ -15,4 +15,34 @@ urlpatterns = [
     path("programs/<int:program_id>/commissions", views.program_commissions, name="dashboard-commissions"),
     path("programs/<int:program_id>/logs", views.program_logs, name="dashboard-logs"),
     path("programs/<int:program_id>/explain", views.program_explain, name="dashboard-explain"),
+    path("programs/<int:program_id>/webhooks", webhook_views.webhooks_list, name="dashboard-webhooks"),
+    path("programs/<int:program_id>/webhooks/new", webhook_views.webhook_create, name="dashboard-webhook-create"),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>", webhook_views.webhook_detail, name="dashboard-webhook"
+    ),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>/edit",
+        webhook_views.webhook_edit,
+        name="dashboard-webhook-edit",
+    ),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>/rotate",
+        webhook_views.webhook_rotate,
+        name="dashboard-webhook-rotate",
+    ),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>/delete",
+        webhook_views.webhook_delete,
+        name="dashboard-webhook-delete",
+    ),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>/resend-failed",
+        webhook_views.webhook_resend_failed,
+        name="dashboard-webhook-resend-failed",
+    ),
+    path(
+        "programs/<int:program_id>/webhooks/<int:endpoint_id>/deliveries/<int:delivery_id>/resend",
+        webhook_views.webhook_delivery_resend,
+        name="dashboard-webhook-delivery-resend",
+    ),
 ]

@@ -97,20 +97,30 @@ def program_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     @require_safe
     @wraps(view)
     def wrapper(request: HttpRequest, program_id: int) -> HttpResponse:
-        try:
-            program = program_for_action(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
-        except NotFoundError:
-            raise Http404("Program not found") from None
-        except ForbiddenError:
-            return render(request, "dashboard/forbidden.html", status=403)
-        membership = membership_get(user=request.user, program=program)
-        assert membership is not None  # program_for_action refused anyone without one
-        access = ProgramAccess(
-            program=program, role=membership.role, actions=ROLE_ACTIONS.get(membership.role, frozenset())
-        )
-        return view(request, access)
+        access = program_access(request, program_id=program_id, action=Action.TRACKING_LIST)
+        return access if isinstance(access, HttpResponse) else view(request, access)
 
     return wrapper
+
+
+def program_access(request: HttpRequest, *, program_id: int, action: str) -> ProgramAccess | HttpResponse:
+    """The signed-in user's access to the program when their role allows `action`; Http404 for an unknown
+    program; the 403 page (as a response) for no active membership, or a role without the action."""
+    try:
+        program = program_for_action(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
+    except NotFoundError:
+        raise Http404("Program not found") from None
+    except ForbiddenError:
+        return render(request, "dashboard/forbidden.html", status=403)
+    membership = membership_get(user=request.user, program=program)
+    assert membership is not None  # program_for_action refused anyone without one
+    access = ProgramAccess(
+        program=program, role=membership.role, actions=ROLE_ACTIONS.get(membership.role, frozenset())
+    )
+    if action not in access.actions:
+        # A member of the workspace: they may see the program, so the page says what their role lacks.
+        return render(request, "dashboard/forbidden.html", {"program": program, "role": access.role}, status=403)
+    return access
 
 
 def money(cents: int, currency: str | None = None) -> str:
