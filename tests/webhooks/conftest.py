@@ -112,4 +112,4 @@ def endpoint_to(receiver: Receiver, program: Program, **fields) -> WebhookEndpoi
     """An endpoint of the program delivering to the receiver, which trusts its secret."""
     secret = secret_generate()
     receiver.trust(secret)
-    return WebhookEndpointFactory.create(program=program, url=receiver.url, secret=secret, **fields)
+    return WebhookEndpointFactory.create(program=program, **{"url": receiver.url, **fields}, secret=secret)
