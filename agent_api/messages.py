@@ -76,3 +76,21 @@ CODE_COMMISSION_STATE = "commission_state"
 WITHDRAWAL_NOT_FOUND = "Withdrawal not found"
 WITHDRAWAL_NOT_OPEN = "Only an open withdrawal can be marked paid; this one is {status}"
 CODE_WITHDRAWAL_STATE = "withdrawal_state"
+
+# Outbound webhooks: endpoints, their deliveries and attempts, and the events sent (webhooks:read / webhooks:write).
+# What the webhooks services refuse is said in webhooks.messages.
+WEBHOOK_ENDPOINT_NOT_FOUND = "Webhook endpoint not found"
+WEBHOOK_DELIVERY_NOT_FOUND = "Webhook delivery not found"
+WEBHOOK_DELIVERY_STATUS_INVALID = "status must be one of: pending, succeeded, failed"
+WEBHOOK_EVENT_TYPE_FILTER_INVALID = "{field} must be one of: {known}"
+WEBHOOK_URL_REQUIRED = "url is required: an http or https URL of at most 2000 characters"
+WEBHOOK_FLAG_INVALID = "{field} must be true or false"
+WEBHOOK_DESCRIPTION_INVALID = "description must be a string of at most 200 characters"
+WEBHOOK_PATCH_EMPTY = "Send url, event_types, enabled, include_test_events or description to change"
+WEBHOOK_LIMITED_KEY_NEEDS_PROGRAM = (
+    "A key limited to programs manages only their endpoints: send program_id (a workspace-wide endpoint receives "
+    "the events of every program)"
+)
+WEBHOOK_SINCE_INVALID = "since is required: an ISO 8601 date or date-time"
+WEBHOOK_UNTIL_INVALID = "until is required: an ISO 8601 date or date-time"
+CODE_WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint_disabled"

@@ -1,5 +1,6 @@
-"""What an agent key may see: the programs of its workspace, or only those it is limited to, and the partners of
-the workspace, or only those enrolled in one of its programs."""
+"""What an agent key may see: the programs of its workspace, or only those it is limited to, the partners of
+the workspace, or only those enrolled in one of its programs, and the webhook endpoints (with their deliveries)
+and webhook events that belong to what it sees."""
 
 from typing import TypeVar
 
@@ -8,6 +9,7 @@ from django.db.models import Model, QuerySet
 from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, Program, ReferralLink
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from . import messages
 
@@ -57,3 +59,41 @@ def agent_links(key: AgentKey) -> QuerySet[ReferralLink]:
 
 def agent_link_get(key: AgentKey, link_id: object) -> ReferralLink:
     return visible_get(agent_links(key), link_id, messages.LINK_NOT_FOUND)
+
+
+def agent_webhook_endpoints(key: AgentKey) -> QuerySet[WebhookEndpoint]:
+    """The webhook endpoints of the key's workspace. A key limited to programs sees only its programs' endpoints:
+    a workspace-wide one (no program) receives every program's events, so it is not theirs to read or change."""
+    if key.workspace_id is None:
+        return WebhookEndpoint.objects.none()  # such a key never authenticates (agent_api.auth)
+    endpoints = WebhookEndpoint.objects.filter(workspace_id=key.workspace_id)
+    if key.limited_program_ids is not None:
+        endpoints = endpoints.filter(program_id__in=key.limited_program_ids)
+    return endpoints
+
+
+def agent_webhook_endpoint_get(key: AgentKey, endpoint_id: object) -> WebhookEndpoint:
+    return visible_get(agent_webhook_endpoints(key), endpoint_id, messages.WEBHOOK_ENDPOINT_NOT_FOUND)
+
+
+def agent_webhook_deliveries(key: AgentKey) -> QuerySet[WebhookDelivery]:
+    """The deliveries to the endpoints the key may see, each with its event (one join)."""
+    return WebhookDelivery.objects.filter(endpoint__in=agent_webhook_endpoints(key)).select_related("event")
+
+
+def agent_webhook_delivery_get(key: AgentKey, delivery_id: object) -> WebhookDelivery:
+    return visible_get(agent_webhook_deliveries(key), delivery_id, messages.WEBHOOK_DELIVERY_NOT_FOUND)
+
+
+def webhook_endpoint_deliveries(endpoint: WebhookEndpoint) -> QuerySet[WebhookDelivery]:
+    """The deliveries of an endpoint the key may see (agent_webhook_endpoint_get), each with its event."""
+    return WebhookDelivery.objects.filter(endpoint=endpoint).select_related("event")
+
+
+def agent_webhook_attempts(delivery: WebhookDelivery) -> QuerySet[WebhookAttempt]:
+    return WebhookAttempt.objects.filter(delivery=delivery)
+
+
+def agent_webhook_events(key: AgentKey) -> QuerySet[WebhookEvent]:
+    """The webhook events of the programs the key may see (real and `svc trigger` ones)."""
+    return WebhookEvent.objects.filter(program__in=agent_programs(key))

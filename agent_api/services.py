@@ -36,6 +36,16 @@ class AgentWrite:
 
 
 @dataclass(frozen=True)
+class ResponseSeal:
+    """How a response holding a one-time secret is kept for replays: `close` turns the body into what the
+    idempotency record stores (the secret encrypted, never in the clear), `open` turns that back into the body a
+    replay answers, so a retry after a lost response still gets the secret it would otherwise never see again."""
+
+    close: Callable[[dict[str, Any]], dict[str, Any]]
+    open: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class AgentWriteOutcome:
     status: int
     body: dict[str, Any]
@@ -69,7 +79,13 @@ def audit_record(*, key: AgentKey, write: AgentWrite, request_id: str, idempoten
 
 
 def agent_write_run(
-    *, key: AgentKey, perform: Callable[[], AgentWrite], digest: str, idempotency_key: str = "", request_id: str = ""
+    *,
+    key: AgentKey,
+    perform: Callable[[], AgentWrite],
+    digest: str,
+    idempotency_key: str = "",
+    request_id: str = "",
+    seal: ResponseSeal | None = None,
 ) -> AgentWriteOutcome:
     """Runs `perform` (which calls the domain service) with its audit entry in one transaction.
 
@@ -91,15 +107,16 @@ def agent_write_run(
                     raise ConflictError(
                         messages.IDEMPOTENCY_CONFLICT, code=messages.CODE_IDEMPOTENCY_CONFLICT
                     ) from None
+                stored = json.loads(earlier.response_body)
                 return AgentWriteOutcome(
-                    status=earlier.status_code, body=json.loads(earlier.response_body), replayed=True
+                    status=earlier.status_code, body=seal.open(stored) if seal else stored, replayed=True
                 )
         write = perform()
         body = _jsonable(write.body) or {}
         audit_record(key=key, write=write, request_id=request_id, idempotency_key=idempotency_key)
         if record is not None:
             record.status_code = write.status
-            record.response_body = json.dumps(body)
+            record.response_body = json.dumps(seal.close(body) if seal else body)
             record.save(update_fields=["status_code", "response_body"])
     return AgentWriteOutcome(status=write.status, body=body, replayed=False)
 

@@ -17,7 +17,7 @@ from programs.models import AgentKey
 from .. import messages
 from ..auth import AgentKeyAuthentication
 from ..permissions import HasAgentScope
-from ..services import AgentWrite, agent_write_run, request_digest
+from ..services import AgentWrite, ResponseSeal, agent_write_run, request_digest
 
 DEFAULT_CODES = {
     **PROTOCOL_ERROR_CODES,
@@ -73,7 +73,7 @@ class AgentWriteApi(AgentApi):
     and honours the Idempotency-Key header (agent_api.services.agent_write_run); a replayed response carries
     `Idempotent-Replayed: true`."""
 
-    def write(self, request, perform: Callable[[], AgentWrite]) -> Response:
+    def write(self, request, perform: Callable[[], AgentWrite], seal: ResponseSeal | None = None) -> Response:
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is not None and not _IDEMPOTENCY_KEY.fullmatch(idempotency_key):
             raise BadRequestError(messages.IDEMPOTENCY_KEY_INVALID, code=messages.CODE_BAD_REQUEST)
@@ -83,6 +83,7 @@ class AgentWriteApi(AgentApi):
             digest=request_digest(method=request.method, path=request.path, body=request.data),
             idempotency_key=idempotency_key or "",
             request_id=getattr(request._request, "request_id", ""),
+            seal=seal,
         )
         response = Response(outcome.body, status=outcome.status)
         if outcome.replayed:

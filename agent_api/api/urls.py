@@ -1,6 +1,6 @@
 """Every agent route, /api/agent/v1/: one module per resource, each with its own urlpatterns."""
 
-from . import commissions, events, links, me, partners, payouts, programs
+from . import commissions, events, links, me, partners, payouts, programs, webhooks
 
 # Path ids are matched as text so a malformed one gets the JSON 404 (after the key check), not Django's page.
 urlpatterns = [
@@ -11,4 +11,5 @@ urlpatterns = [
     *events.urlpatterns,
     *commissions.urlpatterns,
     *payouts.urlpatterns,
+    *webhooks.urlpatterns,
 ]
