@@ -55,3 +55,10 @@ LOGIN_LINK_EXPIRED = "This sign-in link has expired. Run svc login again."
 # logs, explain (program key; the request log and attribution explained)
 LOGS_FAILED = "Failed to get the request log"
 EXPLAIN_FAILED = "Failed to explain the attribution"
+
+# webhook-events, webhook-events/trigger (login token; svc listen and svc trigger)
+WEBHOOK_EVENTS_FAILED = "Failed to list webhook events"
+WEBHOOK_TRIGGER_FAILED = "Failed to trigger the webhook event"
+LISTEN_AFTER_INVALID = "after must be a whole number: the cursor of an event already seen, 0 for the oldest"
+LISTEN_LIMIT_INVALID = "limit must be a whole number from 1 to 100"
+TRIGGER_TYPE_REQUIRED = "type is required: an event type such as sale.created"

@@ -111,3 +111,24 @@ TEST_EVENT_OK = data_of(
         "limit": serializers.DictField(),
     },
 )
+
+
+def _webhook_event_item() -> dict[str, serializers.Field]:
+    return {
+        "cursor": serializers.IntegerField(help_text="The event's place in the program's stream (pass as `after`)"),
+        "event": serializers.DictField(
+            help_text="The envelope receivers get: id, type, created_at, program_id, livemode, data"
+        ),
+    }
+
+
+WEBHOOK_EVENTS_OK = inline_serializer(
+    "CliWebhookEventsPage",
+    {
+        "data": serializers.ListField(child=inline_serializer("CliWebhookEvent", _webhook_event_item())),
+        "meta": inline_serializer(
+            "CliWebhookEventsMeta", {"cursor": serializers.IntegerField(), "has_more": serializers.BooleanField()}
+        ),
+    },
+)
+WEBHOOK_TRIGGER_OK = data_of("CliWebhookTrigger", _webhook_event_item())

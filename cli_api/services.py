@@ -17,9 +17,12 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core import messages as core_messages
 from core.errors import BadRequestError, ForbiddenError, NotFoundError, RateLimitedError, UnauthorizedError
+from core.ids import id_parse
 from programs.keys import generate_key, key_digest
 from programs.models import Partner, PartnerProgram, Program, ReferralLink, Workspace
+from programs.selectors import membership_get
 from programs.services import CreatedProgram, program_create
 from tracking.services.verification import verification_run
 
@@ -238,6 +241,20 @@ def advertiser_resolve(*, user: User, advertiser_id: Any) -> Workspace:
         if wanted == str(workspace.pk):
             return workspace
     raise ForbiddenError(messages.ADVERTISER_MISMATCH)
+
+
+def cli_program_resolve(*, user: User, program_id: object, action: str) -> Program:
+    """The program of a login-token route (svc listen, svc trigger) when the user's active membership allows the
+    action: 404 when there is no such program or the user is not a member of its workspace (another workspace's
+    program is as unknown as one that never existed), 403 when the role lacks the action."""
+    pk = id_parse(program_id)
+    program = Program.objects.filter(pk=pk).first() if pk is not None else None
+    membership = membership_get(user=user, program=program) if program is not None else None
+    if program is None or membership is None:
+        raise NotFoundError(core_messages.PROGRAM_NOT_FOUND)
+    if not membership.allows(action):
+        raise ForbiddenError(core_messages.PERMISSION_DENIED)
+    return program
 
 
 def cli_program_create(*, user: User, workspace: Workspace, settings: dict[str, Any]) -> CreatedProgram:

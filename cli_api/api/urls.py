@@ -12,6 +12,8 @@ from .views import (
     ProgramInitApi,
     ProgramsListApi,
     ProgramStatusApi,
+    WebhookEventsListApi,
+    WebhookEventTriggerApi,
 )
 
 urlpatterns = [
@@ -25,6 +27,16 @@ urlpatterns = [
     path("api/v1/cli/test-event", CliTestEventApi.as_view(), name="cli-test-event"),
     path("api/v1/cli/logs", CliLogsApi.as_view(), name="cli-logs"),
     path("api/v1/cli/explain", CliExplainApi.as_view(), name="cli-explain"),
+    path(
+        "api/v1/cli/programs/<str:program_id>/webhook-events",
+        WebhookEventsListApi.as_view(),
+        name="cli-webhook-events",
+    ),
+    path(
+        "api/v1/cli/programs/<str:program_id>/webhook-events/trigger",
+        WebhookEventTriggerApi.as_view(),
+        name="cli-webhook-trigger",
+    ),
     # The browser side of `svc login`: sign in (dashboard session), then confirm.
     path("cli/login", cli_login_confirm, name="cli-login-confirm"),
 ]

@@ -6,18 +6,26 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.api import ratelimit
 from core.api.base import BaseApi
+from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from core.errors import BadRequestError
 from core.urls import public_url
 from dashboard.api import serializers as dashboard_docs
+from dashboard.api.serializers import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from dashboard.api.views import explain_body, logs_page
 from programs.api.base import ProgramKeyApi
 from programs.api.serializers import CliInitInputSerializer
-from programs.models import Program, ProgramKey
+from programs.models import Action, Program, ProgramKey
 from programs.selectors import rate_number
 from tracking.readiness import readiness_compute
+from webhooks import messages as webhook_messages
+from webhooks.listen import LISTEN_PAGE_MAX, webhook_event_cursor, webhook_events_after
+from webhooks.models import EventType, WebhookEvent
+from webhooks.services import WebhookRefused, event_trigger
 
 from .. import messages
 from .. import schema as docs
@@ -29,6 +37,7 @@ from ..services import (
     TEST_RUNS_PER_HOUR,
     advertiser_resolve,
     cli_program_create,
+    cli_program_resolve,
     cli_test_event_run,
     cli_token_revoke,
     login_session_complete,
@@ -264,3 +273,99 @@ class CliExplainApi(CliProgramKeyApi):
     )
     def get(self, request):
         return Response(explain_body(program=self.required_program_key.program, query_params=request.query_params))
+
+
+# --- svc listen / svc trigger: the program's webhook events (login token; docs/cli.md) ---------------------------
+
+
+def webhook_event_out(event: WebhookEvent) -> dict[str, Any]:
+    return {"cursor": event.pk, "event": event.payload()}
+
+
+class WebhookEventTypesField(serializers.Field):
+    """A comma-separated list of event types (sale.created,lead.created): each must be a known type."""
+
+    def to_internal_value(self, data: Any) -> frozenset[str]:
+        wanted = [part.strip() for part in str(data).split(",") if part.strip()]
+        for event_type in wanted:
+            if event_type not in EventType.values:
+                raise serializers.ValidationError(webhook_messages.EVENT_TYPE_UNKNOWN.format(type=event_type))
+        return frozenset(wanted)
+
+    def to_representation(self, value: Any) -> Any:
+        return ",".join(sorted(value))
+
+
+class WebhookEventsListApi(LoginTokenApi):
+    """What `svc listen` polls. Answered at once, never held open: the web tier runs sync workers (webhooks.listen)."""
+
+    failure_message = messages.WEBHOOK_EVENTS_FAILED
+    # Polled about once a second: its own bucket (core.api.ratelimit.CLI_LISTEN).
+    rate_scope = ratelimit.CLI_LISTEN
+    blank_query_means_absent = True
+
+    class InputSerializer(LeanSerializer):
+        after = QueryIdAfterField(
+            min_value=0,
+            max_value=ID_MAX,
+            invalid=messages.LISTEN_AFTER_INVALID,
+            too_big=messages.LISTEN_AFTER_INVALID,
+            required=False,
+            help_text="The cursor of the last event seen. Omitted: no events, just the current cursor",
+        )
+        types = WebhookEventTypesField(required=False, help_text="Comma-separated event types (default: all)")
+        limit = QueryIntegerField(
+            min_value=1,
+            max_value=LISTEN_PAGE_MAX,
+            invalid=messages.LISTEN_LIMIT_INVALID,
+            too_big=messages.LISTEN_LIMIT_INVALID,
+            required=False,
+            help_text=f"How many events to look at (1-{LISTEN_PAGE_MAX}, default {LISTEN_PAGE_MAX})",
+        )
+
+    @extend_schema(
+        summary="The program's webhook events after a cursor, oldest first (svc listen)",
+        parameters=[InputSerializer],
+        responses={200: docs.WEBHOOK_EVENTS_OK, **docs.errors(400, 401, 403, 404)},
+    )
+    def get(self, request, program_id: str):
+        program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
+        serializer = self.InputSerializer(data=present(request.query_params))
+        serializer.is_valid(raise_exception=True)
+        query = serializer.validated_data
+        if "after" not in query:
+            # A listener starts from now: it is told where the stream is, and reads after that.
+            cursor = webhook_event_cursor(program_id=program.pk)
+            return Response({"data": [], "meta": {"cursor": cursor, "has_more": False}})
+        page = webhook_events_after(
+            program_id=program.pk,
+            after=query["after"],
+            types=query.get("types") or None,
+            limit=query.get("limit", LISTEN_PAGE_MAX),
+        )
+        data = [webhook_event_out(event) for event in page.events]
+        return Response({"data": data, "meta": {"cursor": page.cursor, "has_more": page.has_more}})
+
+
+class WebhookEventTriggerApi(LoginTokenApi):
+    """`svc trigger`: a synthetic test-mode event with the example payload, sent like real ones."""
+
+    failure_message = messages.WEBHOOK_TRIGGER_FAILED
+
+    class InputSerializer(LeanSerializer):
+        type = StrictCharField(error_messages=spec_messages(messages.TRIGGER_TYPE_REQUIRED))
+
+    @extend_schema(
+        summary="Send a synthetic test-mode event of a type (svc trigger)",
+        request=InputSerializer,
+        responses={201: docs.WEBHOOK_TRIGGER_OK, **docs.errors(400, 401, 403, 404)},
+    )
+    def post(self, request, program_id: str):
+        program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_TEST)
+        serializer = self.InputSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        try:
+            event = event_trigger(program_id=program.pk, event_type=serializer.validated_data["type"])
+        except WebhookRefused as refused:
+            raise BadRequestError(str(refused)) from None
+        return Response({"data": webhook_event_out(event)}, status=201)

@@ -35,6 +35,9 @@ READINESS = RateScope("readiness", 30, PER_KEY)
 ANALYTICS_SOURCES = RateScope("analytics-sources", 30, PER_KEY)
 PROGRAM_SETTINGS = RateScope("program-settings", 30, PER_SESSION)
 CLI = RateScope("cli", 60, PER_KEY)
+# `svc listen` polls about once a second: its own bucket, so listening neither trips at 60 polls a minute nor
+# starves the other CLI calls (svc trigger) of the same login.
+CLI_LISTEN = RateScope("cli-listen", 120, PER_KEY)
 # Every agent route shares one bucket per agent key.
 AGENT = RateScope("agent", 120, PER_KEY)
 
