@@ -20,10 +20,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.tasks import enqueue
-
 from .addresses import UrlRefused, delivery_target
 from .models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from .queue import DELIVER, NOTIFY_ENDPOINT_DISABLED, queue
 from .signing import SecretUnreadable, secret_decrypt, signature_header
 
 logger = logging.getLogger("svc.webhooks")
@@ -181,9 +180,7 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcom
     finished = timezone.now()
     retry_in = _record(delivery=delivery, outcome=outcome, now=finished)
     if retry_in is not None and retry_in <= QUEUE_RETRY_WITHIN_SECONDS:
-        from .tasks import webhook_delivery_attempt_task
-
-        enqueue(webhook_delivery_attempt_task, delivery_id, countdown=retry_in)
+        queue(DELIVER, delivery_id, countdown=retry_in)
     return outcome
 
 
@@ -242,8 +239,6 @@ def endpoint_disable_failing(*, endpoint_id: int, reason: str, now: datetime) ->
         enabled=False, disabled_at=now, disabled_reason=reason
     )
     if disabled:
-        from .tasks import webhook_endpoint_disabled_notify_task
-
         logger.warning("webhooks.endpoint_disabled", extra={"endpoint_id": endpoint_id, "reason": reason})
-        transaction.on_commit(lambda: enqueue(webhook_endpoint_disabled_notify_task, endpoint_id))
+        transaction.on_commit(lambda: queue(NOTIFY_ENDPOINT_DISABLED, endpoint_id))
     return bool(disabled)

@@ -8,9 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from core.tasks import enqueue
-
 from .models import WebhookEvent
+from .queue import FAN_OUT, queue
 
 EVENT_ID_PREFIX = "evt_"
 
@@ -44,9 +43,7 @@ def event_new(
 
 def event_saved(event: WebhookEvent) -> WebhookEvent:
     """Call once the event's row is inserted: fans it out after the transaction commits."""
-    from .tasks import webhook_event_fan_out_task
-
-    transaction.on_commit(lambda: enqueue(webhook_event_fan_out_task, event.pk))
+    transaction.on_commit(lambda: queue(FAN_OUT, event.pk))
     return event
 
 

@@ -9,9 +9,8 @@ from django.db import transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
 
-from core.tasks import enqueue
-
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from .queue import DELIVER, queue
 
 logger = logging.getLogger("svc.webhooks")
 
@@ -56,10 +55,8 @@ def event_fan_out(*, event_id: int, now: datetime | None = None) -> list[int]:
 
 
 def deliveries_enqueue(delivery_ids: list[int]) -> None:
-    from .tasks import webhook_delivery_attempt_task
-
     for delivery_id in delivery_ids:
-        enqueue(webhook_delivery_attempt_task, delivery_id)
+        queue(DELIVER, delivery_id)
 
 
 def webhooks_sweep(*, now: datetime | None = None, batch_size: int = 500) -> tuple[int, int]:
