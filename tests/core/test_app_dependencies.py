@@ -80,8 +80,10 @@ def test_the_app_import_graph_has_no_cycle():
     assert cycle is None, where
 
 
-def test_programs_imports_only_core():
-    assert set(app_import_graph()["programs"]) <= {"core"}
+def test_programs_imports_only_core_and_webhooks():
+    """webhooks, like core, imports no feature app (below), so programs still depends on no feature app; it
+    imports webhooks to announce an enrolment in the enrolment's transaction."""
+    assert set(app_import_graph()["programs"]) <= {"core", "webhooks"}
 
 
 def test_a_cycle_is_found_when_there_is_one():
@@ -123,3 +125,10 @@ def test_no_module_imports_project_code_inside_a_function():
         for where in _function_level_imports(path)
     ]
     assert found == []
+
+
+def test_webhooks_imports_no_feature_app():
+    """The apps that emit events (programs, tracking, commissions) import webhooks, never the reverse: its models
+    name theirs by string and its payloads are built from the rows the emitters hand it."""
+    graph = app_import_graph()
+    assert {target: files for target, files in graph["webhooks"].items() if target in FEATURE_APPS} == {}
