@@ -1,16 +1,18 @@
 """core.sql writes what save() writes: its INSERT text and values match Django's insert compiler for the models the
-hot paths insert with it, and insert_pair stores both rows and sets their ids as save() would."""
+hot paths insert with it, and insert_pair and insert_family store every row and set their ids as save() would."""
 
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.db.models.sql import InsertQuery
+from django.test.utils import CaptureQueriesContext
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
-from core.sql import insert_pair, insert_params, insert_sql, inserted_fields
+from core.sql import UNFLUSHED, insert_family, insert_pair, insert_params, insert_sql, inserted_fields
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory
-from tracking.models import ClickEvent, Customer
+from tracking.models import ClickEvent, Customer, SaleEvent
+from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +44,9 @@ def instances(frozen):
         ClickEvent(program_id=link.program_id, partner_id=link.partner_id, link=link, customer=customer, click_id="c"),
         commission,
         LedgerEntry(partner_id=link.partner_id, commission_id=None, kind="credit", amount_cents=490, memo="m"),
+        SaleEvent(program_id=link.program_id, customer=customer, processor_event_id="txn_compiled", amount_cents=1),
+        # A JSON column (the event's data) goes through the field's get_db_prep_save as Django's compiler does.
+        WebhookEvent(public_id="evt_1", program_id=link.program_id, type="sale.created", livemode=True, data={"a": 1}),
     ]
 
 
@@ -67,3 +72,74 @@ def test_insert_pair_stores_both_rows_with_their_link(frozen):
     stored = ClickEvent.objects.get()
     assert (stored.pk, stored.customer_id, event.customer_id) == (event.pk, customer.pk, customer.pk)
     assert stored.page_title == event.page_title == f"for {customer.pk}"
+
+
+def family(link, customer, frozen):
+    """A commission with its ledger credit and two events about it, none saved."""
+    commission = Commission(
+        program_id=link.program_id,
+        partner_id=link.partner_id,
+        sale=SaleFactory(customer=customer),
+        customer=customer,
+        amount_cents=490,
+        status=CommissionStatus.APPROVED,
+        credited=True,
+        approved_at=frozen,
+        hold_until=frozen,
+    )
+    credit = LedgerEntry(partner_id=link.partner_id, program_id=link.program_id, kind="credit", amount_cents=490)
+    events = [
+        WebhookEvent(public_id=f"evt_{kind}", program_id=link.program_id, type=kind, livemode=True, data={"n": n})
+        for n, kind in enumerate(("commission.created", "commission.approved"))
+    ]
+    dependents = [
+        (credit, {"commission_id": "{first_id}", "memo": "'Commission #' || {first_id} || ' 100%%'"}),
+        *((event, {"object_id": "{first_id}"}) for event in events),
+    ]
+    return commission, credit, events, dependents
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_insert_family_stores_every_dependent_in_one_unflushed_statement(frozen):
+    link = ReferralLinkFactory()
+    customer = CustomerFactory(link=link)
+    commission, credit, events, dependents = family(link, customer, frozen)
+    with CaptureQueriesContext(connection) as captured:
+        insert_family(commission, dependents, unflushed=True)
+    # One round trip, no BEGIN/COMMIT: every row commits with the statement, which does not wait for the flush.
+    assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
+    assert UNFLUSHED in captured.captured_queries[0]["sql"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)  # the setting ended with the statement
+    assert Commission.objects.get().pk == commission.pk and not commission._state.adding
+    stored = LedgerEntry.objects.get()
+    assert (stored.pk, stored.commission_id, credit.commission_id) == (credit.pk, commission.pk, commission.pk)
+    assert stored.memo == credit.memo == f"Commission #{commission.pk} 100%"
+    assert [(e.pk, e.type, e.object_id, e.data) for e in WebhookEvent.objects.order_by("pk")] == [
+        (event.pk, event.type, commission.pk, event.data) for event in events
+    ]
+    assert all(event.object_id == commission.pk and not event._state.adding for event in events)
+
+
+@pytest.mark.postgres
+def test_insert_family_is_refused_unflushed_inside_a_transaction(frozen):
+    """synchronous_commit off would reach every statement of the caller's transaction."""
+    link = ReferralLinkFactory()
+    commission, _, _, dependents = family(link, CustomerFactory(link=link), frozen)
+    with pytest.raises(AssertionError, match="autocommit only"), transaction.atomic():
+        insert_family(commission, dependents, unflushed=True)
+    assert not Commission.objects.exists()
+
+
+@pytest.mark.postgres
+def test_insert_family_of_one_failing_dependent_stores_nothing(frozen):
+    """The rows commit together or not at all: a dependent that breaks a constraint undoes the first row."""
+    link = ReferralLinkFactory()
+    commission, _, events, dependents = family(link, CustomerFactory(link=link), frozen)
+    WebhookEvent.objects.create(public_id=events[1].public_id, program_id=link.program_id, type="x", livemode=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_family(commission, dependents)
+    assert not Commission.objects.exists() and not LedgerEntry.objects.exists()
+    assert list(WebhookEvent.objects.values_list("type", flat=True)) == ["x"]
