@@ -5,7 +5,8 @@ the rows a real call writes: what the tracking API costs on top of its writes is
 - POST /bench/bare-click, the click's body: a customer, its click event and the link counter UPDATE
   ("2 INSERT + 1 UPDATE").
 - POST /bench/bare-sale, the sale's body (transaction_id, amount_cents, click_id of a customer on a percent
-  program without a hold): the sale, its approved commission, the commission's ledger credit and the
+  program without a hold): the sale, its approved commission, the commission's ledger credit, the webhook events
+  announcing them (sale.created, commission.created, commission.approved, with their payloads) and the
   partner-program sales and revenue UPDATE, the rows a commissioned repeat sale writes.
 What a real call reads (the link, the key, the customer) is read here once per process and kept."""
 
@@ -24,6 +25,9 @@ from django.views.decorators.http import require_POST
 from commissions.calculations import commission_amount
 from commissions.models import Commission, CommissionStatus, LedgerEntry
 from programs.models import PartnerProgram, ReferralLink
+from webhooks.events import event_id_generate
+from webhooks.models import EventType, WebhookEvent
+from webhooks.payloads import commission_data, sale_data
 
 from .models import ClickEvent, Customer, SaleEvent
 from .services.common import new_click_id
@@ -146,6 +150,24 @@ def bare_sale(request: HttpRequest) -> JsonResponse:
             kind=LedgerEntry.Kind.CREDIT,
             amount_cents=commission.amount_cents,
             memo=f"Commission #{commission.pk} approved",
+        )
+        WebhookEvent.objects.bulk_create(
+            [
+                WebhookEvent(
+                    public_id=event_id_generate(),
+                    program_id=buyer.program_id,
+                    type=event_type,
+                    livemode=True,
+                    object_id=object_id,
+                    data=data,
+                    created_at=now,
+                )
+                for event_type, object_id, data in (
+                    (EventType.SALE_CREATED, sale.pk, sale_data(sale)),
+                    (EventType.COMMISSION_CREATED, commission.pk, commission_data(commission)),
+                    (EventType.COMMISSION_APPROVED, commission.pk, commission_data(commission)),
+                )
+            ]
         )
         PartnerProgram.objects.filter(partner_id=buyer.partner_id, program_id=buyer.program_id).update(
             sales=F("sales") + 1, revenue_cents=F("revenue_cents") + amount

@@ -5,13 +5,16 @@ import json
 from decimal import Decimal
 
 import pytest
+from django.db.models import Q
 from django.test import RequestFactory
 
 from commissions.models import Commission, LedgerEntry
 from programs.models import PartnerProgram, ReferralLink
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
+from tests.tracking.sales import post_sale, sale_body
 from tracking.bench_views import bare_click, bare_sale
 from tracking.models import ClickEvent, Customer, SaleEvent
+from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +50,28 @@ def test_bare_sale_writes_the_sale_its_credited_commission_and_the_metrics():
     assert (entry.kind, entry.amount_cents, entry.memo) == ("credit", 490, f"Commission #{commission.pk} approved")
     metrics = PartnerProgram.objects.get(partner=link.partner, program=program)
     assert (metrics.sales, metrics.revenue_cents) == (1, 4900)
+
+
+def test_bare_sale_writes_the_webhook_events_a_commissioned_sale_writes(api_client):
+    """The same events, about the same rows, with payloads of the same shape (the real path's values are
+    tests/webhooks' business; here only that the baseline writes as much)."""
+    program = ProgramFactory(commission_type="percent", commission_rate=Decimal("10"), hold_days=0)
+    link = ReferralLinkFactory(program=program)
+    CustomerFactory(link=link, customer_key="user_1")
+    bare_buyer = CustomerFactory(link=link)
+
+    def written(sale_id: int, commission_id: int) -> list[tuple]:
+        events = WebhookEvent.objects.filter(
+            Q(type__startswith="sale.", object_id=sale_id) | Q(type__startswith="commission.", object_id=commission_id)
+        ).order_by("pk")
+        return [(e.type, e.livemode, sorted(e.data), e.program_id) for e in events]
+
+    real = post_sale(api_client, program, **sale_body(amount_cents=4900)).json()
+    bare = post(bare_sale, {"transaction_id": "t1", "amount_cents": 4900, "click_id": bare_buyer.click_id})
+    assert WebhookEvent.objects.count() == 6
+    assert written(bare["sale_id"], bare["commission_id"]) == written(real["sale_id"], real["commission_id"])
+    assert [t for t, *_ in written(bare["sale_id"], bare["commission_id"])] == [
+        "sale.created",
+        "commission.created",
+        "commission.approved",
+    ]
