@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from config import celery_app
 from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
 from tests.stripe_payloads import WEBHOOK_SECRET
-from tests.worker import celery_worker_process  # noqa: F401  (fixture for tests marked `worker`)
+from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
 from tracking.link_cache import link_cache_clear
 
 

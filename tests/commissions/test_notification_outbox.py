@@ -4,7 +4,6 @@ the task could not, exactly once."""
 
 import logging
 from io import StringIO
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -25,32 +24,6 @@ from tracking.models import ProcessorEvent
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/track/refund"
-# Nothing listens here: every publish fails at once, as with Redis down.
-CLOSED_BROKER = "redis://127.0.0.1:6390/0"
-
-
-@pytest.fixture
-def broker_down():
-    """Celery publishes to a closed port with eager mode off, as a server does when Redis is down.
-    Yields a function that brings the configured broker back."""
-    previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-
-    def use_broker(url: str) -> None:
-        # Celery keeps its connection and producer pools for the life of the app; dropping them (as it does
-        # itself after a fork) makes the next publish connect to the new address. The stubs leave both out.
-        app: Any = celery_app
-        app._pool = None
-        app.amqp._producer_pool = None
-        celery_app.conf.update(broker_url=url)
-
-    def broker_back() -> None:
-        use_broker(previous[0])
-
-    use_broker(CLOSED_BROKER)
-    celery_app.conf.task_always_eager = False
-    yield broker_back
-    broker_back()
-    celery_app.conf.task_always_eager = previous[1]
 
 
 def paid_out_commission() -> Commission:
