@@ -9,13 +9,17 @@
     svc logs --api-key KEY      the program's latest API calls (--follow, --status 4xx, --route, --limit)
     svc explain TXN --api-key KEY
                                 why a sale (or, with --click-id/--customer-key, a customer) was credited
+    svc listen --forward-to URL receive the program's webhook events live and forward them, signed, to a local app
+    svc trigger sale.created    send a synthetic test-mode event (svc listen forwards it)
     svc logout                  revoke the login token and delete it
     svc mcp                     a Model Context Protocol server on stdio over the agent API (SVC_AGENT_KEY)
 
 Every command takes --base-url (or SVC_BASE_URL) and --json. Exit codes: see svc_cli/client.py and docs/cli.md."""
 
+import base64
 import json
 import os
+import secrets
 import time
 import webbrowser
 from collections.abc import Iterator
@@ -24,15 +28,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from standardwebhooks.webhooks import Webhook
 
 from . import __version__
 from .client import (
     AUTH,
     DEFAULT_BASE_URL,
+    NETWORK,
     RATE_LIMITED,
     USAGE,
     VERIFICATION_FAILED,
@@ -44,7 +51,7 @@ from .config import credentials_delete, credentials_load, credentials_save
 app = typer.Typer(
     name="svc",
     help="Command-line helper of the svc tracking service: login, init, programs, status, test-event, logs, explain, "
-    "mcp.",
+    "listen, trigger, mcp.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -64,6 +71,16 @@ JsonOption = Annotated[
 ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SVC_API_KEY", help="Program API key (aff_… or aff_test_…).", show_default=False),
+]
+
+ProgramOption = Annotated[
+    int | None,
+    typer.Option(
+        "--program",
+        envvar="SVC_PROGRAM",
+        help="Program id (see `svc programs`). Default: your only program.",
+        show_default=False,
+    ),
 ]
 
 CHECK_ICONS = {"pass": "[green]✓[/green]", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"}
@@ -728,3 +745,177 @@ def explain(
             _explain_customer(output, data)
         else:
             _explain_sale(output, data)
+
+
+# --- listen / trigger -------------------------------------------------------------------------------------------
+
+LISTEN_INTERVAL_SECONDS = 1.0
+FORWARD_TIMEOUT_SECONDS = 10.0
+# The Standard Webhooks secret form (webhooks.signing.secret_generate): whsec_ and 32 random bytes in base64. Made
+# here rather than imported, because the CLI must not need Django.
+SESSION_SECRET_PREFIX = "whsec_"
+SESSION_SECRET_BYTES = 32
+
+
+def session_secret_generate() -> str:
+    return SESSION_SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SESSION_SECRET_BYTES)).decode()
+
+
+def _events_path(program_id: int) -> str:
+    return f"/api/v1/cli/programs/{program_id}/webhook-events"
+
+
+def _program_pick(api: Api, program_id: int | None) -> int:
+    """--program when given; else the account's program when it has exactly one."""
+    if program_id is not None:
+        return program_id
+    programs = api.call("GET", "/api/v1/cli/programs")["data"]
+    if len(programs) == 1:
+        return int(programs[0]["id"])
+    if not programs:
+        raise CliFailure("No programs yet. Create one with `svc init`.", exit_code=USAGE)
+    listed = ", ".join(f"#{program['id']} {program['name']}" for program in programs)
+    raise CliFailure(f"You have several programs ({listed}): pick one with --program.", exit_code=USAGE)
+
+
+@dataclass
+class Forwarded:
+    event: dict[str, Any]
+    status: int | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        outcome: dict[str, Any] = {"status": self.status} if self.error is None else {"error": self.error}
+        return {"id": self.event.get("id"), "type": self.event.get("type"), **outcome}
+
+
+def _forward(client: httpx.Client, url: str, signer: Webhook, event: dict[str, Any]) -> Forwarded:
+    """POSTs the envelope as real deliveries send it (compact JSON, webhooks.delivery.request_parts), signed
+    with the session secret. Any answer counts as forwarded; only a failure to reach the app is an error."""
+    body = json.dumps(event, separators=(",", ":"))
+    now = datetime.now(UTC)
+    headers = {
+        "webhook-id": str(event["id"]),
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signer.sign(str(event["id"]), now, body),
+        "content-type": "application/json",
+        "user-agent": f"svc-cli/{__version__} (svc listen)",
+    }
+    try:
+        response = client.post(url, content=body.encode(), headers=headers)
+    except httpx.HTTPError as error:
+        return Forwarded(event, error=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+    return Forwarded(event, status=response.status_code)
+
+
+def _forwarded_print(output: Output, forwarded: Forwarded) -> None:
+    if output.json:
+        typer.echo(json.dumps(forwarded.as_json()))
+        return
+    event = forwarded.event
+    when = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    if forwarded.error is not None:
+        outcome = f"[red]-> error: {escape(forwarded.error)}[/red]"
+    else:
+        color = "green" if forwarded.status is not None and forwarded.status < 300 else "yellow"
+        outcome = f"[{color}]-> {forwarded.status}[/{color}]"
+    mode = "" if event.get("livemode") else " (test)"
+    output.say(f"{when}  {escape(str(event.get('type')))}  {escape(str(event.get('id')))}{mode}  {outcome}")
+
+
+def _poll(api: Api, path: str, params: dict[str, str], output: Output, interval: float) -> dict[str, Any] | None:
+    """One poll; None when it should simply be tried again (rate limited, or the service briefly unreachable)."""
+    try:
+        return api.call("GET", path, params=params)
+    except CliFailure as failure:
+        if failure.exit_code == RATE_LIMITED:
+            _pause(float(failure.retry_after_seconds or interval))
+            return None
+        if failure.exit_code == NETWORK or (failure.status is not None and failure.status >= 500):
+            output.err.print(f"[yellow]Warning:[/yellow] {escape(failure.message)}; retrying.")
+            _pause(max(interval, 2.0))
+            return None
+        raise
+
+
+@app.command()
+def listen(
+    ctx: typer.Context,
+    forward_to: Annotated[
+        str, typer.Option("--forward-to", help="Where to POST each event, e.g. http://localhost:3000/webhooks.")
+    ],
+    events: Annotated[
+        str | None, typer.Option("--events", help="Only these event types, comma-separated (default: all).")
+    ] = None,
+    program: ProgramOption = None,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.05, help="Seconds between polls of the service.")
+    ] = LISTEN_INTERVAL_SECONDS,
+    max_events: Annotated[
+        int | None, typer.Option("--max-events", min=1, help="Stop after forwarding this many events.")
+    ] = None,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Receive the program's webhook events (live and test mode) as they happen and forward each to a local app,
+    signed with a session secret printed at start (Standard Webhooks headers), until Ctrl-C. With --json: one
+    JSON object a line per event forwarded."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    if not forward_to.startswith(("http://", "https://")):
+        output.failure(CliFailure("--forward-to must be an http:// or https:// URL.", exit_code=USAGE))
+        raise typer.Exit(USAGE)
+    with reporting(output):
+        api, _ = _logged_in(explicit)
+        program_id = _program_pick(api, program)
+        path = _events_path(program_id)
+        filters = {"types": events} if events else {}
+        # Without a cursor the service answers where its stream is now: only events from here on are forwarded.
+        cursor = int(api.call("GET", path, params=filters)["meta"]["cursor"])
+        secret = session_secret_generate()
+        signer = Webhook(secret)
+        output.note(f"Ready! Your webhook signing secret is {secret} (^C to quit)")
+        output.note(f"Forwarding program #{program_id}'s events to {escape(forward_to)}")
+        forwarded_count = 0
+        # The app is local: no proxy from the environment in between.
+        with httpx.Client(timeout=FORWARD_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False) as client:
+            try:
+                while max_events is None or forwarded_count < max_events:
+                    body = _poll(api, path, {**filters, "after": str(cursor)}, output, interval)
+                    if body is None:
+                        continue
+                    for item in body["data"]:
+                        if max_events is not None and forwarded_count >= max_events:
+                            return
+                        _forwarded_print(output, _forward(client, forward_to, signer, item["event"]))
+                        forwarded_count += 1
+                        cursor = int(item["cursor"])
+                    cursor = max(cursor, int(body["meta"]["cursor"]))
+                    if not body["meta"].get("has_more"):
+                        _pause(interval)
+            except KeyboardInterrupt:
+                return
+
+
+@app.command()
+def trigger(
+    ctx: typer.Context,
+    event_type: Annotated[str, typer.Argument(help="An event type, e.g. sale.created.", show_default=False)],
+    program: ProgramOption = None,
+    base_url: BaseUrlOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Send a synthetic test-mode event of the type, with an example payload, the way real events go (svc listen
+    and endpoints that take test events receive it)."""
+    output, explicit = _setup(ctx, base_url, json_output)
+    with reporting(output):
+        api, _ = _logged_in(explicit)
+        program_id = _program_pick(api, program)
+        body = api.call("POST", _events_path(program_id) + "/trigger", json={"type": event_type})
+        if output.json:
+            output.document(body)
+            return
+        event = body["data"]["event"]
+        output.say(
+            f"Triggered [bold]{escape(event['type'])}[/bold] {escape(event['id'])} (test mode) "
+            f"on program #{event['program_id']}."
+        )
