@@ -291,7 +291,7 @@ def _back_to_log(request: HttpRequest, access: ProgramAccess, endpoint: WebhookE
     """The log as the user left it: its filters and page come back in the form's `back` field."""
     back = request.POST.get("back", "")
     response = _detail(access, endpoint)
-    if back.startswith("?") and "\n" not in back and "\r" not in back:
+    if back.startswith("?") and len(back) > 1 and "\n" not in back and "\r" not in back:
         response["Location"] += back
     return response
 
