@@ -21,9 +21,11 @@ def delivery_make(
     """A delivery of a new event (made `at`, default now) with `attempts` logged attempts; the last one succeeded
     when the delivery did, the others answered 500."""
     at = at or timezone.now()
+    program_id = program_id or endpoint.program_id
+    assert program_id is not None, "a workspace-wide endpoint's delivery names its event's program"
     event = WebhookEvent.objects.create(
         public_id=event_id_generate(),
-        program_id=program_id or endpoint.program_id,
+        program_id=program_id,
         type=type,
         livemode=livemode,
         data={"amount_cents": 4900},
