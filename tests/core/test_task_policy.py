@@ -21,6 +21,11 @@ REGISTERED_NAMES = {
     "cli_api.purge_login_sessions",
     "agent_api.purge_idempotency_records",
     "programs.purge_request_log",
+    "webhooks.fan_out",
+    "webhooks.deliver",
+    "webhooks.sweep",
+    "webhooks.prune_events",
+    "webhooks.notify_endpoint_disabled",
 }
 
 
@@ -29,7 +34,7 @@ def project_tasks():
     return {
         name: task
         for name, task in celery_app.tasks.items()
-        if name.split(".")[0] in {"commissions", "tracking", "cli_api", "agent_api", "programs"}
+        if name.split(".")[0] in {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks"}
     }
 
 

@@ -1,8 +1,10 @@
 """POST /api/v1/track/sale: the statements a commissioned sale writes. The sale commits on its own, then its
-commission with its credit, then the partner-program metrics. On PostgreSQL a commission and its ledger credit are
-one statement (core.sql.insert_pair), and only the commission's commit waits for the WAL flush (the sale's and the
-metrics' do not: core.sql.UNFLUSHED); elsewhere (SQLite, or the portable path forced on PostgreSQL) the two
-INSERTs share a transaction. Both paths store the same rows."""
+commission with its credit, then the partner-program metrics. On PostgreSQL a sale and its sale.created webhook
+event are one statement, and so are a commission, its ledger credit and its commission.created and
+commission.approved events (core.sql.insert_family), and only the commission's commit waits for the WAL flush
+(the sale's and the metrics' do not: core.sql.UNFLUSHED); elsewhere (SQLite, or the portable path forced on
+PostgreSQL) the INSERTs share a transaction. Both paths store the same rows. Each event's fan-out is a task
+queued after its commit."""
 
 from decimal import Decimal
 
@@ -20,6 +22,7 @@ from tests.helpers import REQUEST_LOG_ROW, platform_error
 from tests.tracking.sales import metrics, post_sale, sale_body
 from tracking.models import Customer, SaleEvent
 from tracking.services.settlement import commission_create_for_sale
+from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +38,20 @@ def portable(monkeypatch):
     """The path SQLite takes, forced on any database."""
     monkeypatch.setattr("commissions.approval.insert_pair_supported", lambda: False)
     monkeypatch.setattr("tracking.services.settlement.insert_pair_supported", lambda: False)
+
+
+@pytest.fixture
+def broker(monkeypatch) -> list[tuple[str, tuple]]:
+    """The tasks the request queues, kept instead of run in-process: a worker runs them in production, so the
+    statements counted are the request's own."""
+    queued: list[tuple[str, tuple]] = []
+    monkeypatch.setattr("webhooks.queue.enqueue", lambda task, *args, **options: queued.append((task.name, args)))
+    return queued
+
+
+def fanned_out(*types: str) -> list[tuple[str, tuple]]:
+    events = WebhookEvent.objects.filter(type__in=types).order_by("pk")
+    return [("webhooks.fan_out", (pk,)) for pk in events.values_list("pk", flat=True)]
 
 
 def two_sales(client, link) -> list[dict]:
@@ -146,20 +163,22 @@ class TestOutsideATransaction:
         assert any(record.message == "sale.metrics_failed" for record in caplog.records)
 
     @pytest.mark.postgres
-    def test_a_repeat_sale_is_five_statements_and_waits_for_one_flush(self, api_client, link):
+    def test_a_repeat_sale_is_five_statements_and_waits_for_one_flush(self, api_client, link, broker):
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, link.program, **sale_body()).status_code == 200
+        broker.clear()
         with CaptureQueriesContext(connection) as captured:
             response = post_sale(api_client, link.program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
-        # The key (program joined) and the customer; the sale, whose commit does not wait for the WAL flush
-        # (set_config: that statement's transaction only); the commission with its credit (WITH (INSERT
-        # commission) INSERT credit), whose commit flushes the sale's too; the metrics UPDATE, unflushed. No
-        # BEGIN/COMMIT: each is one statement. Then the request log's row in its own transaction (tests write
-        # it at once; production writes one per batch of calls).
+        # The key (program joined) and the customer; the sale with its sale.created event (WITH (INSERT sale)
+        # INSERT event), whose commit does not wait for the WAL flush (set_config: that statement's transaction
+        # only); the commission with its credit and its commission.created and commission.approved events (WITH
+        # (INSERT commission), (INSERT credit), (INSERT event), (INSERT event)), whose commit flushes the
+        # sale's too; the metrics UPDATE, unflushed. No BEGIN/COMMIT: each is one statement. Then the request
+        # log's row in its own transaction (tests write it at once; production writes one per batch of calls).
         log = ["BEGIN", "INSERT", "COMMIT"] * REQUEST_LOG_ROW
-        assert statements == ["SELECT", "SELECT", "INSERT", "WITH", "UPDATE", *log]
+        assert statements == ["SELECT", "SELECT", "WITH", "WITH", "UPDATE", *log]
         sql = [q["sql"] for q in captured.captured_queries]
         assert [UNFLUSHED in sql[2], UNFLUSHED in sql[3], UNFLUSHED in sql[4]] == [True, False, True]
         assert ApiCall._meta.db_table in captured.captured_queries[-2]["sql"]
@@ -168,17 +187,28 @@ class TestOutsideATransaction:
             assert cursor.fetchone() == ("on",)  # the setting ended with each statement
         entry = LedgerEntry.objects.get(commission_id=response.json()["commission_id"])
         assert entry.memo == f"Commission #{entry.commission_id} approved"
+        events = WebhookEvent.objects.order_by("pk")[3:]  # the first sale's three, then this one's
+        sale_id = SaleEvent.objects.get(processor_event_id="txn_2").pk
+        assert [(e.type, e.object_id) for e in events] == [
+            ("sale.created", sale_id),
+            ("commission.created", entry.commission_id),
+            ("commission.approved", entry.commission_id),
+        ]
+        # Each event's fan-out queued once its row committed: a broker message each, no statement here.
+        assert broker == [("webhooks.fan_out", (e.pk,)) for e in events]
 
     @pytest.mark.postgres
-    def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link):
+    def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link, broker):
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
         settling = statements.index("BEGIN")
-        # The customer's row lock, its conversion, the commission with its credit; then the metrics.
+        # The customer's row lock, its conversion, the commission with its credit and its events; then the
+        # metrics.
         assert statements[settling : settling + 6] == ["BEGIN", "SELECT", "UPDATE", "WITH", "COMMIT", "UPDATE"]
         assert "FOR NO KEY UPDATE" in captured.captured_queries[settling + 1]["sql"]
+        assert broker == fanned_out("sale.created", "commission.created", "commission.approved")
 
 
 @pytest.mark.postgres
@@ -187,12 +217,13 @@ class TestSettlingOutsideATransaction:
     """commission_create_for_sale on its own (the reconciler, the step-by-step path): a repeat sale's
     commission with its credit is one statement, without BEGIN and COMMIT."""
 
-    def test_a_repeat_sale_is_settled_in_one_statement(self, link):
+    def test_a_repeat_sale_is_settled_in_one_statement(self, link, broker):
         customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
         sale = SaleFactory(customer=customer, amount_cents=4900)
         with CaptureQueriesContext(connection) as captured:
             settled = commission_create_for_sale(sale=sale, customer=customer, program=link.program, now=sale.sale_date)
         assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
+        assert broker == fanned_out("commission.created", "commission.approved")
         assert settled.commission is not None and settled.created
         credit = (
             "credit",

@@ -345,9 +345,10 @@ def test_refund_query_count(client, django_assert_num_queries):
     # 1 key lookup (program joined), 2 sale lookup, 3 SAVEPOINT (the refund's transaction; BEGIN outside
     # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 notification outbox INSERT,
     # 7 partner row lock, 8 ledger INSERT, 9 balance SUM, 10 open withdrawals SELECT ... FOR UPDATE,
-    # 11 RELEASE SAVEPOINT (COMMIT). The notification is delivered after commit, which a test transaction
-    # never reaches.
-    with django_assert_num_queries(11 + REQUEST_LOG_ROW):
+    # 11 webhook event INSERT (commission.refunded), 12 webhook event INSERT (refund.applied), 13 RELEASE
+    # SAVEPOINT (COMMIT). The notification is delivered, and the events fanned out, after commit, which a test
+    # transaction never reaches.
+    with django_assert_num_queries(13 + REQUEST_LOG_ROW):
         response = client.post(URL, body, format="json", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200
 
