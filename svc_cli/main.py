@@ -803,7 +803,7 @@ def _forward(client: httpx.Client, url: str, signer: Webhook, event: dict[str, A
     }
     try:
         response = client.post(url, content=body.encode(), headers=headers)
-    except httpx.HTTPError as error:
+    except (httpx.HTTPError, httpx.InvalidURL) as error:  # InvalidURL (http://:0) is not an HTTPError
         return Forwarded(event, error=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
     return Forwarded(event, status=response.status_code)
 
