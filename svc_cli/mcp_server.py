@@ -31,16 +31,37 @@ LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Rows p
 PROGRAM_ID = {"type": "integer", "description": "Program id"}
 COMMISSION_ID = {"type": "integer", "description": "Commission id"}
 PARTNER_ID = {"type": "integer", "description": "Partner id"}
+ENDPOINT_ID = {"type": "integer", "description": "Webhook endpoint id"}
+DELIVERY_ID = {"type": "integer", "description": "Webhook delivery id"}
+WEBHOOK_EVENT_TYPE = {
+    "type": "string",
+    "description": "lead.created, sale.created, commission.created, commission.approved, commission.refunded, "
+    "commission.reversed, refund.applied or partner.enrolled",
+}
+WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
+    "url": {"type": "string", "description": "Where events are POSTed (http or https, a public address)"},
+    "event_types": {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "description": 'Event types to receive, or ["*"] for every type',
+    },
+    "description": {"type": "string", "maxLength": 200, "description": "A note for its owner"},
+    "enabled": {"type": "boolean", "description": "false: nothing is sent to it"},
+    "include_test_events": {"type": "boolean", "description": "true: test-mode events are sent to it too"},
+}
+# Tools that lose something for good: clients may ask before calling them.
+DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint"})
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: an agent route. Arguments named in the path ({program_id}) fill it; for GET the others are query
-    parameters, for POST the JSON body."""
+    parameters, for the other methods the JSON body."""
 
     name: str
     description: str
-    method: Literal["GET", "POST"]
+    method: Literal["GET", "POST", "PATCH", "DELETE"]
     path: str  # under /api/agent/v1
     properties: dict[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
@@ -64,7 +85,7 @@ class ToolSpec:
     def as_tool(self) -> types.Tool:
         annotations = types.ToolAnnotations(
             read_only_hint=not self.writes,
-            destructive_hint=self.name == "void_commission",
+            destructive_hint=self.name in DESTRUCTIVE_TOOLS,
             idempotent_hint=True,  # reads; writes are replay-safe through their Idempotency-Key
             open_world_hint=False,
         )
@@ -221,6 +242,111 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             {"cursor": CURSOR, "limit": LIMIT},
         ),
     ),
+    "webhooks:read": (
+        ToolSpec(
+            "list_webhook_endpoints",
+            "List webhook endpoints, newest first: url, event types, enabled, failure streak (never the secret). "
+            "program_id null means every program of the workspace.",
+            "GET",
+            "/webhooks/endpoints",
+            {"program_id": PROGRAM_ID, "cursor": CURSOR, "limit": LIMIT},
+        ),
+        ToolSpec(
+            "get_webhook_endpoint",
+            "One webhook endpoint (never its secret).",
+            "GET",
+            "/webhooks/endpoints/{endpoint_id}",
+            {"endpoint_id": ENDPOINT_ID},
+            required=("endpoint_id",),
+        ),
+        ToolSpec(
+            "list_webhook_deliveries",
+            "An endpoint's deliveries, newest first: event, status (pending, succeeded, failed), attempts, last error.",
+            "GET",
+            "/webhooks/endpoints/{endpoint_id}/deliveries",
+            {
+                "endpoint_id": ENDPOINT_ID,
+                "status": {"type": "string", "description": "pending, succeeded or failed"},
+                "event_type": WEBHOOK_EVENT_TYPE,
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+            required=("endpoint_id",),
+        ),
+        ToolSpec(
+            "list_webhook_attempts",
+            "A delivery's attempts (HTTP requests), newest first: status code, latency, start of the answer, error.",
+            "GET",
+            "/webhooks/deliveries/{delivery_id}/attempts",
+            {"delivery_id": DELIVERY_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("delivery_id",),
+        ),
+        ToolSpec(
+            "list_webhook_events",
+            "Webhook events of the programs the key may see, newest first, as receivers get them.",
+            "GET",
+            "/webhooks/events",
+            {"program_id": PROGRAM_ID, "type": WEBHOOK_EVENT_TYPE, "cursor": CURSOR, "limit": LIMIT},
+        ),
+    ),
+    "webhooks:write": (
+        ToolSpec(
+            "create_webhook_endpoint",
+            "Create a webhook endpoint for a program (program_id) or every program of the workspace. The answer "
+            "holds the signing secret (whsec_…) once: hand it to the receiver now, no read shows it again.",
+            "POST",
+            "/webhooks/endpoints",
+            {"program_id": PROGRAM_ID, **WEBHOOK_ENDPOINT_FIELDS},
+            required=("url", "event_types"),
+        ),
+        ToolSpec(
+            "update_webhook_endpoint",
+            "Change a webhook endpoint's url, event_types, enabled, include_test_events or description (only those "
+            "given).",
+            "PATCH",
+            "/webhooks/endpoints/{endpoint_id}",
+            {"endpoint_id": ENDPOINT_ID, **WEBHOOK_ENDPOINT_FIELDS},
+            required=("endpoint_id",),
+        ),
+        ToolSpec(
+            "delete_webhook_endpoint",
+            "Delete a webhook endpoint with its delivery log.",
+            "DELETE",
+            "/webhooks/endpoints/{endpoint_id}",
+            {"endpoint_id": ENDPOINT_ID},
+            required=("endpoint_id",),
+        ),
+        ToolSpec(
+            "rotate_webhook_secret",
+            "Rotate an endpoint's signing secret: the new one is answered once; the previous one keeps signing "
+            "until previous_secret_expires_at (24 hours by default).",
+            "POST",
+            "/webhooks/endpoints/{endpoint_id}/rotate-secret",
+            {"endpoint_id": ENDPOINT_ID},
+            required=("endpoint_id",),
+        ),
+        ToolSpec(
+            "resend_webhook_delivery",
+            "Send one delivery again now (same event id, fresh retry schedule).",
+            "POST",
+            "/webhooks/deliveries/{delivery_id}/resend",
+            {"delivery_id": DELIVERY_ID},
+            required=("delivery_id",),
+        ),
+        ToolSpec(
+            "resend_failed_webhook_deliveries",
+            "Send again every failed delivery of an endpoint whose event happened from since (inclusive) to until "
+            "(exclusive; a date means to the end of that UTC day).",
+            "POST",
+            "/webhooks/endpoints/{endpoint_id}/resend-failed",
+            {
+                "endpoint_id": ENDPOINT_ID,
+                "since": {"type": "string", "description": "ISO 8601 date or date-time"},
+                "until": {"type": "string", "description": "ISO 8601 date or date-time"},
+            },
+            required=("endpoint_id", "since", "until"),
+        ),
+    ),
 }
 
 
@@ -248,6 +374,17 @@ def _operation(openapi: dict[str, Any] | None, spec: ToolSpec) -> dict[str, Any]
     return None
 
 
+def _enum_of(schema: dict[str, Any]) -> list[Any] | None:
+    """The values a parameter takes: its enum, or that of one of its anyOf branches (the agent API declares an
+    empty value as a second branch, since a blank query parameter means absent)."""
+    if isinstance(schema.get("enum"), list):
+        return schema["enum"]
+    for branch in schema.get("anyOf") or []:
+        if isinstance(branch, dict) and isinstance(branch.get("enum"), list):
+            return branch["enum"]
+    return None
+
+
 def _with_route_parameters(spec: ToolSpec, operation: dict[str, Any]) -> ToolSpec:
     """A GET tool takes the query parameters the route declares: a declared argument the route lacks is dropped
     (it would be refused or ignored), one the route adds is offered with its OpenAPI schema, and those the route
@@ -263,7 +400,7 @@ def _with_route_parameters(spec: ToolSpec, operation: dict[str, Any]) -> ToolSpe
             properties[name] = schema
         elif name in query:
             # The route's enum (a status's values) completes the declared schema.
-            route_enum = (query[name].get("schema") or {}).get("enum")
+            route_enum = _enum_of(query[name].get("schema") or {})
             string_enum = route_enum and schema.get("type") == "string"
             properties[name] = {"enum": route_enum, **schema} if string_enum else schema
     for name, parameter in query.items():

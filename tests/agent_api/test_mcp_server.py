@@ -21,8 +21,17 @@ from commissions.models import CommissionStatus, LedgerEntry
 from commissions.services import partner_balance
 from programs.services import agent_key_create
 from svc_cli.mcp_server import SCOPE_TOOLS, tool_request, tools_for
-from tests.factories import CommissionFactory, ProgramFactory, ReferralLinkFactory, WorkspaceFactory
+from tests.factories import (
+    CommissionFactory,
+    ProgramFactory,
+    ReferralLinkFactory,
+    WebhookEndpointFactory,
+    WorkspaceFactory,
+)
 from tests.served.conftest import Served, served  # noqa: F401  (the served-layer server, as a fixture here)
+from webhooks.events import event_new
+from webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from webhooks.signing import secret_decrypt
 
 SVC = Path(sys.executable).with_name("svc")
 READ_TOOLS = {"whoami", "list_programs", "get_program", "program_readiness"}
@@ -369,3 +378,158 @@ def test_tool_arguments_fill_the_path_query_and_body():
         tool_request(tools["void_commission"], {"commission_id": 3})
     with pytest.raises(ValueError, match="Unknown argument: status"):
         tool_request(tools["list_events"], {"status": "x"})
+
+
+# --- webhooks -------------------------------------------------------------------------------------------------------
+
+WEBHOOK_READ_TOOLS = {spec.name for spec in SCOPE_TOOLS["webhooks:read"]}
+WEBHOOK_WRITE_TOOLS = {spec.name for spec in SCOPE_TOOLS["webhooks:write"]}
+
+
+def test_the_webhook_tools_follow_the_webhooks_scopes():
+    routes = [
+        ("get", "/api/agent/v1/webhooks/endpoints", []),
+        ("post", "/api/agent/v1/webhooks/endpoints", []),
+        ("get", "/api/agent/v1/webhooks/endpoints/{endpoint_id}", []),
+        ("patch", "/api/agent/v1/webhooks/endpoints/{endpoint_id}", []),
+        ("delete", "/api/agent/v1/webhooks/endpoints/{endpoint_id}", []),
+        ("post", "/api/agent/v1/webhooks/endpoints/{endpoint_id}/rotate-secret", []),
+        ("get", "/api/agent/v1/webhooks/endpoints/{endpoint_id}/deliveries", []),
+        ("post", "/api/agent/v1/webhooks/endpoints/{endpoint_id}/resend-failed", []),
+        ("get", "/api/agent/v1/webhooks/deliveries/{delivery_id}/attempts", []),
+        ("post", "/api/agent/v1/webhooks/deliveries/{delivery_id}/resend", []),
+        ("get", "/api/agent/v1/webhooks/events", []),
+    ]
+    openapi = _openapi(*routes)
+    assert set(tools_for(["webhooks:read"], openapi)) == {"whoami", *WEBHOOK_READ_TOOLS}
+    assert set(tools_for(["webhooks:write"], openapi)) == {"whoami", *WEBHOOK_READ_TOOLS, *WEBHOOK_WRITE_TOOLS}
+    assert set(tools_for(["webhooks:write"], None)) == {"whoami"}  # a service without the routes
+    assert len(WEBHOOK_READ_TOOLS | WEBHOOK_WRITE_TOOLS) == len(routes)
+
+    tools = tools_for(["webhooks:write"], openapi)
+    assert tool_request(tools["update_webhook_endpoint"], {"endpoint_id": 4, "enabled": False}) == (
+        "/api/agent/v1/webhooks/endpoints/4",
+        None,
+        {"enabled": False},
+    )
+    assert tool_request(tools["delete_webhook_endpoint"], {"endpoint_id": 4}) == (
+        "/api/agent/v1/webhooks/endpoints/4",
+        None,
+        {},
+    )
+    assert tools["delete_webhook_endpoint"].as_tool().annotations.destructive_hint is True
+    assert tools["rotate_webhook_secret"].as_tool().annotations.destructive_hint is False
+    with pytest.raises(ValueError, match="Missing argument: event_types"):
+        tool_request(tools["create_webhook_endpoint"], {"url": "https://hooks.example.com/"})
+    with pytest.raises(ValueError, match="Missing argument: until"):
+        tool_request(tools["resend_failed_webhook_deliveries"], {"endpoint_id": 4, "since": "2026-01-01"})
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_webhook_tools_manage_endpoints_through_the_api(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    program = ProgramFactory.create(workspace=workspace)
+    endpoint = WebhookEndpointFactory.create(program=program)
+    first_secret: str = endpoint.secret_for_tests  # type: ignore[attr-defined]
+    event = event_new(program_id=program.pk, type="sale.created", livemode=True, data={"amount_cents": 4900})
+    event.save(force_insert=True)
+    delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED)
+    foreign = WebhookEndpointFactory.create()
+    key = _key(workspace, ("webhooks:write",))
+    create = {"program_id": program.pk, "url": "https://hooks.example.com/new", "event_types": ["lead.created"]}
+
+    answers = _session(
+        served.url,
+        key,
+        tmp_path,
+        [
+            ("create_webhook_endpoint", create),
+            ("list_webhook_endpoints", {"program_id": program.pk}),
+            ("update_webhook_endpoint", {"endpoint_id": endpoint.pk, "description": "CRM"}),
+            ("rotate_webhook_secret", {"endpoint_id": endpoint.pk}),
+            ("list_webhook_deliveries", {"endpoint_id": endpoint.pk, "status": "failed"}),
+            ("resend_webhook_delivery", {"delivery_id": delivery.pk}),
+            ("list_webhook_events", {"program_id": program.pk, "type": "sale.created"}),
+            ("rotate_webhook_secret", {"endpoint_id": foreign.pk}),
+            ("create_webhook_endpoint", {"url": "ftp://nope", "event_types": ["*"]}),
+        ],
+    )
+
+    assert WEBHOOK_READ_TOOLS | WEBHOOK_WRITE_TOOLS <= set(answers["tools"])
+    assert answers["tools"]["list_webhook_deliveries"].input_schema["properties"]["status"]["enum"] == [
+        "pending",
+        "succeeded",
+        "failed",
+    ]
+
+    created = answers[f"create_webhook_endpoint{json.dumps(create, sort_keys=True)}"]
+    assert not created.is_error, created.content
+    made = WebhookEndpoint.objects.get(url="https://hooks.example.com/new")
+    assert created.structured_content["id"] == made.pk
+    # The served process encrypts under its own SECRET_KEY: the secret is known here by its last four characters.
+    secret = created.structured_content["secret"]
+    assert secret.startswith("whsec_") and made.secret_last4 == secret[-4:]
+
+    listed = answers[f'list_webhook_endpoints{{"program_id": {program.pk}}}'].structured_content
+    api_list = _api(served.url, key, f"/webhooks/endpoints?program_id={program.pk}")
+    # The other endpoint was changed by later calls of the session; the one made is as the API answers it now.
+    assert [e["id"] for e in listed["data"]] == [e["id"] for e in api_list["data"]] == [made.pk, endpoint.pk]
+    assert listed["data"][0] == api_list["data"][0] and listed["next_cursor"] is None
+    assert "secret" not in json.dumps(listed["data"]).replace("secret_last4", "").replace("previous_secret", "")
+
+    updated = answers[f'update_webhook_endpoint{{"description": "CRM", "endpoint_id": {endpoint.pk}}}']
+    assert updated.structured_content["description"] == "CRM"
+
+    rotated = answers[f'rotate_webhook_secret{{"endpoint_id": {endpoint.pk}}}'].structured_content
+    endpoint.refresh_from_db()
+    assert endpoint.secret_last4 == rotated["secret"][-4:] != first_secret[-4:]
+    # The previous secret's ciphertext is the factory's, made here.
+    assert secret_decrypt(endpoint.previous_secret_encrypted) == first_secret
+    assert endpoint.previous_secret_expires_at is not None
+    assert rotated["previous_secret_expires_at"] == endpoint.previous_secret_expires_at.isoformat()
+
+    deliveries = answers[
+        f'list_webhook_deliveries{{"endpoint_id": {endpoint.pk}, "status": "failed"}}'
+    ].structured_content
+    assert [d["id"] for d in deliveries["data"]] == [delivery.pk]
+    resent = answers[f'resend_webhook_delivery{{"delivery_id": {delivery.pk}}}'].structured_content
+    assert resent["queued"] is True
+    events = answers[f'list_webhook_events{{"program_id": {program.pk}, "type": "sale.created"}}'].structured_content
+    assert [e["id"] for e in events["data"]] == [event.public_id]
+
+    refused = answers[f'rotate_webhook_secret{{"endpoint_id": {foreign.pk}}}']
+    assert refused.is_error
+    assert refused.structured_content["error"] == {
+        "code": "not_found",
+        "message": "Webhook endpoint not found",
+        "status": 404,
+    }
+    invalid = answers['create_webhook_endpoint{"event_types": ["*"], "url": "ftp://nope"}']
+    assert invalid.structured_content["error"] == {
+        "code": "invalid_request",
+        "message": "url must be a valid http or https URL",
+        "status": 400,
+    }
+    actions = list(AgentAuditEntry.objects.order_by("pk").values_list("action", flat=True))
+    assert actions == [
+        "webhook_endpoint.create",
+        "webhook_endpoint.update",
+        "webhook_endpoint.rotate_secret",
+        "webhook_delivery.resend",
+    ]
+
+
+def test_a_get_tool_takes_the_values_of_a_filter_the_route_declares_as_any_of():
+    status = {
+        "name": "status",
+        "in": "query",
+        "schema": {"anyOf": [{"enum": ["pending", "failed"], "type": "string"}, {"type": "string", "maxLength": 0}]},
+    }
+    openapi = _openapi(("get", "/api/agent/v1/webhooks/endpoints/{endpoint_id}/deliveries", [status]))
+    spec = tools_for(["webhooks:read"], openapi)["list_webhook_deliveries"]
+    assert spec.properties["status"] == {
+        "enum": ["pending", "failed"],
+        "type": "string",
+        "description": "pending, succeeded or failed",
+    }
