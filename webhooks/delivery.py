@@ -132,10 +132,15 @@ def _send(delivery: WebhookDelivery, now: datetime) -> Outcome:
             ) as response,
         ):
             excerpt = b""
+            # httpx's timeout bounds each read, not the whole: a receiver trickling its body would otherwise hold
+            # the attempt past its lease, when another worker may send the delivery again.
+            deadline = started + settings.WEBHOOK_TIMEOUT_SECONDS
             for chunk in response.iter_bytes():
                 excerpt += chunk
                 if len(excerpt) >= EXCERPT_CHARS * 4:
                     break
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the response outlasted the timeout", request=response.request)
             retry_after = (
                 retry_after_parse(response.headers.get("retry-after"), now=now)
                 if response.status_code in (429, 503)

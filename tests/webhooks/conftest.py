@@ -24,6 +24,8 @@ class Reply:
     body: bytes = b"ok"
     retry_after: str | None = None
     delay: float = 0.0
+    # Sends the body one byte at a time, this many seconds apart (a receiver that answers, then stalls).
+    byte_delay: float = 0.0
 
 
 @dataclass
@@ -61,7 +63,9 @@ class Receiver:
                         self.send_header("Retry-After", reply.retry_after)
                     self.send_header("Content-Length", str(len(reply.body)))
                     self.end_headers()
-                    self.wfile.write(reply.body)
+                    for start in range(0, len(reply.body), 1 if reply.byte_delay else len(reply.body) or 1):
+                        threading.Event().wait(reply.byte_delay)
+                        self.wfile.write(reply.body[start : start + (1 if reply.byte_delay else len(reply.body))])
                 except OSError:
                     pass  # the sender gave up (a timeout test): nothing to answer
 

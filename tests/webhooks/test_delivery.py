@@ -4,6 +4,7 @@ after failing too long with its owners emailed once, and a success clearing the 
 
 import email.utils
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -187,6 +188,22 @@ class TestRetries:
             None,
         )
         assert WebhookAttempt.objects.get(delivery=delivery).latency_ms >= 1000
+
+    def test_a_receiver_that_answers_then_trickles_its_body_times_out_too(self, receiver, program, clock, settings):
+        # Each byte comes within the timeout, the whole far later: the attempt must still end about when the
+        # timeout says (its lease outlives the timeout only by a margin; past it, another worker may send again).
+        settings.WEBHOOK_TIMEOUT_SECONDS = 1
+        delivery = new_delivery(program, endpoint_to(receiver, program))
+        receiver.script(Reply(status=200, body=b"x" * 12, byte_delay=0.5))
+
+        started = time.monotonic()
+        outcome = delivery_attempt(delivery_id=delivery.pk)
+
+        assert time.monotonic() - started < 3
+        assert outcome is not None and not outcome.succeeded
+        assert outcome.error == "timed out after 1 s"
+        assert attempts(delivery) == [(1, None, False, "timed out after 1 s")]
+        assert fresh(delivery).status == "pending"
 
     def test_a_receiver_that_refuses_connections_is_logged_and_retried(self, receiver, program, clock):
         endpoint = endpoint_to(receiver, program)
