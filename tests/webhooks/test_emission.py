@@ -311,3 +311,20 @@ class TestEnrolment:
             "email": "ada@example.com",
             "enrolled_at": data["enrolled_at"],
         }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_sale_and_commission_statements_write_their_events_with_their_ids(link):
+    # A sale posted on its own is inserted with its event by one statement on PostgreSQL (core.sql.insert_family),
+    # the commission likewise: the events' ids are the rows' own.
+    program = link.program
+    program.hold_days = 0
+    program.save()
+    CustomerFactory(link=link, customer_key="user_1", customer_status="lead")
+    response = post_sale(program)
+    assert response.status_code == 200
+    sale, commission = SaleEvent.objects.get(), Commission.objects.get()
+    assert types() == ["sale.created", "commission.created", "commission.approved"]
+    assert [envelope["data"]["id"] for envelope in envelopes()] == [sale.pk, commission.pk, commission.pk]
+    assert envelopes("commission.approved")[0]["data"]["status"] == "approved"
+    assert WebhookEvent.objects.filter(fanned_out_at__isnull=False).count() == 3  # fanned out once committed
