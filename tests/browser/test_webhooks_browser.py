@@ -76,6 +76,7 @@ def test_an_owner_adds_an_endpoint_sees_its_secret_once_and_resends_a_failed_del
     page.fill("input[name=url]", receiver.url)
     page.check("input[name=event_types][value='sale.created']")
     page.fill("input[name=description]", "Local receiver")
+    screenshot(page, "webhooks-add-form.png")
     page.click("#save-endpoint")
 
     page.wait_for_selector("#new-secret")
