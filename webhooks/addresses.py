@@ -17,10 +17,21 @@ class UrlRefused(ValueError):
     """The URL may not receive webhooks; the message says why."""
 
 
+# IPv6 addresses that carry an IPv4 one in their last 32 bits and reach it: through a NAT64 gateway (the
+# well-known prefix) 64:ff9b::a00:5 is 10.0.0.5; the deprecated IPv4-compatible form likewise. Judged by it.
+_EMBEDDING_IPV4 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
+
+
 def _allowed(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.is_site_local:
+            return False
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and any(ip in network for network in _EMBEDDING_IPV4):
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None:
+            return embedded.is_global and not embedded.is_multicast
     return ip.is_global and not ip.is_multicast
 
 

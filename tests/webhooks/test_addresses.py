@@ -55,6 +55,26 @@ class TestUrlCheck:
             url_check(url)
         assert str(refused.value) == messages.URL_PRIVATE.format(address=address)
 
+    @pytest.mark.parametrize(
+        "address",
+        [
+            "64:ff9b::a00:5",  # NAT64's well-known prefix: through the gateway, 10.0.0.5
+            "64:ff9b::a9fe:a9fe",  # 169.254.169.254 through NAT64
+            "2002:a00:5::",  # 6to4 of 10.0.0.5
+            "::a00:5",  # the deprecated IPv4-compatible form of 10.0.0.5
+            "fec0::1",  # deprecated site-local
+        ],
+    )
+    def test_it_refuses_ipv6_forms_that_reach_a_private_address(self, settings, address):
+        settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+        with pytest.raises(UrlRefused) as refused:
+            url_check(f"http://[{address}]/hook")
+        assert str(refused.value) == messages.URL_PRIVATE.format(address=address)
+
+    def test_it_accepts_a_public_ipv4_address_through_nat64(self, settings):
+        settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+        url_check("http://[64:ff9b::808:808]/hook")  # 8.8.8.8
+
     def test_it_refuses_localhost_which_resolves_to_loopback(self, settings):
         settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
         with pytest.raises(UrlRefused, match="private, loopback or link-local"):
