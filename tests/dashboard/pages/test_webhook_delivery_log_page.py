@@ -254,3 +254,12 @@ def test_a_back_address_that_is_not_a_query_is_ignored(owner_client, program, en
         owner_client, program, endpoint, "2026-11-19T00:00", "2026-11-21T00:00", back="https://evil.example.com/"
     )
     assert response["Location"] == log_url(program, endpoint)
+
+
+def test_a_receivers_response_is_shown_as_text_never_as_markup(member_client, program, endpoint):
+    """The excerpt and error are whatever the receiver (or its network) sent back."""
+    delivery = delivery_make(endpoint, attempts=1)
+    delivery.attempt_log.update(response_excerpt="<script>alert(1)</script>", error="<b>boom</b>")
+    body = page(member_client.get(log_url(program, endpoint)))
+    assert "<script>alert(1)</script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<b>boom</b>" not in body and "&lt;b&gt;boom&lt;/b&gt;" in body
