@@ -56,6 +56,12 @@ def _secret_fields(secret: str) -> dict[str, str]:
     return {"secret_encrypted": secret_encrypt(secret), "secret_last4": secret[-4:]}
 
 
+def _program_in_workspace(*, program_id: int, workspace_id: int) -> bool:
+    # programs.models.Program, reached through the endpoint's foreign key: programs imports this app.
+    program_model = WebhookEndpoint._meta.get_field("program").related_model
+    return program_model._default_manager.filter(pk=program_id, workspace_id=workspace_id).exists()
+
+
 def endpoint_create(
     *,
     workspace_id: int,
@@ -67,6 +73,8 @@ def endpoint_create(
     include_test_events: bool = False,
 ) -> EndpointWithSecret:
     """A new endpoint for one program (program_id) or every program of the workspace (None)."""
+    if program_id is not None and not _program_in_workspace(program_id=program_id, workspace_id=workspace_id):
+        raise WebhookRefused(messages.PROGRAM_OTHER_WORKSPACE)
     secret = secret_generate()
     endpoint = WebhookEndpoint.objects.create(
         workspace_id=workspace_id,
