@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -696,3 +698,43 @@ class TestIsolation:
         assert limited.get(f"{ENDPOINTS}/{wide.pk}").status_code == 404
         assert post(limited, f"{ENDPOINTS}/{wide.pk}/rotate-secret").status_code == 404
         assert agent_for(workspace).get(f"{ENDPOINTS}/{wide.pk}").status_code == 200
+
+
+def test_a_resend_queues_the_send_once_the_write_commits(agent, endpoint, django_capture_on_commit_callbacks):
+    delivery = delivery_for(endpoint)
+    others = [delivery_for(endpoint, created_at=datetime(2026, 3, 10, 6, tzinfo=UTC)) for _ in range(2)]
+    with django_capture_on_commit_callbacks() as one:
+        post(agent, f"{API}/deliveries/{delivery.pk}/resend")
+    with django_capture_on_commit_callbacks() as period:
+        post(agent, f"{ENDPOINTS}/{endpoint.pk}/resend-failed", {"since": "2026-03-10", "until": "2026-03-10"})
+    with django_capture_on_commit_callbacks() as nothing:
+        post(agent, f"{ENDPOINTS}/{endpoint.pk}/resend-failed", {"since": "2020-03-10", "until": "2020-03-10"})
+    assert (len(one), len(period), len(nothing)) == (1, 1, 0)
+    assert all(d.status == "pending" for d in WebhookDelivery.objects.filter(pk__in=[o.pk for o in others]))
+
+
+@pytest.mark.parametrize(
+    "route", ["endpoints", "deliveries", "attempts", "events"], ids=["endpoints", "deliveries", "attempts", "events"]
+)
+def test_a_list_costs_the_same_queries_whatever_its_length(agent, workspace, program, route):
+    endpoint = WebhookEndpointFactory.create(program=program)
+    delivery = delivery_for(endpoint)
+    paths = {
+        "endpoints": ENDPOINTS,
+        "deliveries": f"{ENDPOINTS}/{endpoint.pk}/deliveries",
+        "attempts": f"{API}/deliveries/{delivery.pk}/attempts",
+        "events": EVENTS,
+    }
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert agent.get(paths[route]).status_code == 200
+        return len(captured)
+
+    agent.get("/api/agent/v1/me")  # the key's first use writes last_used_at; later ones within a minute do not
+    few = queries()
+    for number in range(1, 6):
+        WebhookEndpointFactory.create(program=program)
+        delivery_for(endpoint)
+        WebhookAttempt.objects.create(delivery=delivery, number=number)
+    assert queries() == few
