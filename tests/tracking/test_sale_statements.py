@@ -198,6 +198,21 @@ class TestOutsideATransaction:
         assert broker == [("webhooks.fan_out", (e.pk,)) for e in events]
 
     @pytest.mark.postgres
+    def test_without_a_broker_each_fan_out_commits_without_waiting_for_the_flush(self, api_client, link):
+        """Tasks run in the request when there is no broker (the default): the three events' fan-outs then add
+        a transaction each, but no wait for a WAL flush (webhooks.fanout._commit_unflushed)."""
+        CustomerFactory(link=link, customer_key="user_1")
+        with CaptureQueriesContext(connection) as captured:
+            assert post_sale(api_client, link.program, **sale_body()).status_code == 200
+        sql = [q["sql"] for q in captured.captured_queries]
+        unflushed = [i for i, text in enumerate(sql) if text == "SET LOCAL synchronous_commit TO OFF"]
+        assert len(unflushed) == 3 and all(sql[i - 1] == "BEGIN" for i in unflushed)
+        assert not WebhookEvent.objects.filter(fanned_out_at__isnull=True).exists()
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("on",)  # SET LOCAL ended with each fan-out's transaction
+
+    @pytest.mark.postgres
     def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link, broker):
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
