@@ -4,7 +4,8 @@ bare write of the same rows.
 Creates a fresh PostgreSQL database, migrates it, loads the demo set, serves the app with gunicorn and drives
 GET /bench/trivial, POST /bench/bare-click, POST /api/v1/track/click, POST /bench/bare-sale and
 POST /api/v1/track/sale with wrk. The two bare endpoints (tracking/bench_views.py) are plain Django views that
-write with the ORM, in one transaction, the rows a click and a commissioned sale write, from the same bodies.
+write with the ORM, in one transaction, the rows a click and a commissioned sale write (its webhook events
+included), from the same bodies.
 Every measured sale is a non-renewal sale of an attributed customer on a percent program with no hold, so each
 one creates a commission and its ledger credit; the run counts them afterwards and reports any sale without
 one. Prints a table and the targets, and writes bench/results/latest.json. Exits 0 whether or not the targets
