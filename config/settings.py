@@ -200,8 +200,13 @@ WEBHOOK_DISABLE_AFTER_HOURS = env_int("WEBHOOK_DISABLE_AFTER_HOURS", 72, minimum
 WEBHOOK_ROTATION_OVERLAP_HOURS = env_int("WEBHOOK_ROTATION_OVERLAP_HOURS", 24, minimum=0)
 # Self-hosted networks: let endpoints be private, loopback or link-local addresses.
 WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
-# Seconds between sweeps that send what is due (retries, and events a broker outage held back).
-WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 10, minimum=1)
+# Seconds between sweeps: they fan out the events no endpoint was known to want when they were written (in
+# batches) and those a broker outage held back, and send the retries that are due.
+WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
+# Seconds a server process keeps whether a program has an enabled endpoint (0: asks every time). An event of a
+# program with one is fanned out at once; the others wait for the sweep. Endpoint changes clear the answer in the
+# process that made them; other processes may send a new endpoint's first events up to this long plus a sweep late.
+WEBHOOK_ENDPOINT_CACHE_SECONDS = env_int("WEBHOOK_ENDPOINT_CACHE_SECONDS", 5)
 # Days events, deliveries and their log are kept (svc listen, the delivery log, resends).
 WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_SECONDS)}

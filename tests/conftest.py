@@ -13,6 +13,7 @@ from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (
 from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
 from tracking.link_cache import link_cache_clear
+from webhooks.events import endpoints_changed
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +44,11 @@ def _test_settings(settings):
     }
     caches["ratelimit"].clear()
     link_cache_clear()
+    endpoints_changed()
     yield
     caches["ratelimit"].clear()
     link_cache_clear()
+    endpoints_changed()
 
 
 @pytest.fixture(autouse=True)

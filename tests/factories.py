@@ -20,6 +20,7 @@ from programs.models import (
 )
 from programs.services import program_key_regenerate
 from tracking.models import Customer, SaleEvent
+from webhooks.events import endpoints_changed
 from webhooks.models import WebhookEndpoint
 from webhooks.signing import secret_encrypt, secret_generate
 
@@ -187,4 +188,5 @@ class WebhookEndpointFactory(factory.django.DjangoModelFactory[WebhookEndpoint])
         kwargs.setdefault("secret_last4", secret[-4:])
         endpoint = super()._create(model_class, *args, **kwargs)
         endpoint.secret_for_tests = secret
+        endpoints_changed()  # as webhooks.services does when it makes one
         return endpoint

@@ -2,14 +2,20 @@
 out to endpoints after commit. A rolled-back change leaves no event; a committed one always has its row, and
 the sweep (webhooks.fanout) delivers it even when the broker was down at commit."""
 
+import logging
 import secrets
+import time
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from .models import WebhookEvent
+from .models import WebhookEndpoint, WebhookEvent
 from .queue import FAN_OUT, queue
+
+logger = logging.getLogger("svc.webhooks")
 
 EVENT_ID_PREFIX = "evt_"
 
@@ -42,9 +48,52 @@ def event_new(
 
 
 def event_saved(event: WebhookEvent) -> WebhookEvent:
-    """Call once the event's row is inserted: fans it out after the transaction commits."""
-    transaction.on_commit(lambda: queue(FAN_OUT, event.pk))
+    """Call once the event's row is inserted. After the transaction commits, when an endpoint may want the
+    event, its fan-out is queued, so it goes out at once; otherwise (and if that message is lost) the sweep fans
+    it out within WEBHOOK_SWEEP_SECONDS. Queuing a Celery message costs about a millisecond, so the many events
+    no endpoint wants are not queued one by one: the sweep fans them out in batches."""
+    transaction.on_commit(lambda: _fan_out_soon(program_id=event.program_id, event_id=event.pk))
     return event
+
+
+def _fan_out_soon(*, program_id: int, event_id: int) -> None:
+    # After the commit: a failure here must not fail the change's response; the sweep fans the event out.
+    try:
+        if program_has_endpoints(program_id):
+            queue(FAN_OUT, event_id)
+    except Exception:
+        logger.exception("webhooks.fan_out_not_queued", extra={"event_id": event_id})
+
+
+# program id -> (has an enabled endpoint, until when this process believes it)
+_has_endpoints: dict[int, tuple[bool, float]] = {}
+_HAS_ENDPOINTS_MAX_ENTRIES = 10_000
+
+
+def program_has_endpoints(program_id: int) -> bool:
+    """Whether the program, or its workspace, has an enabled endpoint. Kept WEBHOOK_ENDPOINT_CACHE_SECONDS per
+    process (endpoint changes clear it in the process that made them); a stale answer only delays an event to the
+    next sweep."""
+    seconds = settings.WEBHOOK_ENDPOINT_CACHE_SECONDS
+    now = time.monotonic()
+    cached = _has_endpoints.get(program_id)
+    if seconds and cached is not None and cached[1] > now:
+        return cached[0]
+    found = (
+        WebhookEndpoint.objects.filter(enabled=True)
+        .filter(Q(program_id=program_id) | Q(program__isnull=True, workspace__programs=program_id))
+        .exists()
+    )
+    if seconds:
+        if len(_has_endpoints) >= _HAS_ENDPOINTS_MAX_ENTRIES:
+            _has_endpoints.clear()
+        _has_endpoints[program_id] = (found, now + seconds)
+    return found
+
+
+def endpoints_changed() -> None:
+    """An endpoint was made, changed or deleted: this process asks again."""
+    _has_endpoints.clear()
 
 
 def event_emit(

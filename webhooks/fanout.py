@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -15,44 +15,79 @@ from .queue import DELIVER, queue
 logger = logging.getLogger("svc.webhooks")
 
 
-def endpoints_for(event: WebhookEvent) -> list[WebhookEndpoint]:
-    """The enabled endpoints that want the event: the program's own and its workspace's workspace-wide ones,
-    made before the event (an endpoint added later does not receive older events)."""
-    workspace_id = WebhookEvent.objects.filter(pk=event.pk).values("program__workspace_id")[:1]
-    candidates = WebhookEndpoint.objects.filter(
-        Q(program_id=event.program_id) | Q(program__isnull=True, workspace_id=Subquery(workspace_id)),
-        enabled=True,
-        created_at__lte=event.created_at,
+def _wants(endpoint: WebhookEndpoint, event: WebhookEvent, workspace_of: dict[int, int]) -> bool:
+    """The endpoint is the event's program's, or its workspace's workspace-wide one; enabled (the query's); made
+    before the event (an endpoint added later does not receive older events); and it wants the type and mode."""
+    if endpoint.program_id is not None:
+        mine = endpoint.program_id == event.program_id
+    else:
+        mine = endpoint.workspace_id == workspace_of.get(event.program_id)
+    return (
+        mine
+        and endpoint.created_at <= event.created_at
+        and endpoint.wants(event_type=event.type, livemode=event.livemode)
     )
-    return [endpoint for endpoint in candidates if endpoint.wants(event_type=event.type, livemode=event.livemode)]
 
 
-def event_fan_out(*, event_id: int, now: datetime | None = None) -> list[int]:
-    """Creates the event's deliveries, once however many tasks and sweeps try at the same time (the event row is
-    claimed, and (event, endpoint) is unique); queues them after commit. Returns the new deliveries' ids."""
+def endpoints_for(event: WebhookEvent) -> list[WebhookEndpoint]:
+    """The enabled endpoints that get the event (see _wants)."""
+    workspace_of = _workspaces_of([event.pk])
+    candidates = _candidates({event.program_id}, workspace_of)
+    return [endpoint for endpoint in candidates if _wants(endpoint, event, workspace_of)]
+
+
+def _workspaces_of(event_ids: list[int]) -> dict[int, int]:
+    """program id -> workspace id, for the events' programs."""
+    return dict(
+        WebhookEvent.objects.filter(pk__in=event_ids).values_list("program_id", "program__workspace_id").distinct()
+    )
+
+
+def _candidates(program_ids: set[int], workspace_of: dict[int, int]) -> list[WebhookEndpoint]:
+    return list(
+        WebhookEndpoint.objects.filter(
+            Q(program_id__in=program_ids) | Q(program__isnull=True, workspace_id__in=set(workspace_of.values())),
+            enabled=True,
+        )
+    )
+
+
+def events_fan_out(*, event_ids: list[int], now: datetime | None = None, queue_deliveries: bool = True) -> list[int]:
+    """Creates the events' deliveries, once however many tasks and sweeps try at the same time (each event row is
+    claimed, skipping those another run holds, and (event, endpoint) is unique); queues them after commit. In a
+    few statements whatever the number of events, so an event no endpoint wants costs a share of one UPDATE.
+    Returns the new deliveries' ids."""
     now = now or timezone.now()
     own_transaction = not connection.in_atomic_block
     with transaction.atomic():
         if own_transaction:
             _commit_unflushed()
-        event = (
+        events = list(
             WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(pk=event_id, fanned_out_at__isnull=True)
-            .first()
+            .filter(pk__in=event_ids, fanned_out_at__isnull=True)
+            .order_by("pk")
         )
-        if event is None:
+        if not events:
             return []
-        endpoints = endpoints_for(event)
-        if endpoints:
-            WebhookDelivery.objects.bulk_create(
-                [WebhookDelivery(event=event, endpoint=endpoint, next_attempt_at=now) for endpoint in endpoints],
-                ignore_conflicts=True,
-            )
-        WebhookEvent.objects.filter(pk=event.pk).update(fanned_out_at=now)
+        claimed = [event.pk for event in events]
+        workspace_of = _workspaces_of(claimed)
+        endpoints = _candidates({event.program_id for event in events}, workspace_of)
+        deliveries = [
+            WebhookDelivery(event=event, endpoint=endpoint, next_attempt_at=now)
+            for event in events
+            for endpoint in endpoints
+            if _wants(endpoint, event, workspace_of)
+        ]
+        WebhookEvent.objects.filter(pk__in=claimed).update(fanned_out_at=now)
+        if not deliveries:
+            return []
+        WebhookDelivery.objects.bulk_create(deliveries, ignore_conflicts=True)
         delivery_ids = list(
-            WebhookDelivery.objects.filter(event=event, status=DeliveryStatus.PENDING).values_list("pk", flat=True)
+            WebhookDelivery.objects.filter(event_id__in=claimed, status=DeliveryStatus.PENDING).values_list(
+                "pk", flat=True
+            )
         )
-        if delivery_ids:
+        if queue_deliveries:
             transaction.on_commit(lambda: deliveries_enqueue(delivery_ids))
     return delivery_ids
 
@@ -66,6 +101,11 @@ def _commit_unflushed() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def event_fan_out(*, event_id: int, now: datetime | None = None) -> list[int]:
+    """events_fan_out of one event (the task queued when the event committed)."""
+    return events_fan_out(event_ids=[event_id], now=now)
 
 
 def deliveries_enqueue(delivery_ids: list[int]) -> None:
@@ -85,12 +125,13 @@ def webhooks_sweep(*, now: datetime | None = None, batch_size: int = 500) -> tup
             .order_by("pk")
             .values_list("pk", flat=True)[:batch_size]
         )
-        for event_id in ids:
+        if ids:
             try:
-                event_fan_out(event_id=event_id, now=now)
-                fanned += 1
+                # Not queued here: they are due, so the pass below queues them with the other due ones.
+                events_fan_out(event_ids=ids, now=now, queue_deliveries=False)
+                fanned += len(ids)
             except Exception:
-                logger.exception("webhooks.fan_out_failed", extra={"event_id": event_id})
+                logger.exception("webhooks.fan_out_failed", extra={"event_ids": f"{ids[0]}..{ids[-1]}"})
         if len(ids) < batch_size:
             break
         after = ids[-1]

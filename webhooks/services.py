@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from . import messages
 from .addresses import UrlRefused, url_check
-from .events import event_emit
+from .events import endpoints_changed, event_emit
 from .fanout import deliveries_enqueue
 from .models import ALL_EVENT_TYPES, DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .payloads import EXAMPLE_DATA
@@ -86,6 +86,7 @@ def endpoint_create(
         include_test_events=include_test_events,
         **_secret_fields(secret),
     )
+    endpoints_changed()
     return EndpointWithSecret(endpoint=endpoint, secret=secret)
 
 
@@ -109,6 +110,7 @@ def endpoint_update(*, endpoint_id: int, changes: dict[str, Any]) -> WebhookEndp
                 endpoint.failing_since = None
                 endpoint.consecutive_failures = 0
         endpoint.save()
+    endpoints_changed()
     return endpoint
 
 
@@ -130,6 +132,7 @@ def endpoint_rotate_secret(*, endpoint_id: int, now: datetime | None = None) -> 
 def endpoint_delete(*, endpoint_id: int) -> bool:
     """Deletes the endpoint with its deliveries and their log. False when it was already gone."""
     deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint_id).delete()
+    endpoints_changed()
     return bool(deleted)
 
 

@@ -4,7 +4,7 @@ event are one statement, and so are a commission, its ledger credit and its comm
 commission.approved events (core.sql.insert_family), and only the commission's commit waits for the WAL flush
 (the sale's and the metrics' do not: core.sql.UNFLUSHED); elsewhere (SQLite, or the portable path forced on
 PostgreSQL) the INSERTs share a transaction. Both paths store the same rows. Each event's fan-out is a task
-queued after its commit."""
+queued after its commit when an endpoint wants the program's events; otherwise the sweep fans them out."""
 
 from decimal import Decimal
 
@@ -17,11 +17,13 @@ from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core import messages
 from core.sql import UNFLUSHED
 from programs.models import ApiCall
-from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory, WebhookEndpointFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
 from tests.tracking.sales import metrics, post_sale, sale_body
 from tracking.models import Customer, SaleEvent
 from tracking.services.settlement import commission_create_for_sale
+from webhooks.events import program_has_endpoints
+from webhooks.fanout import webhooks_sweep
 from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db
@@ -31,6 +33,14 @@ pytestmark = pytest.mark.django_db
 def link():
     program = ProgramFactory(commission_type="percent", commission_rate=Decimal("10"), hold_days=0)
     return ReferralLinkFactory(program=program)
+
+
+@pytest.fixture
+def wanted(link):
+    """An endpoint wants the program's events, and this process knows it (its cache is warm, as on a busy server):
+    each event's fan-out is queued once its row commits. Without one, the sweep fans events out in batches."""
+    WebhookEndpointFactory(program=link.program)
+    assert program_has_endpoints(link.program_id)
 
 
 @pytest.fixture
@@ -163,7 +173,7 @@ class TestOutsideATransaction:
         assert any(record.message == "sale.metrics_failed" for record in caplog.records)
 
     @pytest.mark.postgres
-    def test_a_repeat_sale_is_five_statements_and_waits_for_one_flush(self, api_client, link, broker):
+    def test_a_repeat_sale_is_five_statements_and_waits_for_one_flush(self, api_client, link, wanted, broker):
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         broker.clear()
@@ -198,9 +208,23 @@ class TestOutsideATransaction:
         assert broker == [("webhooks.fan_out", (e.pk,)) for e in events]
 
     @pytest.mark.postgres
-    def test_without_a_broker_each_fan_out_commits_without_waiting_for_the_flush(self, api_client, link):
-        """Tasks run in the request when there is no broker (the default): the three events' fan-outs then add
-        a transaction each, but no wait for a WAL flush (webhooks.fanout._commit_unflushed)."""
+    def test_without_a_broker_and_no_endpoint_the_request_fans_nothing_out(self, api_client, link):
+        """No endpoint wants the program's events: the request queues (or, without a broker, runs) no fan-out;
+        the sweep fans the three out in one batch."""
+        CustomerFactory(link=link, customer_key="user_1")
+        with CaptureQueriesContext(connection) as captured:
+            assert post_sale(api_client, link.program, **sale_body()).status_code == 200
+        assert not any(
+            WebhookEvent._meta.db_table in q["sql"] for q in captured.captured_queries[3:] if "UPDATE" in q["sql"]
+        )
+        assert WebhookEvent.objects.filter(fanned_out_at__isnull=True).count() == 3
+        webhooks_sweep()
+        assert not WebhookEvent.objects.filter(fanned_out_at__isnull=True).exists()
+
+    @pytest.mark.postgres
+    def test_without_a_broker_each_fan_out_commits_without_waiting_for_the_flush(self, api_client, link, wanted):
+        """Tasks run in the request when there is no broker (the default): with an endpoint, the three events'
+        fan-outs then add a transaction each, but no wait for a WAL flush (webhooks.fanout._commit_unflushed)."""
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
@@ -213,7 +237,7 @@ class TestOutsideATransaction:
             assert cursor.fetchone() == ("on",)  # SET LOCAL ended with each fan-out's transaction
 
     @pytest.mark.postgres
-    def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link, broker):
+    def test_a_first_sale_converts_the_customer_in_the_commission_transaction(self, api_client, link, wanted, broker):
         CustomerFactory(link=link, customer_key="user_1")
         with CaptureQueriesContext(connection) as captured:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
@@ -232,7 +256,7 @@ class TestSettlingOutsideATransaction:
     """commission_create_for_sale on its own (the reconciler, the step-by-step path): a repeat sale's
     commission with its credit is one statement, without BEGIN and COMMIT."""
 
-    def test_a_repeat_sale_is_settled_in_one_statement(self, link, broker):
+    def test_a_repeat_sale_is_settled_in_one_statement(self, link, wanted, broker):
         customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
         sale = SaleFactory(customer=customer, amount_cents=4900)
         with CaptureQueriesContext(connection) as captured:
