@@ -21,10 +21,12 @@ TASK_RETRY_POLICY: dict[str, Any] = {
 }
 
 
-def service_task(name: str) -> Callable[[Callable[..., Any]], Task]:
+def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], Task]:
     """Registers a thin task that runs one service, under the shared retry policy. The name is explicit and
-    never derived from the module: beat schedules and messages already queued address the task by it."""
-    return shared_task(name=name, **TASK_RETRY_POLICY)
+    never derived from the module: beat schedules and messages already queued address the task by it. `limits`:
+    a task's own soft_time_limit / time_limit, where the project-wide ones are too long for it."""
+    options: dict[str, Any] = {**TASK_RETRY_POLICY, **limits}
+    return shared_task(name=name, **options)
 
 
 def enqueue(task: Task, *args: object, countdown: float | None = None) -> None:

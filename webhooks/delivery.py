@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -152,7 +153,7 @@ def _send(delivery: WebhookDelivery, now: datetime) -> Outcome:
                 excerpt=excerpt.decode("utf-8", errors="replace")[:EXCERPT_CHARS],
                 retry_after_seconds=retry_after,
             )
-    except httpx.TimeoutException:
+    except (httpx.TimeoutException, SoftTimeLimitExceeded):
         return Outcome(latency_ms=elapsed(), error=f"timed out after {settings.WEBHOOK_TIMEOUT_SECONDS} s")
     except httpx.HTTPError as error:
         return Outcome(latency_ms=elapsed(), error=f"{type(error).__name__}: {error}"[:EXCERPT_CHARS])

@@ -1,3 +1,5 @@
+from django.conf import settings
+
 from core.tasks import service_task
 
 from .delivery import delivery_attempt
@@ -10,7 +12,13 @@ def webhook_event_fan_out_task(event_id: int) -> int:
     return len(event_fan_out(event_id=event_id))
 
 
-@service_task("webhooks.deliver")
+# A receiver that trickles its answer a byte at a time defeats httpx's per-read timeout; the soft limit stops the
+# attempt (recorded as timed out, webhooks.delivery) well before its lease runs out and another worker could send it.
+@service_task(
+    "webhooks.deliver",
+    soft_time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 10,
+    time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 20,
+)
 def webhook_delivery_attempt_task(delivery_id: int) -> bool:
     return delivery_attempt(delivery_id=delivery_id) is not None
 
