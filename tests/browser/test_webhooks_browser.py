@@ -3,17 +3,15 @@ sees its signing secret once (and not after a reload), then resends a failed del
 sends it to a real local receiver, which verifies the signature with the secret the page showed.
 Screenshots go to test-artifacts/webhooks-*.png."""
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from standardwebhooks.webhooks import Webhook
 
 from programs.models import Role
 from tests.dashboard.pages.webhook_rows import delivery_make
 from tests.factories import MembershipFactory, ProgramFactory
+from tests.webhook_receiver import Receiver, receiving
 from webhooks.models import DeliveryStatus, WebhookEndpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,39 +20,12 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PASSWORD = "pass-word-123"  # UserFactory's
 
 
-class Receiver:
-    """A local receiver answering 200 and keeping each request's headers and body."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-
-
 @pytest.fixture
 def receiver(settings) -> Iterator[Receiver]:
     # The receiver is on loopback, which endpoints may name only when private URLs are allowed (self-hosted).
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
-    server = Receiver()
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+    with receiving() as server:
+        yield server
 
 
 def screenshot(page, name: str) -> None:
@@ -102,10 +73,9 @@ def test_an_owner_adds_an_endpoint_sees_its_secret_once_and_resends_a_failed_del
     assert delivery.event.public_id in page.inner_text(".messages")
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.SUCCEEDED and delivery.attempts == 3
-    assert len(receiver.requests) == 1
-    headers, body = receiver.requests[0]
-    assert headers["webhook-id"] == delivery.event.public_id
-    Webhook(secret).verify(body, headers)  # raises unless signed with the secret the page showed
+    [request] = receiver.requests
+    assert request.webhook_id == delivery.event.public_id
+    receiver.verified_payloads(secret)  # fails unless signed with the secret the page showed
     page.click(f"[data-attempts-for='{delivery.pk}'] summary")
     third = page.locator(f"[data-attempts-for='{delivery.pk}'] [data-attempt='3']")
     assert "manual" in third.inner_text().lower() and "200" in third.inner_text()

@@ -10,8 +10,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -24,6 +22,7 @@ from programs.models import Role
 from svc_cli import main as svc_main
 from svc_cli.main import app, session_secret_generate
 from tests.factories import MembershipFactory, ProgramFactory
+from tests.webhook_receiver import Received, Receiver, Reply, receiving
 from webhooks import messages as webhook_messages
 from webhooks.listen import LISTEN_SETTLE
 from webhooks.models import EventType, WebhookEvent
@@ -68,57 +67,11 @@ def svc(server, config_dir):
     return invoke
 
 
-@dataclass
-class Delivery:
-    headers: dict[str, str]
-    body: str
-    payload: dict | None = None
-    error: str | None = None
-
-
-@dataclass
-class Receiver:
-    """A local app: records each POST, verifies it once the listener's secret is known, answers `statuses` in turn
-    (then 204)."""
-
-    url: str = ""
-    secret: str | None = None
-    statuses: list[int] = field(default_factory=list)
-    deliveries: list[Delivery] = field(default_factory=list)
-
-    def take(self, headers: dict[str, str], body: str) -> int:
-        delivery = Delivery(headers=headers, body=body)
-        try:
-            assert self.secret is not None, "a delivery came before listen printed its secret"
-            delivery.payload = Webhook(self.secret).verify(body, headers)
-        except Exception as error:
-            delivery.error = repr(error)
-        self.deliveries.append(delivery)
-        return self.statuses.pop(0) if self.statuses else 204
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    app_ = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-            status = app_.take({name.lower(): value for name, value in self.headers.items()}, body)
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args) -> None:  # quiet test output
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    app_.url = f"http://127.0.0.1:{httpd.server_address[1]}/webhooks"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield app_
-    httpd.shutdown()
-    httpd.server_close()
+    """A local app answering 204 unless scripted; it trusts the listener's secret once listen prints it."""
+    with receiving(default=Reply(status=204, body=b"")) as app_:
+        yield app_
 
 
 class Listener:
@@ -180,9 +133,17 @@ class Listener:
 def started(server: str, config_dir: Path, receiver: Receiver, *args: str) -> Listener:
     listener = Listener(server, config_dir, "--forward-to", receiver.url, "--interval", "0.2", *args)
     ready = listener.wait_for("Ready! Your webhook signing secret is ")
-    receiver.secret = ready.split("secret is ")[1].split(" ")[0]
-    assert receiver.secret.startswith("whsec_")
+    secret = ready.split("secret is ")[1].split(" ")[0]
+    assert secret.startswith("whsec_")
+    receiver.trust(secret)
     return listener
+
+
+def verified_on_arrival(request: Received, receiver: Receiver) -> bool:
+    """Whether the request verified under the listener's secret as it came: one that came before listen printed its
+    secret was verified under none."""
+    [secret] = receiver.secrets
+    return request.verified == {secret: True}
 
 
 def test_it_forwards_a_real_sale_signed_with_the_session_secret(server, config_dir, receiver, account, program):
@@ -198,9 +159,8 @@ def test_it_forwards_a_real_sale_signed_with_the_session_secret(server, config_d
     assert code == 0, errors
     sale = WebhookEvent.objects.get(program=program, type=EventType.SALE_CREATED)
     assert WebhookEvent.objects.filter(program=program).exclude(type=EventType.SALE_CREATED).exists()
-    [delivery] = receiver.deliveries  # lead.created and commission.created were left out
-    assert delivery.error is None
-    assert delivery.payload == sale.payload()
+    [delivery] = receiver.requests  # lead.created and commission.created were left out
+    assert verified_on_arrival(delivery, receiver)
     assert delivery.headers["webhook-id"] == sale.public_id
     assert json.loads(delivery.body) == sale.payload()
     assert abs(int(delivery.headers["webhook-timestamp"]) - time.time()) < WAIT_SECONDS
@@ -211,7 +171,7 @@ def test_it_forwards_a_real_sale_signed_with_the_session_secret(server, config_d
 def test_it_forwards_triggered_events_and_goes_on_after_a_failing_answer(
     server, config_dir, receiver, svc, account, program
 ):
-    receiver.statuses = [500]
+    receiver.script(Reply(status=500))
     listener = started(server, config_dir, receiver, "--max-events", "2", "--program", str(program.pk))
 
     first = svc("trigger", "lead.created", "--program", str(program.pk))
@@ -224,8 +184,8 @@ def test_it_forwards_triggered_events_and_goes_on_after_a_failing_answer(
     assert json.loads(second.stdout) == {"data": {"cursor": sale.pk, "event": sale.payload()}}
     code, lines, errors = listener.finish()
     assert code == 0, errors
-    assert [delivery.payload for delivery in receiver.deliveries] == [lead.payload(), sale.payload()]
-    assert all(delivery.error is None for delivery in receiver.deliveries)
+    assert [delivery.payload() for delivery in receiver.requests] == [lead.payload(), sale.payload()]
+    assert all(verified_on_arrival(delivery, receiver) for delivery in receiver.requests)
     forwarded = [line for line in lines if "-> " in line]
     assert len(forwarded) == 2
     assert lead.public_id in forwarded[0] and forwarded[0].endswith("-> 500")

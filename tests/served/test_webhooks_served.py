@@ -3,26 +3,22 @@ receiver on another port that verifies every request with the standardwebhooks l
 concurrently over HTTP reach the receiver once per event and endpoint, signed; a receiver that fails at first gets
 the event again from the worker's retry."""
 
-import json
 import os
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 from django.conf import settings
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, WebhookEndpointFactory
 from tests.gunicorn import gunicorn_serving
 from tests.helpers import run_together
+from tests.webhook_receiver import Reply, receiving
 from tests.worker import celery_worker_running, wait_for
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEvent
 
@@ -31,56 +27,6 @@ from .conftest import _test_database_url
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 SALES = 12
-
-
-@dataclass
-class Receiver:
-    """Records every request; answers `fail_first` requests with 500, then 200."""
-
-    url: str
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    fail_first: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def verified(self, secret: str) -> list[dict]:
-        """The bodies whose signature the library accepts under `secret` (every request must be one)."""
-        events = []
-        for headers, body in list(self.requests):
-            try:
-                events.append(Webhook(secret).verify(body, headers))
-            except WebhookVerificationError as error:
-                raise AssertionError(f"{headers.get('webhook-id')}: {error}") from None
-        return events
-
-
-@contextmanager
-def receiving() -> Iterator[Receiver]:
-    receiver = Receiver(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length", 0)))
-            with receiver.lock:
-                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                failing = receiver.fail_first > 0
-                receiver.fail_first -= failing
-            self.send_response(500 if failing else 200)
-            self.send_header("content-length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass
@@ -162,7 +108,7 @@ def test_concurrent_sales_over_http_reach_the_receiver_once_per_event_and_signed
         assert wait_for(lambda: _deliveries_settled(expected), timeout=60), WebhookDelivery.objects.values_list(
             "status", "last_error"
         )
-        events = receiver.verified(endpoint.secret_for_tests)
+        events = receiver.verified_payloads(endpoint.secret_for_tests)
         ids = [event["id"] for event in events]
         assert len(ids) == len(set(ids)) == expected, "each event delivered once"
         assert Counter(event["type"] for event in events) == {
@@ -173,13 +119,13 @@ def test_concurrent_sales_over_http_reach_the_receiver_once_per_event_and_signed
         assert {event["data"]["transaction_id"] for event in events if event["type"] == "sale.created"} == {
             body["transaction_id"] for body in bodies
         }
-        assert all(headers["webhook-id"] == json.loads(body)["id"] for headers, body in receiver.requests)
+        assert all(request.webhook_id == request.payload()["id"] for request in receiver.requests)
         assert WebhookEvent.objects.filter(program=program).count() == expected
 
 
 def test_a_receiver_that_fails_first_gets_the_event_from_the_workers_retry(layout, program):
     with receiving() as receiver:
-        receiver.fail_first = 1
+        receiver.script(Reply(status=500))
         endpoint = WebhookEndpointFactory(program=program, url=receiver.url, event_types=["sale.created"])
         body = {"transaction_id": "txn-retry", "amount_cents": 10000, "customer_key": "user-0"}
         assert _post(layout.url, program.raw_api_key, "/api/v1/track/sale", body).status_code == 200
@@ -191,5 +137,5 @@ def test_a_receiver_that_fails_first_gets_the_event_from_the_workers_retry(layou
         assert [(a.number, a.status_code, a.succeeded) for a in attempts] == [(1, 500, False), (2, 200, True)]
         gap = (attempts[1].started_at - attempts[0].started_at).total_seconds()
         assert 3.5 <= gap <= 10
-        events = receiver.verified(endpoint.secret_for_tests)
+        events = receiver.verified_payloads(endpoint.secret_for_tests)
         assert [event["id"] for event in events] == [delivery.event.public_id] * 2

@@ -12,8 +12,9 @@ from django.core import mail
 from django.utils import timezone
 
 from tests.factories import MembershipFactory, ProgramFactory, UserFactory
+from tests.webhook_receiver import Reply
 from tests.webhooks.builders import delivery_of, emit, new_delivery
-from tests.webhooks.conftest import Reply, endpoint_to
+from tests.webhooks.conftest import endpoint_to
 from webhooks import delivery as delivery_module
 from webhooks.delivery import REASON_FAILING, REASON_GONE, Outcome, delivery_attempt, retry_delay
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint

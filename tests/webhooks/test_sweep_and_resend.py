@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from tests.factories import ProgramFactory, WebhookEndpointFactory
 from tests.helpers import run_together
+from tests.webhook_receiver import Reply
 from tests.webhooks.builders import emit, new_delivery
-from tests.webhooks.conftest import Reply, endpoint_to
+from tests.webhooks.conftest import endpoint_to
 from webhooks import messages
 from webhooks.delivery import delivery_attempt
 from webhooks.events import event_new
