@@ -29,13 +29,6 @@ def _wants(endpoint: WebhookEndpoint, event: WebhookEvent, workspace_of: dict[in
     )
 
 
-def endpoints_for(event: WebhookEvent) -> list[WebhookEndpoint]:
-    """The enabled endpoints that get the event (see _wants)."""
-    workspace_of = _workspaces_of([event.pk])
-    candidates = _candidates({event.program_id}, workspace_of)
-    return [endpoint for endpoint in candidates if _wants(endpoint, event, workspace_of)]
-
-
 def _workspaces_of(event_ids: list[int]) -> dict[int, int]:
     """program id -> workspace id, for the events' programs."""
     return dict(

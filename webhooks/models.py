@@ -4,9 +4,16 @@ and attempt (docs/webhooks.md).
 Programs, workspaces and users are named, not imported: the apps that emit events (programs, tracking,
 commissions) depend on this one, never the reverse."""
 
+from datetime import datetime
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+
+def utc_text(value: datetime | None) -> str | None:
+    """A time as events carry it: ISO 8601 in UTC with a Z."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 class EventType(models.TextChoices):
@@ -100,7 +107,7 @@ class WebhookEvent(models.Model):
         return {
             "id": self.public_id,
             "type": self.type,
-            "created_at": self.created_at.isoformat().replace("+00:00", "Z"),
+            "created_at": utc_text(self.created_at),
             "program_id": self.program_id,
             "livemode": self.livemode,
             "data": data,

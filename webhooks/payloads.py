@@ -4,14 +4,9 @@ already hold. Duck-typed (the rows' models belong to the apps that emit, which d
 Ids are the service's own (the agent API's and dashboard's). Times are ISO 8601 in UTC. Money is in cents with
 its currency."""
 
-from datetime import datetime
 from typing import Any
 
-from .models import EventType
-
-
-def _time(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+from .models import EventType, utc_text
 
 
 def lead_data(lead: Any) -> dict[str, Any]:
@@ -23,7 +18,7 @@ def lead_data(lead: Any) -> dict[str, Any]:
         "customer_key": lead.customer_key,
         "email": lead.email,
         "server_confirmed": lead.server_mode,
-        "created_at": _time(lead.lead_timestamp),
+        "created_at": utc_text(lead.lead_timestamp),
     }
 
 
@@ -44,7 +39,7 @@ def sale_data(sale: Any) -> dict[str, Any]:
         "click_id": sale.click_id,
         "partner_id": sale.partner_id,
         "attributed": sale.attributed,
-        "created_at": _time(sale.sale_date),
+        "created_at": utc_text(sale.sale_date),
     }
 
 
@@ -57,14 +52,14 @@ def commission_data(commission: Any) -> dict[str, Any]:
         "amount_cents": commission.amount_cents,
         "currency": commission.currency,
         "status": commission.status,
-        "hold_until": _time(commission.hold_until),
-        "approved_at": _time(commission.approved_at),
+        "hold_until": utc_text(commission.hold_until),
+        "approved_at": utc_text(commission.approved_at),
         "sale_refunded_cents": commission.sale_refunded_cents,
         "deducted_cents": commission.deducted_cents,
         "refund_reason": commission.refund_reason,
         "voided": commission.voided_at is not None,
         "void_reason": commission.void_reason,
-        "created_at": _time(commission.created_at),
+        "created_at": utc_text(commission.created_at),
     }
 
 
@@ -91,7 +86,7 @@ def partner_enrolled_data(*, enrolment: Any, partner: Any) -> dict[str, Any]:
         "partner_id": partner.pk,
         "name": partner.name,
         "email": partner.email,
-        "enrolled_at": _time(getattr(enrolment, "created_at", None)),
+        "enrolled_at": utc_text(getattr(enrolment, "created_at", None)),
     }
 
 

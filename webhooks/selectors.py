@@ -1,5 +1,5 @@
 """Reading endpoints, deliveries and attempts for the dashboard's webhooks pages. A program sees its own endpoints
-and its workspace's workspace-wide ones (program empty), the same set webhooks.fanout.endpoints_for sends to."""
+and its workspace's workspace-wide ones (program empty), the same set webhooks.fanout._wants sends to."""
 
 from collections.abc import Iterable
 
