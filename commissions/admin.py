@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from .selectors import CommissionWithMoney
 
 
+def _actor(request) -> str:
+    """Who decided, as the commission's review entries name an operator."""
+    return f"admin:{request.user.get_username()}"
+
+
 @admin.register(Commission)
 class CommissionAdmin(admin.ModelAdmin):
     """Read-mostly: status and money move only through services, so the ledger stays consistent."""
@@ -77,16 +82,26 @@ class CommissionAdmin(admin.ModelAdmin):
     @admin.action(description="Place selected pending commissions on hold", permissions=["change"])
     def hold(self, request, queryset):
         reason = f"Held in admin by {request.user.get_username()}"
-        self._act(request, queryset, lambda pk: commission_hold(commission_id=pk, reason=reason), "Held")
+        self._act(
+            request,
+            queryset,
+            lambda pk: commission_hold(commission_id=pk, reason=reason, actor=_actor(request)),
+            "Held",
+        )
 
     @admin.action(description="Release selected commissions from hold", permissions=["change"])
     def release(self, request, queryset):
-        self._act(request, queryset, lambda pk: commission_release(commission_id=pk), "Released")
+        self._act(request, queryset, lambda pk: commission_release(commission_id=pk, actor=_actor(request)), "Released")
 
     @admin.action(description="Void selected commissions (takes back what they credited)", permissions=["change"])
     def void(self, request, queryset):
         reason = f"Voided in admin by {request.user.get_username()}"
-        self._act(request, queryset, lambda pk: commission_void(commission_id=pk, reason=reason), "Voided")
+        self._act(
+            request,
+            queryset,
+            lambda pk: commission_void(commission_id=pk, reason=reason, actor=_actor(request)),
+            "Voided",
+        )
 
     def _act(self, request, queryset, action, verb: str) -> None:
         done, refused = 0, []

@@ -8,17 +8,17 @@ from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from core.sql import insert_family, insert_pair_supported
+from core.sql import SqlValue, insert_family, insert_pair_supported
 from webhooks.events import event_emit, event_new, event_saved
 from webhooks.models import EventType, WebhookEvent
 from webhooks.payloads import commission_data
 
-from .models import Commission, CommissionStatus, LedgerEntry
+from .models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 
 CREDIT_MEMO = "Commission #{pk} approved"
 
 
-def _credit_entry(commission: Commission) -> LedgerEntry:
+def _credit_entry(commission: Commission, memo: str = "") -> LedgerEntry:
     return LedgerEntry(
         partner_id=commission.partner_id,
         program_id=commission.program_id,
@@ -26,12 +26,40 @@ def _credit_entry(commission: Commission) -> LedgerEntry:
         kind=LedgerEntry.Kind.CREDIT,
         amount_cents=commission.amount_cents,
         currency=commission.currency,
-        memo=CREDIT_MEMO.format(pk=commission.pk),
+        memo=(memo or CREDIT_MEMO.format(pk=commission.pk))[:255],
     )
 
 
-def ledger_credit(commission: Commission) -> None:
-    _credit_entry(commission).save(force_insert=True)
+def ledger_credit(commission: Commission, memo: str = "") -> None:
+    _credit_entry(commission, memo).save(force_insert=True)
+
+
+HELD_MEMO = "Commission #{pk} held by a fraud rule"
+RULE_ACTOR = "rule"
+
+
+def _rule_hold_rows(commission: Commission) -> tuple[LedgerEntry, CommissionReview]:
+    """A commission held by a fraud rule as it is created: the ledger's record of it (no amount) and the review
+    entry."""
+    entry = LedgerEntry(
+        partner_id=commission.partner_id,
+        program_id=commission.program_id,
+        commission=commission,
+        kind=LedgerEntry.Kind.REVIEW,
+        amount_cents=0,
+        currency=commission.currency,
+        memo=HELD_MEMO.format(pk=commission.pk),
+    )
+    review = CommissionReview(
+        commission=commission,
+        program_id=commission.program_id,
+        action=CommissionReview.Action.HELD,
+        rule=commission.hold_rule,
+        reason=commission.hold_reason,
+        actor=RULE_ACTOR,
+        created_at=commission.created_at,
+    )
+    return entry, review
 
 
 def commission_event(commission: Commission, event_type: str) -> WebhookEvent:
@@ -52,22 +80,27 @@ def commission_event_emit(commission: Commission, event_type: str) -> None:
 
 def commission_insert(commission: Commission) -> None:
     """Inserts a new commission with its commission.created event, and, when it is approved at once (hold 0),
-    its ledger credit and commission.approved; all of it commits together. On PostgreSQL it is one statement (no
-    transaction of its own needed); elsewhere a transaction (a savepoint inside the caller's)."""
+    its ledger credit and commission.approved, or, when a fraud rule holds it (hold_rule), the hold's ledger entry
+    and review entry; all of it commits together. On PostgreSQL it is one statement (no transaction of its own
+    needed); elsewhere a transaction (a savepoint inside the caller's)."""
     events = [commission_event(commission, EventType.COMMISSION_CREATED)]
     if commission.credited:
         events.append(commission_event(commission, EventType.COMMISSION_APPROVED))
+    held_by_rule = bool(commission.hold_rule)
     if not insert_pair_supported():
         # Inside the caller's transaction no savepoint is needed: a failure undoes all of it with it.
         with transaction.atomic(savepoint=False):
             commission.save(force_insert=True)
             if commission.credited:
                 ledger_credit(commission)
+            if held_by_rule:
+                for row in _rule_hold_rows(commission):
+                    row.save(force_insert=True)
             for event in events:
                 event.object_id = commission.pk
                 event.save(force_insert=True)
     else:
-        dependents: list[tuple[Model, dict[str, str]]] = []
+        dependents: list[tuple[Model, dict[str, str | SqlValue]]] = []
         if commission.credited:
             before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
             dependents.append(
@@ -76,6 +109,11 @@ def commission_insert(commission: Commission) -> None:
                     {"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"},
                 )
             )
+        if held_by_rule:
+            entry, review = _rule_hold_rows(commission)
+            before, after = (_sql_text(part) for part in HELD_MEMO.split("{pk}"))
+            dependents.append((entry, {"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"}))
+            dependents.append((review, {"commission_id": "{first_id}"}))
         dependents.extend((event, {"object_id": "{first_id}"}) for event in events)
         insert_family(commission, dependents)
     for event in events:
@@ -87,12 +125,14 @@ def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
-def _approve(commission: Commission, now: datetime) -> None:
+def approve(commission: Commission, now: datetime, *, memo: str = "") -> None:
+    """Approves a pending commission the caller has locked, in the caller's transaction: status, ledger credit
+    (with `memo`, or the usual one) and commission.approved."""
     commission.status = CommissionStatus.APPROVED
     commission.credited = True
     commission.approved_at = now
     commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
-    ledger_credit(commission)
+    ledger_credit(commission, memo)
     commission_event_emit(commission, EventType.COMMISSION_APPROVED)
 
 
@@ -109,7 +149,7 @@ def commission_approve(*, commission_id: int, now: datetime | None = None) -> bo
         )
         if commission is None:
             return False
-        _approve(commission, now)
+        approve(commission, now)
     return True
 
 
@@ -126,7 +166,7 @@ def commission_approve_early(*, commission_id: int, now: datetime | None = None)
         commission = Commission.objects.select_for_update().get(pk=commission_id)
         if commission.status != CommissionStatus.PENDING or commission.held_at is not None:
             raise CommissionNotApprovable(commission.status)
-        _approve(commission, now)
+        approve(commission, now)
     return commission
 
 
@@ -136,7 +176,8 @@ def commissions_approve_due(*, now: datetime | None = None, batch_size: int = 50
     approved = 0
     while True:
         due = list(
-            Commission.objects.filter(status=CommissionStatus.PENDING, hold_until__lte=now)
+            # Held commissions wait for an owner: left out here, so a backlog of them never stops a run early.
+            Commission.objects.filter(status=CommissionStatus.PENDING, hold_until__lte=now, held_at__isnull=True)
             .order_by("hold_until")
             .values_list("pk", flat=True)[:batch_size]
         )

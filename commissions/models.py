@@ -36,9 +36,14 @@ class Commission(models.Model):
     applied_anonymous_amounts = models.JSONField(default=list, blank=True)
     refund_count = models.PositiveIntegerField(default=0)
     hold_until = models.DateTimeField()
-    # Placed on hold by the program owner (agent API): not approved when hold_until passes, until released.
+    # Placed on hold by the program owner or by a fraud rule: not approved when hold_until passes, and not
+    # credited, until an owner releases it (or voids it).
     held_at = models.DateTimeField(null=True, blank=True)
     hold_reason = models.TextField(blank=True, default="")
+    # The fraud rule that held it ("" when an owner did, or it is not held), and every rule that fired on its sale
+    # (fraud.rules.Rule values; a flag-only rule is listed without holding).
+    hold_rule = models.CharField(max_length=32, blank=True, default="")
+    flags = models.JSONField(default=list, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)
     # Voided by the program owner: reversed whole, its credit (if any) taken back from the ledger.
     voided_at = models.DateTimeField(null=True, blank=True)
@@ -54,6 +59,12 @@ class Commission(models.Model):
             models.Index(fields=["program", "status", "-created_at", "-id"], name="commission_program_status"),
             # The rollup task finds the sales whose commission changed lately (tracking.rollups).
             models.Index(fields=["updated_at"], name="commission_updated_at"),
+            # The review queue: a program's held commissions, newest first.
+            models.Index(
+                fields=["program", "-created_at", "-id"],
+                condition=Q(held_at__isnull=False),
+                name="commission_program_held",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount_cents__gte=0), name="commission_amount_nonnegative"),
@@ -66,6 +77,32 @@ class Commission(models.Model):
 
     def __str__(self) -> str:
         return f"commission #{self.pk} ({self.status})"
+
+
+class CommissionReview(models.Model):
+    """One decision on a commission's hold: held (by a rule or an owner), released or voided, by whom and why.
+    Written in the decision's own transaction, with its ledger entry; never updated or deleted."""
+
+    class Action(models.TextChoices):
+        HELD = "held", "Held"
+        RELEASED = "released", "Released"
+        VOIDED = "voided", "Voided"
+
+    commission = models.ForeignKey(Commission, on_delete=models.CASCADE, related_name="reviews")
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    # The rule that held it ("" for an owner's decision).
+    rule = models.CharField(max_length=32, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    # Who decided, as shown to owners: "rule", "user:<username>", "agent key <masked>", "admin:<username>".
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["program", "-created_at"], name="review_program_time")]
+
+    def __str__(self) -> str:
+        return f"commission #{self.commission_id} {self.action} by {self.actor}"
 
 
 class ProductCommissionRate(models.Model):
@@ -94,6 +131,8 @@ class LedgerEntry(models.Model):
         DEDUCTION = "deduction", "Refund clawback"
         PAYOUT = "payout", "Paid out"
         ADJUSTMENT = "adjustment", "Manual adjustment"
+        # A hold, release or void that moves no money (amount 0): the partner's ledger still tells the decision.
+        REVIEW = "review", "Review decision"
 
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="ledger")
     program = models.ForeignKey(Program, on_delete=models.PROTECT, null=True, blank=True, related_name="+")

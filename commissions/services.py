@@ -12,15 +12,17 @@ from django.utils import timezone
 
 from core import messages
 from core.tasks import enqueue
+from fraud.rules import Fired
 from programs.models import RECURRING_TYPES, Partner, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
 from webhooks.payloads import refund_data
 
-from .approval import commission_event_emit, commission_insert
+from .approval import approve, commission_event_emit, commission_insert
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
+    CommissionReview,
     CommissionStatus,
     LedgerEntry,
     NotificationOutbox,
@@ -62,8 +64,30 @@ class SettledSale(Protocol):
     currency: str
 
 
+@dataclass(frozen=True)
+class SaleFlags:
+    """What the fraud rules found on a sale (tracking.quality.sale_review): every rule that fired, and the first
+    one whose program setting holds the commission."""
+
+    fired: tuple[Fired, ...] = ()
+    hold: Fired | None = None
+
+    @property
+    def rules(self) -> list[str]:
+        return [fired.rule for fired in self.fired]
+
+
+NO_FLAGS = SaleFlags()
+
+
 def commission_settle(
-    *, sale: SettledSale, customer: Any, first_sale_at: datetime, program: Program, now: datetime
+    *,
+    sale: SettledSale,
+    customer: Any,
+    first_sale_at: datetime,
+    program: Program,
+    now: datetime,
+    flags: SaleFlags = NO_FLAGS,
 ) -> SaleCommission:
     """Gives an attributed live sale its commission, inside the transaction of the caller
     (tracking.services.settlement.commission_create_for_sale, which also converts the customer and records a
@@ -74,7 +98,9 @@ def commission_settle(
     recurring_* pay every sale within duration_months of the customer's first commissioned sale) at the sale's
     own time, then creates the commission (approved and credited at once with hold_days 0) or returns why it
     pays nothing. `first_sale_at` is the customer's first live sale; `now` is when the commission is created
-    and its hold starts. Raises IntegrityError when the sale already has its commission."""
+    and its hold starts. `flags`: the fraud rules that fired; one that holds puts the commission on hold as it is
+    created (pending, even with hold_days 0: nothing is credited until an owner releases it). Raises
+    IntegrityError when the sale already has its commission."""
     commission_type, rate = commission_policy(program=program, product_id=sale.product_id)
     first_commissioned_at = None
     if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:
@@ -88,7 +114,7 @@ def commission_settle(
     )
     if refusal is not None:
         return SaleCommission(commission=None, no_commission=refusal)
-    instant = program.hold_days == 0
+    instant = program.hold_days == 0 and flags.hold is None
     amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
     commission = Commission(
         program=program,
@@ -101,6 +127,10 @@ def commission_settle(
         credited=instant,
         approved_at=now if instant else None,
         hold_until=now + timedelta(days=program.hold_days),
+        held_at=now if flags.hold else None,
+        hold_rule=flags.hold.rule if flags.hold else "",
+        hold_reason=flags.hold.text if flags.hold else "",
+        flags=flags.rules,
         created_at=now,
     )
     commission_insert(commission)
@@ -326,32 +356,82 @@ class CommissionActionRefused(Exception):
     """The commission's state does not allow the action; the message says why."""
 
 
-def commission_hold(*, commission_id: int, reason: str = "", now: datetime | None = None) -> Commission:
+def commission_review_record(
+    commission: Commission, *, action: str, actor: str, reason: str = "", rule: str = "", memo: str = ""
+) -> CommissionReview:
+    """Writes a hold decision in the caller's transaction: its review entry and, when `memo` is given, a ledger
+    entry of no amount telling the partner's ledger what was decided (a decision that moves money writes its
+    credit or deduction instead, with the same memo)."""
+    if memo:
+        LedgerEntry.objects.create(
+            partner_id=commission.partner_id,
+            program_id=commission.program_id,
+            commission=commission,
+            kind=LedgerEntry.Kind.REVIEW,
+            amount_cents=0,
+            currency=commission.currency,
+            memo=memo[:255],
+        )
+    return CommissionReview.objects.create(
+        commission=commission, program_id=commission.program_id, action=action, rule=rule, reason=reason, actor=actor
+    )
+
+
+def _because(reason: str) -> str:
+    return f": {reason}" if reason else ""
+
+
+def commission_hold(*, commission_id: int, reason: str = "", actor: str, now: datetime | None = None) -> Commission:
     """Places a pending commission on hold: it is not approved when its hold period ends, until released.
-    Holding a held commission again only updates the reason."""
+    Holding a held commission again only updates the reason (and is recorded again)."""
     with transaction.atomic():
         commission = Commission.objects.select_for_update().get(pk=commission_id)
         if commission.status != CommissionStatus.PENDING:
             raise CommissionActionRefused(messages.COMMISSION_HOLD_NOT_PENDING.format(status=commission.status))
         commission.held_at = commission.held_at or now or timezone.now()
         commission.hold_reason = reason
-        commission.save(update_fields=["held_at", "hold_reason", "updated_at"])
+        commission.hold_rule = ""
+        commission.save(update_fields=["held_at", "hold_reason", "hold_rule", "updated_at"])
+        commission_review_record(
+            commission,
+            action=CommissionReview.Action.HELD,
+            actor=actor,
+            reason=reason,
+            memo=f"Commission #{commission.pk} held{_because(reason)}",
+        )
     return commission
 
 
-def commission_release(*, commission_id: int) -> Commission:
-    """Takes a commission off hold; it is approved by the next run once its hold period has ended."""
+def commission_release(*, commission_id: int, actor: str, reason: str = "", now: datetime | None = None) -> Commission:
+    """Takes a commission off hold. A pending one whose hold period has ended is approved and credited at once, in
+    the same transaction; one still in its hold period is approved by the hold job when it ends."""
+    now = now or timezone.now()
     with transaction.atomic():
         commission = Commission.objects.select_for_update().get(pk=commission_id)
         if commission.held_at is None:
             raise CommissionActionRefused(messages.COMMISSION_NOT_HELD)
+        rule = commission.hold_rule
         commission.held_at = None
         commission.hold_reason = ""
-        commission.save(update_fields=["held_at", "hold_reason", "updated_at"])
+        commission.hold_rule = ""
+        commission.save(update_fields=["held_at", "hold_reason", "hold_rule", "updated_at"])
+        due = commission.status == CommissionStatus.PENDING and commission.hold_until <= now
+        released = f"Commission #{commission.pk} released from hold{_because(reason)}"
+        commission_review_record(
+            commission,
+            action=CommissionReview.Action.RELEASED,
+            actor=actor,
+            reason=reason,
+            rule=rule,
+            # Approval writes the credit, which is the ledger's record of the release.
+            memo="" if due else f"{released}; credited when its hold period ends",
+        )
+        if due:
+            approve(commission, now, memo=f"{released}; approved")
     return commission
 
 
-def commission_void(*, commission_id: int, reason: str, now: datetime | None = None) -> Commission:
+def commission_void(*, commission_id: int, reason: str, actor: str, now: datetime | None = None) -> Commission:
     """Voids a commission: it is reversed whole and pays nothing. What it had credited to the partner and not yet
     taken back is deducted from the ledger in the same transaction (open withdrawals are then reduced to fit).
     A paid commission is refused (the money has left; refund the sale instead), as is one already reversed."""
@@ -362,13 +442,24 @@ def commission_void(*, commission_id: int, reason: str, now: datetime | None = N
         if commission.status == CommissionStatus.REVERSED:
             raise CommissionActionRefused(messages.COMMISSION_VOID_REVERSED)
         still_credited = commission.amount_cents - commission.deducted_cents if commission.credited else 0
+        rule = commission.hold_rule
         commission.status = CommissionStatus.REVERSED
         commission.voided_at = now or timezone.now()
         commission.void_reason = reason
         commission.held_at = None
+        commission.hold_rule = ""
         if still_credited > 0:
             commission.deducted_cents = commission.amount_cents
         commission.save()
+        memo = f"Commission #{commission.pk} voided{_because(reason)}"
+        commission_review_record(
+            commission,
+            action=CommissionReview.Action.VOIDED,
+            actor=actor,
+            reason=reason,
+            rule=rule,
+            memo="" if still_credited > 0 else memo,
+        )
         if still_credited > 0:
             Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
             LedgerEntry.objects.create(
@@ -378,7 +469,7 @@ def commission_void(*, commission_id: int, reason: str, now: datetime | None = N
                 kind=LedgerEntry.Kind.DEDUCTION,
                 amount_cents=-still_credited,
                 currency=commission.currency,
-                memo=f"Commission #{commission.pk} voided" + (f": {reason}" if reason else ""),
+                memo=memo[:255],
             )
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
         commission_event_emit(commission, EventType.COMMISSION_REVERSED)

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "dashboard",
     "agent_api",
     "webhooks",
+    "fraud",
 ]
 
 MIDDLEWARE = [
@@ -207,6 +208,8 @@ WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
 # program with one is fanned out at once; the others wait for the sweep. Endpoint changes clear the answer in the
 # process that made them; other processes may send a new endpoint's first events up to this long plus a sweep late.
 WEBHOOK_ENDPOINT_CACHE_SECONDS = env_int("WEBHOOK_ENDPOINT_CACHE_SECONDS", 5)
+# How long each process keeps a program's fraud rules (fraud.config); a change reaches other processes within it.
+FRAUD_RULES_CACHE_SECONDS = env_int("FRAUD_RULES_CACHE_SECONDS", 5)
 # Days events, deliveries and their log are kept (svc listen, the delivery log, resends).
 WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE["webhooks-sweep"] = {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_SECONDS)}

@@ -140,3 +140,11 @@ COMMISSION_NOT_HELD = "This commission is not on hold"
 COMMISSION_VOID_PAID = "A paid commission cannot be voided; refund its sale instead"
 COMMISSION_VOID_REVERSED = "This commission is already reversed"
 COMMISSION_APPROVE_NOT_PENDING = "Only a pending commission that is not on hold can be approved; this one is {status}"
+
+# Fraud rules (fraud.config): agent API and dashboard settings.
+FRAUD_RULE_UNKNOWN = "Unknown rule: {rule}"
+FRAUD_RULE_ACTION_INVALID = "action must be flag or hold"
+FRAUD_RULE_NO_THRESHOLD = "The {rule} rule has no threshold"
+FRAUD_RULE_NO_WINDOW = "The {rule} rule has no window"
+FRAUD_RULE_THRESHOLD_RANGE = "threshold must be between {low} and {high}"
+FRAUD_RULE_WINDOW_RANGE = "window_minutes must be between {low} and {high}"

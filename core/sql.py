@@ -53,12 +53,26 @@ def insert_sql(model: type[Model], *, using: str = "default", values_sql: dict[s
     return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
 
 
-def insert_params(obj: Model, *, using: str = "default", skip: frozenset[str] = frozenset()) -> list[Any]:
-    """The values of insert_sql's %s, in order, as save() would send them."""
+# A column's value as SQL with its own parameters: (SQL with %s placeholders, their values).
+SqlValue = tuple[str, list[Any]]
+
+
+def _template(value: "str | SqlValue") -> str:
+    return value if isinstance(value, str) else value[0]
+
+
+def insert_params(
+    obj: Model, *, using: str = "default", skip: "frozenset[str] | dict[str, str | SqlValue]" = frozenset()
+) -> list[Any]:
+    """The values of insert_sql's %s, in order, as save() would send them. A column in `skip` is given as SQL
+    instead: it sends nothing, or the parameters of its SqlValue."""
     connection = connections[using]
     params = []
     for field in inserted_fields(type(obj)):
         if field.attname in skip:
+            given = skip[field.attname] if isinstance(skip, dict) else ""
+            if not isinstance(given, str):
+                params.extend(given[1])
             continue
         value = field.pre_save(obj, add=True)
         if hasattr(value, "resolve_expression"):
@@ -95,20 +109,28 @@ def _family_sql(
 
 
 def insert_family(
-    first: Model, dependents: list[tuple[Model, dict[str, str]]], *, unflushed: bool = False, using: str = "default"
+    first: Model,
+    dependents: "list[tuple[Model, dict[str, str | SqlValue]]]",
+    *,
+    unflushed: bool = False,
+    using: str = "default",
 ) -> None:
     """Inserts `first`, then each dependent, in one statement (PostgreSQL only: see insert_pair_supported). Each
     dependent's dict gives attributes of it as SQL over `{first_id}`, the id of the row just inserted (a foreign
-    key to it, a text naming it; a literal % written %%); their stored values are read back. `unflushed` (in
-    autocommit only): the statement's commit does not wait for the WAL flush (see insert_unflushed). Sets every
-    primary key and marks every instance saved, as save() would."""
+    key to it, a text naming it; a literal % written %%), or as an SqlValue, SQL with parameters of its own (a
+    value decided by a subquery); their stored values are read back. `unflushed` (in autocommit only): the
+    statement's commit does not wait for the WAL flush (see insert_unflushed). Sets every primary key and marks
+    every instance saved, as save() would."""
     connection = connections[using]
     assert not (unflushed and connection.in_atomic_block), "an unflushed insert runs in autocommit only"
-    shape = tuple((type(obj), tuple(refers.items())) for obj, refers in dependents)
+    shape = tuple(
+        (type(obj), tuple((attname, _template(value)) for attname, value in refers.items()))
+        for obj, refers in dependents
+    )
     sql = _family_sql(type(first), shape, using, unflushed)
     params = insert_params(first, using=using)
     for obj, refers in dependents:
-        params.extend(insert_params(obj, using=using, skip=frozenset(refers)))
+        params.extend(insert_params(obj, using=using, skip=refers))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -125,7 +147,7 @@ def insert_family(
         obj._state.db = using
 
 
-def insert_pair(first: Model, second: Model, *, refers: dict[str, str], using: str = "default") -> None:
+def insert_pair(first: Model, second: Model, *, refers: "dict[str, str | SqlValue]", using: str = "default") -> None:
     """Inserts `first`, then `second`, in one statement: insert_family with one dependent."""
     insert_family(first, [(second, refers)], using=using)
 

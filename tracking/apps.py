@@ -7,10 +7,10 @@ class TrackingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from programs.models import PartnerProgram, Program, ReferralLink
+        from programs.models import Partner, PartnerProgram, Program, ReferralLink
 
         from .link_cache import link_cache_clear
 
-        for model in (ReferralLink, Program, PartnerProgram):
+        for model in (ReferralLink, Program, PartnerProgram, Partner):
             post_save.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-save")
             post_delete.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-delete")

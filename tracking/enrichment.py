@@ -29,6 +29,8 @@ class Device:
 
 
 EMPTY_GEO = Geo()
+# The device_type of a user agent that ua-parser knows as a bot or crawler (the bot rule reads it).
+BOT_DEVICE = "bot"
 
 
 @lru_cache(maxsize=1)
@@ -77,7 +79,7 @@ def device_for_user_agent(user_agent: str) -> Device:
         return Device()
     parsed = user_agents.parse(user_agent)
     if parsed.is_bot:
-        device_type = "bot"
+        device_type = BOT_DEVICE
     elif parsed.is_tablet:
         device_type = "tablet"
     elif parsed.is_mobile:

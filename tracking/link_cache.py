@@ -1,5 +1,5 @@
 """What every click and sale reads and what rarely changes, cached in-process: a referral link's routing
-facts, and which partners are enrolled in which programs.
+facts, which partners are enrolled in which programs, and partners' emails (the self_referral rule).
 
 Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
 clears this process's cache at once; other server processes see the change within the TTL (a link turned
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from programs.models import PartnerProgram, ReferralLink
+from programs.models import Partner, PartnerProgram, ReferralLink
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class LinkTarget:
 
 _entries: dict[str, tuple[float, LinkTarget]] = {}
 _enrolments: dict[tuple[int, int], float] = {}
+_partner_emails: dict[int, tuple[float, str]] = {}
 
 
 def link_target_get(code: str) -> LinkTarget | None:
@@ -56,6 +57,19 @@ def enrolment_exists(*, partner_id: int, program_id: int) -> bool:
     return exists
 
 
+def partner_email_get(partner_id: int) -> str:
+    """The partner's email ("" for none, or no such partner)."""
+    now = time.monotonic()
+    hit = _partner_emails.get(partner_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    email = Partner.objects.filter(pk=partner_id).values_list("email", flat=True).first() or ""
+    if settings.LINK_CACHE_SECONDS > 0:
+        _partner_emails[partner_id] = (now + settings.LINK_CACHE_SECONDS, email)
+    return email
+
+
 def link_cache_clear(**_signal_kwargs: object) -> None:
     _entries.clear()
     _enrolments.clear()
+    _partner_emails.clear()

@@ -27,10 +27,20 @@ class Customer(models.Model):
     # The attribution window runs from the latest click, as the tracker's cookie is re-set on each one.
     last_clicked_at = models.DateTimeField(default=dj_timezone.now)
     first_sale_at = models.DateTimeField(null=True, blank=True)
+    # The visitor (fraud.rules.visitor_hash: IP and user agent, keyed; never the raw IP) of the click that created
+    # the customer, and the flags that click raised (paid_ads): the sale rules read them (tracking.quality).
+    visitor_hash = models.CharField(max_length=32, blank=True, default="")
+    click_flags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [
+            # The visitor_velocity rule counts a visitor's customers in a window.
+            models.Index(
+                fields=["program", "visitor_hash", "first_clicked_at"],
+                condition=~Q(visitor_hash=""),
+                name="customer_program_visitor",
+            ),
             models.Index(fields=["program", "customer_key"], name="customer_program_key"),
             models.Index(fields=["program", "email"], name="customer_program_email"),
             models.Index(fields=["program", "processor_customer_id"], name="customer_program_processor"),
@@ -62,11 +72,29 @@ class ClickEvent(models.Model):
     device_os = models.CharField(max_length=64, blank=True, default="")
     browser_name = models.CharField(max_length=64, blank=True, default="")
     is_test = models.BooleanField(default=False)
+    # How the click counts (fraud.rules.Traffic): "" counted; duplicate, bot and prefetch are recorded but not
+    # counted, and bot and prefetch clicks have no customer (never attributed).
+    traffic = models.CharField(max_length=16, blank=True, default="")
+    # Rules that flagged the click without changing how it counts (paid_ads).
+    flags = models.JSONField(default=list, blank=True)
+    visitor_hash = models.CharField(max_length=32, blank=True, default="")
     click_timestamp = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
     class Meta:
         indexes = [
+            # The duplicate_click rule's probe: a counted click of the visitor on the link within the window.
+            models.Index(
+                fields=["visitor_hash", "link", "click_timestamp"],
+                condition=Q(traffic=""),
+                name="click_counted_visitor_link",
+            ),
+            # The dashboard's flagged clicks, newest first.
+            models.Index(
+                fields=["program", "-id"],
+                condition=~Q(traffic="") | ~Q(flags=[]),
+                name="click_program_flagged",
+            ),
             # The events list reads newest first with the id as tie-break: the index gives that order whole.
             models.Index(fields=["program", "is_test", "-click_timestamp", "-id"], name="click_program_time_id"),
             # The agent API's keyset pages: one program's events, newest first by id.

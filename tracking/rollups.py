@@ -61,8 +61,12 @@ GROUP = ("program_id", "day", "is_test", "partner_id", "link_id")
 _settled = Q(provisional=False)
 
 
+# Only counted clicks (fraud.rules.Traffic.HUMAN): duplicates, bots and prefetches are recorded, never counted.
+_counted = Q(traffic="")
+
+
 def _click_sums() -> dict[str, Any]:
-    return {"clicks": Count("id"), "last_at": Max("click_timestamp")}
+    return {"clicks": Count("id", filter=_counted), "last_at": Max("click_timestamp", filter=_counted)}
 
 
 def _lead_sums() -> dict[str, Any]:
@@ -139,8 +143,8 @@ def _counters_add(rows: Iterable[dict[str, Any]]) -> None:
     links: dict[int, tuple[int, datetime]] = {}
     partners: dict[tuple[int, int], int] = {}
     for row in rows:
-        if row["is_test"]:
-            continue
+        if row["is_test"] or not row["clicks"]:
+            continue  # a group of uncounted clicks only (duplicates, bots) has nothing to add
         if row["link_id"]:
             clicks, last_at = links.get(row["link_id"], (0, row["last_at"]))
             links[row["link_id"]] = (clicks + row["clicks"], max(last_at, row["last_at"]))
@@ -360,6 +364,7 @@ def clicks_not_on_counters(marks: Watermarks, program_id: int | None = None) -> 
     programs = {} if program_id is None else {"program_id": program_id}
     rows: Any = (
         ClickEvent.objects.filter(is_test=False, id__gt=marks.counted_click_id, **programs)
+        .filter(_counted)
         .order_by()
         .values("partner_id", "link_id")
         .annotate(clicks=Count("id"), last_at=Max("click_timestamp"))

@@ -333,6 +333,11 @@ class CommissionActionApi(AgentWriteApi):
 
     required_scopes = {"POST": "commissions:write"}
 
+    @property
+    def actor(self) -> str:
+        """Who decided, as the commission's review entries name it."""
+        return f"agent key {self.agent_key.masked}"
+
     def act(self, request, commission_id: str, action: str, run: Callable[[int], Commission]) -> Response:
         visible = visible_commissions(self.agent_key)
         parsed = id_parse(commission_id)
@@ -384,7 +389,12 @@ class AgentCommissionVoidApi(CommissionActionApi):
     )
     def post(self, request, commission_id: str):
         reason = _body(CommissionVoidSerializer, request)["reason"]
-        return self.act(request, commission_id, "void", lambda pk: commission_void(commission_id=pk, reason=reason))
+        return self.act(
+            request,
+            commission_id,
+            "void",
+            lambda pk: commission_void(commission_id=pk, reason=reason, actor=self.actor),
+        )
 
 
 class AgentCommissionHoldApi(CommissionActionApi):
@@ -398,7 +408,12 @@ class AgentCommissionHoldApi(CommissionActionApi):
     )
     def post(self, request, commission_id: str):
         reason = _body(CommissionHoldSerializer, request).get("reason") or ""
-        return self.act(request, commission_id, "hold", lambda pk: commission_hold(commission_id=pk, reason=reason))
+        return self.act(
+            request,
+            commission_id,
+            "hold",
+            lambda pk: commission_hold(commission_id=pk, reason=reason, actor=self.actor),
+        )
 
 
 class AgentCommissionReleaseApi(CommissionActionApi):
@@ -410,7 +425,9 @@ class AgentCommissionReleaseApi(CommissionActionApi):
         responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
     )
     def post(self, request, commission_id: str):
-        return self.act(request, commission_id, "release", lambda pk: commission_release(commission_id=pk))
+        return self.act(
+            request, commission_id, "release", lambda pk: commission_release(commission_id=pk, actor=self.actor)
+        )
 
 
 urlpatterns = [

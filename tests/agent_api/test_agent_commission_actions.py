@@ -115,7 +115,7 @@ class TestApprove:
 
     def test_a_held_commission_is_409_until_released(self, agent, program):
         commission = commission_in(program)
-        commission_hold(commission_id=commission.pk, reason="checking")
+        commission_hold(commission_id=commission.pk, reason="checking", actor="test")
         response = act(agent, commission, "approve")
         assert response.json() == conflict(core_messages.COMMISSION_APPROVE_NOT_PENDING.format(status="pending"))
         assert not LedgerEntry.objects.exists()

@@ -36,22 +36,22 @@ def payable(commission: Commission) -> int:
 class TestHold:
     def test_a_held_commission_is_not_approved_when_its_hold_ends_until_released(self):
         commission = CommissionFactory.create(hold_until=timezone.now() - timedelta(days=1))
-        commission_hold(commission_id=commission.pk, reason="checking the order")
+        commission_hold(commission_id=commission.pk, reason="checking the order", actor="test")
         assert commissions_approve_due() == 0
         commission.refresh_from_db()
         assert commission.status == CommissionStatus.PENDING and commission.hold_reason == "checking the order"
-        commission_release(commission_id=commission.pk)
+        commission_release(commission_id=commission.pk, actor="test")
         assert commissions_approve_due() == 1
         assert balance(commission) == commission.amount_cents
 
     def test_only_a_pending_commission_can_be_held(self):
         commission = credited_commission()
         with pytest.raises(CommissionActionRefused, match="this one is approved"):
-            commission_hold(commission_id=commission.pk)
+            commission_hold(commission_id=commission.pk, actor="test")
 
     def test_releasing_a_commission_not_on_hold_is_refused(self):
         with pytest.raises(CommissionActionRefused):
-            commission_release(commission_id=CommissionFactory.create().pk)
+            commission_release(commission_id=CommissionFactory.create().pk, actor="test")
 
 
 class TestApproveEarly:
@@ -64,7 +64,7 @@ class TestApproveEarly:
 
     def test_a_held_or_approved_commission_is_refused(self):
         held = CommissionFactory.create(hold_until=timezone.now() + timedelta(days=30))
-        commission_hold(commission_id=held.pk)
+        commission_hold(commission_id=held.pk, actor="test")
         with pytest.raises(CommissionNotApprovable):
             commission_approve_early(commission_id=held.pk)
         with pytest.raises(CommissionNotApprovable):
@@ -75,13 +75,13 @@ class TestApproveEarly:
 class TestVoid:
     def test_a_pending_commission_is_reversed_with_no_ledger_entry(self):
         commission = CommissionFactory.create(hold_until=timezone.now() + timedelta(days=30))
-        voided = commission_void(commission_id=commission.pk, reason="fraud")
+        voided = commission_void(commission_id=commission.pk, reason="fraud", actor="test")
         assert (voided.status, voided.void_reason) == (CommissionStatus.REVERSED, "fraud")
         assert payable(commission) == 0 and not LedgerEntry.objects.exists()
 
     def test_an_approved_commission_gives_back_its_credit(self):
         commission = credited_commission(commission=2000)
-        commission_void(commission_id=commission.pk, reason="fraud")
+        commission_void(commission_id=commission.pk, reason="fraud", actor="test")
         assert balance(commission) == 0 and payable(commission) == 0
         deduction = LedgerEntry.objects.get(kind=LedgerEntry.Kind.DEDUCTION)
         assert deduction.amount_cents == -2000 and "voided: fraud" in deduction.memo
@@ -90,30 +90,30 @@ class TestVoid:
         commission = credited_commission(amount=10000, commission=2000)
         refund_apply(sale=commission.sale, amount=2500, refund_id="re_1", reason="")
         assert balance(commission) == 1500
-        commission_void(commission_id=commission.pk, reason="")
+        commission_void(commission_id=commission.pk, reason="", actor="test")
         assert balance(commission) == 0 and payable(commission) == 0
 
     def test_a_later_refund_of_a_voided_commission_takes_nothing_more(self):
         commission = credited_commission()
-        commission_void(commission_id=commission.pk, reason="")
+        commission_void(commission_id=commission.pk, reason="", actor="test")
         outcome = refund_apply(sale=commission.sale, amount=None, refund_id=None, reason="")
         assert outcome.status == "skipped" and balance(commission) == 0
 
     def test_paid_and_reversed_commissions_are_refused(self):
         commission = credited_commission()
-        commission_void(commission_id=commission.pk, reason="")
+        commission_void(commission_id=commission.pk, reason="", actor="test")
         with pytest.raises(CommissionActionRefused, match="already reversed"):
-            commission_void(commission_id=commission.pk, reason="")
+            commission_void(commission_id=commission.pk, reason="", actor="test")
         paid = credited_commission()
         paid.status = CommissionStatus.PAID
         paid.save()
         with pytest.raises(CommissionActionRefused, match="refund its sale"):
-            commission_void(commission_id=paid.pk, reason="")
+            commission_void(commission_id=paid.pk, reason="", actor="test")
 
     def test_an_open_withdrawal_shrinks_to_the_new_balance(self):
         commission = credited_commission(commission=2000)
         withdrawal = withdrawal_request(partner=commission.partner, amount_cents=2000, currency="USD")
-        commission_void(commission_id=commission.pk, reason="")
+        commission_void(commission_id=commission.pk, reason="", actor="test")
         withdrawal.refresh_from_db()
         assert withdrawal.status == Withdrawal.Status.CANCELLED
         assert not withdrawal_mark_paid(withdrawal=withdrawal)
@@ -128,7 +128,7 @@ def test_a_void_and_a_full_refund_at_once_take_the_credit_back_once():
     def act(n: int) -> None:
         if n == 0:
             try:
-                commission_void(commission_id=commission.pk, reason="")
+                commission_void(commission_id=commission.pk, reason="", actor="test")
             except CommissionActionRefused:
                 pass
         else:

@@ -91,7 +91,7 @@ def test_events_younger_than_the_settle_time_wait_for_a_later_run(program, alice
 def test_a_refund_or_void_after_the_run_is_recounted_by_the_next(program, activity, alice_link):
     rollups_update(settle=SETTLED)
     commission = Commission.objects.get(partner=alice_link.partner, status="pending", sale__is_test=False)
-    commission_void(commission_id=commission.pk, reason="fraud")
+    commission_void(commission_id=commission.pk, reason="fraud", actor="test")
     # Until the next run the report still shows what the commission paid (the freshness of changes)...
     assert reads(program)[0]["totals"]["commission_cents"] == 2600
     result = rollups_update(settle=SETTLED)

@@ -138,10 +138,20 @@ class ClickTrackApi(ProgramKeyApi):
             request_ip=client_ip(request._request),
             request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
             request_id=request._request.request_id,
+            request_method=request.method,
+            request_meta=request.META,
         )
         result = click_record(data=data, context=context)
         self.log_program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
+        if request.method == "HEAD":
+            return Response(status=200)
         return Response(click_body(result))
+
+    @extend_schema(exclude=True)
+    def head(self, request):
+        """A link checker's or previewer's HEAD with a click's body: recorded as a prefetch (the bot rule), never
+        counted or attributed; answered without a body."""
+        return self.post(request)
 
 
 class LeadTrackApi(ProgramKeyApi):

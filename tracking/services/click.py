@@ -1,5 +1,6 @@
+from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
@@ -12,11 +13,13 @@ from core.errors import BadRequestError, TypedGoneError
 from core.ids import id_parse
 from core.sql import insert_pair, insert_pair_supported
 from core.text import storable_text
+from fraud.rules import Traffic
 from programs.models import Program, ProgramKey
 
-from ..enrichment import device_for_user_agent, geo_for_ip
+from ..enrichment import BOT_DEVICE, device_for_user_agent, geo_for_ip
 from ..link_cache import link_target_get
 from ..models import ClickEvent, Customer
+from ..quality import DUPLICATE_SQL, ClickQuality, click_quality, duplicate_found, duplicate_params
 from .common import (
     TestEventRecorded,
     body_test_mode,
@@ -30,6 +33,11 @@ MAX_URL_LENGTH = 4096
 
 def referral_code_from(affiliate_url: str) -> str:
     """The `aff` value of the URL, or its `via` alias; aff wins when both are present."""
+    return _landing(affiliate_url)[0]
+
+
+def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
+    """The referral code of the landing URL (referral_code_from) and the URL's parsed query."""
     if not affiliate_url:
         raise BadRequestError(messages.AFFILIATE_URL_REQUIRED)
     try:
@@ -45,7 +53,7 @@ def referral_code_from(affiliate_url: str) -> str:
             # ?aff=%00 decodes to a NUL, which no referral code holds and PostgreSQL cannot even compare.
             raise BadRequestError(messages.INVALID_AFFILIATE_URL)
         if code:
-            return code
+            return code, query
     raise BadRequestError(messages.NO_AFF_PARAMETER)
 
 
@@ -118,6 +126,9 @@ class ClickContext:
     request_ip: str
     request_user_agent: str
     request_id: str = ""
+    # The request's method and headers (META), for the bot rule's HEAD and prefetch checks.
+    request_method: str = "POST"
+    request_meta: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,8 @@ class ClickRecorded:
     click_id: str
     partner_code: str
     cookie_window_days: int
-    customer: Customer
+    # None for a bot's or a prefetch's click: recorded, never attributed (tracking.quality).
+    customer: Customer | None
     click_event: ClickEvent
 
 
@@ -142,7 +154,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     test_mode = body_test_mode(additional)
     if test_mode:
         check_test_program(additional_data=additional, key=context.key)
-    code = referral_code_from(data.get("affiliate_url") or "")
+    code, landing_query = _landing(data.get("affiliate_url") or "")
     link = _link_for(code, data.get("program_id"))
     program_id = link.program_id
 
@@ -202,14 +214,46 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         )
         return TestEventRecorded(event=event, message=messages.CLICK_TEST_RECORDED, click_id=customer.click_id)
 
+    quality = click_quality(
+        program_id=program_id,
+        ip=ip,
+        user_agent=user_agent,
+        is_bot_agent=device.device_type == BOT_DEVICE,
+        method=context.request_method,
+        meta=context.request_meta,
+        landing_query=landing_query,
+        now=now,
+    )
+    event.traffic, event.flags, event.visitor_hash = quality.traffic, quality.flags, quality.visitor_hash
+    if not quality.attributed:
+        # A bot or a prefetch: the click alone, under a click id no customer has (existing_click_id's customer
+        # is not touched), so nothing it leads to is attributed.
+        event.click_id = new_click_id(program_id)
+        event.save(force_insert=True)
+        return ClickRecorded(
+            click_id=event.click_id,
+            partner_code=link.short_link,
+            cookie_window_days=link.cookie_window_days,
+            customer=None,
+            click_event=event,
+        )
+
     if not data.get("existing_click_id") and insert_pair_supported():
         # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
-        # one round trip and no BEGIN/COMMIT. SQLite has no INSERT in WITH: it takes the transaction below.
-        customer = _customer_new(click_id=new_click_id(program_id), link=link, now=now)
+        # one round trip and no BEGIN/COMMIT; the duplicate rule's probe runs inside it. SQLite has no INSERT in
+        # WITH: it takes the transaction below.
+        customer = _customer_new(click_id=new_click_id(program_id), link=link, now=now, quality=quality)
         event.click_id = customer.click_id
         # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
         with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
-            insert_pair(customer, event, refers={"customer_id": "{first_id}"})
+            insert_pair(
+                customer,
+                event,
+                refers={
+                    "customer_id": "{first_id}",
+                    "traffic": (DUPLICATE_SQL, duplicate_params(quality, link_id=link.pk)),
+                },
+            )
         event.customer = customer
         return ClickRecorded(
             click_id=customer.click_id,
@@ -219,12 +263,15 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
             click_event=event,
         )
 
+    if duplicate_found(quality, link_id=link.pk):
+        event.traffic = Traffic.DUPLICATE
     with transaction.atomic():
         customer = _customer_for_click(
             existing_click_id=data.get("existing_click_id") or "",
             link=link,
             scoped=data.get("program_id") is not None,
             now=now,
+            quality=quality,
         )
         event.customer, event.click_id = customer, customer.click_id
         event.save()
@@ -239,7 +286,9 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     )
 
 
-def _customer_for_click(*, existing_click_id: str, link: ConfiguredLink, scoped: bool, now) -> Customer:
+def _customer_for_click(
+    *, existing_click_id: str, link: ConfiguredLink, scoped: bool, now, quality: ClickQuality
+) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
     existing_click_id when nobody has it yet."""
@@ -252,20 +301,20 @@ def _customer_for_click(*, existing_click_id: str, link: ConfiguredLink, scoped:
         if existing is None and not Customer.objects.filter(click_id=existing_click_id).exists():
             try:
                 with transaction.atomic():
-                    return _customer_create(click_id=existing_click_id, link=link, now=now)
+                    return _customer_create(click_id=existing_click_id, link=link, now=now, quality=quality)
             except IntegrityError:
                 # A concurrent click created it first: reuse theirs.
                 return Customer.objects.get(click_id=existing_click_id)
-    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now)
+    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now, quality=quality)
 
 
-def _customer_create(*, click_id: str, link: ConfiguredLink, now) -> Customer:
-    customer = _customer_new(click_id=click_id, link=link, now=now)
+def _customer_create(*, click_id: str, link: ConfiguredLink, now, quality: ClickQuality) -> Customer:
+    customer = _customer_new(click_id=click_id, link=link, now=now, quality=quality)
     customer.save(force_insert=True)
     return customer
 
 
-def _customer_new(*, click_id: str, link: ConfiguredLink, now) -> Customer:
+def _customer_new(*, click_id: str, link: ConfiguredLink, now, quality: ClickQuality) -> Customer:
     return Customer(
         program_id=link.program_id,
         click_id=click_id,
@@ -273,5 +322,7 @@ def _customer_new(*, click_id: str, link: ConfiguredLink, now) -> Customer:
         first_link_id=link.pk,
         first_clicked_at=now,
         last_clicked_at=now,
+        visitor_hash=quality.visitor_hash,
+        click_flags=quality.flags,
         created_at=now,
     )

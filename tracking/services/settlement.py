@@ -14,6 +14,7 @@ from core.sql import insert_pair_supported
 from programs.models import Program
 
 from ..models import Customer, CustomerStatus, SaleEvent
+from ..quality import sale_review
 
 
 def commission_create_for_sale(
@@ -49,7 +50,10 @@ def commission_create_for_sale(
 
 def _settle(*, sale: SaleEvent, customer: Customer, program: Program, now: datetime) -> SaleCommission:
     first_sale_at = customer_convert(customer=customer, sale_at=sale.sale_date)
-    settled = commission_settle(sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now)
+    flags = sale_review(program_id=program.pk, customer=customer, partner_id=sale.partner_id, sale=sale)
+    settled = commission_settle(
+        sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now, flags=flags
+    )
     if settled.no_commission is not None:
         SaleEvent.objects.filter(pk=sale.pk).update(no_commission_reason=settled.no_commission)
         sale.no_commission_reason = settled.no_commission
