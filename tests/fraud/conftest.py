@@ -1,0 +1,32 @@
+"""Fixtures of the fraud rule tests: a 20 % program with a 30-day hold, a partner at a company domain and its
+link. The program's rules are cached per process (fraud.config); each test starts and ends with that cache
+empty, so a rule changed by one test never leaks into the next one whose program reuses the same id."""
+
+from decimal import Decimal
+
+import pytest
+
+from fraud.config import program_rules_clear
+from tests.factories import PartnerFactory, ProgramFactory, ReferralLinkFactory
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rules():
+    program_rules_clear()
+    yield
+    program_rules_clear()
+
+
+@pytest.fixture
+def program():
+    return ProgramFactory(commission_type="percent", commission_rate=Decimal("20"), hold_days=30, cookie_duration=30)
+
+
+@pytest.fixture
+def partner(program):
+    return PartnerFactory(workspace=program.workspace, email="pat@partnerco.com")
+
+
+@pytest.fixture
+def link(program, partner):
+    return ReferralLinkFactory(program=program, partner=partner)
