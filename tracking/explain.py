@@ -6,18 +6,26 @@ its refund bookkeeping and its ledger already hold.
 A sale refused because it came after the attribution window is not stored (nothing of it exists but its
 tracking log row, which records the click, its age and the window): asked by transaction_id it is explained
 from that row while the log keeps it; asked by click_id or customer_key the customer's explanation lists those
-refusals and says whether the click is past the window now."""
+refusals and says whether the click is past the window now.
+
+The fraud rules (fraud.rules) are named where they decided something: a click recorded as a duplicate, a bot or
+a prefetch, a click flagged paid_ads, and a commission the sale rules flagged or held, with its review history and
+what the owner can do about it. A bot's or a prefetch's click id has no customer: asked by click_id it is
+explained as the click alone (kind "click"), never attributed."""
 
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from commissions.calculations import NoCommission, commission_amount
-from commissions.models import Commission, ProductCommissionRate
+from commissions.models import Commission, CommissionReview, ProductCommissionRate
 from commissions.selectors import commission_ledger, commission_refund_steps
 from core.errors import NotFoundError
+from fraud.config import program_rules
+from fraud.rules import SPECS, Rule, Traffic
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 
 from .models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
@@ -50,6 +58,29 @@ NO_COMMISSION_TEXT = {
 
 RECENT_CLICKS = 10
 
+# What each click rule did to a click, in the owner's words (the duplicate window is the program's setting).
+TRAFFIC_RULES: dict[str, str] = {
+    Traffic.DUPLICATE: Rule.DUPLICATE_CLICK,
+    Traffic.BOT: Rule.BOT,
+    Traffic.PREFETCH: Rule.BOT,
+}
+TRAFFIC_TEXT: dict[str, str] = {
+    Traffic.BOT: "a crawler's user agent; recorded, never counted, never attributed",
+    Traffic.PREFETCH: "a HEAD or prefetch request (the browser fetched the link speculatively); recorded, never "
+    "counted, never attributed",
+}
+CLICK_FLAG_TEXT: dict[str, str] = {
+    Rule.PAID_ADS: "an ad network's click id was in the landing URL; flagged (a sale it brings is flagged too)",
+}
+NEVER_ATTRIBUTED = (
+    "This click was never attributed: no customer has its click id, so a lead or sale sent with it cannot attribute."
+)
+# Where an owner decides on a held commission.
+REVIEW_ACTIONS = (
+    "Release it (it is approved and credited when its hold period has passed) or void it in the dashboard's Review "
+    "tab, or with the agent API: POST /api/agent/v1/commissions/{id}/release or /void (scope commissions:write)."
+)
+
 
 def _days(later: datetime, earlier: datetime) -> float:
     return round((later - earlier).total_seconds() / SECONDS_PER_DAY, 2)
@@ -69,6 +100,54 @@ def _link(link: ReferralLink | None) -> dict[str, Any] | None:
 
 def _customers(program: Program):
     return Customer.objects.filter(program=program).select_related("first_partner", "first_link")
+
+
+# --- The fraud rules ------------------------------------------------------------------------------------------
+
+
+def _rule_step(rule: str, *, status: str, text: str) -> dict[str, str]:
+    """A fraud rule that decided something, as a step: its name, what it checks (fraud.rules.SPECS), what it did
+    (status) and why, in one line."""
+    return {"rule": rule, "description": SPECS[rule].description, "status": status, "text": f"{rule}: {text}"}
+
+
+class _ClickRules:
+    """The click rules' steps for the program's clicks. The duplicate window is read (from the process cache) only
+    when a duplicate is explained; it is the program's setting now."""
+
+    def __init__(self, program_id: int) -> None:
+        self.program_id = program_id
+
+    def traffic_step(self, traffic: str) -> dict[str, str] | None:
+        rule = TRAFFIC_RULES.get(traffic)
+        if rule is None:
+            return None
+        if traffic == Traffic.DUPLICATE:
+            window = program_rules(self.program_id).get(Rule.DUPLICATE_CLICK).window_minutes
+            minutes = window or SPECS[Rule.DUPLICATE_CLICK].window_minutes
+            text = f"the same visitor clicked this link within {minutes} minutes; recorded, not counted"
+            return _rule_step(rule, status="not_counted", text=text)
+        return _rule_step(rule, status="never_attributed", text=TRAFFIC_TEXT[traffic])
+
+    def steps(self, *, traffic: str, flags: list[str] | None) -> list[dict[str, str]]:
+        """How the click counts, then the flags it raised."""
+        found = self.traffic_step(traffic)
+        steps = [found] if found else []
+        for flag in flags or []:
+            if flag in SPECS:
+                steps.append(_rule_step(flag, status="flagged", text=CLICK_FLAG_TEXT.get(flag, "flagged")))
+        return steps
+
+
+def _distinct(steps: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for step in steps:
+        key = (step["rule"], step["status"])
+        if key not in seen:
+            seen.add(key)
+            out.append(step)
+    return out
 
 
 # --- The sale ---------------------------------------------------------------------------------------------
@@ -92,6 +171,9 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
     attribution = _attribution(program=program, sale=sale, processor_event=processor_event)
     commission_block = _commission(program=program, sale=sale, commission=commission)
     outcome, summary = _sale_outcome(sale=sale, commission=commission, attribution=attribution)
+    review = _review(commission)
+    if review is not None and review["held"]:
+        summary += f" {review['text']}"
     return {
         "kind": "sale",
         "transaction_id": transaction_id,
@@ -111,6 +193,7 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
             else None
         ),
         "commission": commission_block,
+        "review": review,
         "refunds": _refunds(sale_amount=sale.amount_cents, commission=commission),
         "ledger": _ledger(commission),
     }
@@ -227,6 +310,8 @@ def _click(*, customer: Customer | None, at: datetime) -> dict[str, Any] | None:
         "partner": _partner(customer.first_partner),
         "first_clicked_at": customer.first_clicked_at,
         "clicked_at": clicked_at,
+        # The flags the customer's first click raised (paid_ads): the sale rules read them.
+        "rules": _ClickRules(customer.program_id).steps(traffic=Traffic.HUMAN, flags=customer.click_flags),
     }
 
 
@@ -315,6 +400,57 @@ def _commission(*, program: Program, sale: SaleEvent, commission: Commission | N
         "approved_at": commission.approved_at if commission else None,
         "no_commission_reason": reason,
         "no_commission_text": _no_commission_text(reason) if reason else "",
+    }
+
+
+def _review(commission: Commission | None) -> dict[str, Any] | None:
+    """The sale rules that fired on the commission's sale (flagged, or the one that holds it), its hold, what the
+    owner can do about it, and every decision taken on it (CommissionReview, oldest first)."""
+    if commission is None:
+        return None
+    held = commission.held_at is not None
+    rules = [
+        _rule_step(
+            rule,
+            status="held" if held and rule == commission.hold_rule else "flagged",
+            text=commission.hold_reason.removeprefix(f"{rule}: ")
+            if held and rule == commission.hold_rule
+            else "flagged only; the commission is paid as usual unless held",
+        )
+        for rule in commission.flags or []
+        if rule in SPECS
+    ]
+    history = [
+        {
+            "action": review.action,
+            "rule": review.rule,
+            "reason": review.reason,
+            "actor": review.actor,
+            "created_at": review.created_at,
+        }
+        for review in CommissionReview.objects.filter(commission=commission).order_by("created_at", "pk")
+    ]
+    actions = REVIEW_ACTIONS.replace("{id}", str(commission.pk))
+    if held and commission.hold_rule:
+        text = f"On hold by the rule {commission.hold_reason}. {actions}"
+    elif held:
+        text = f"On hold by the owner{f': {commission.hold_reason}' if commission.hold_reason else ''}. {actions}"
+    elif commission.voided_at is not None:
+        text = f"Voided{f': {commission.void_reason}' if commission.void_reason else ''}."
+    elif rules:
+        text = "Flagged by " + ", ".join(step["rule"] for step in rules) + ", not held: paid as usual."
+    else:
+        text = ""
+    return {
+        "held": held,
+        "hold_rule": commission.hold_rule,
+        "hold_reason": commission.hold_reason,
+        "held_at": commission.held_at,
+        "flags": list(commission.flags or []),
+        "rules": rules,
+        "actions": actions if held else "",
+        "text": text,
+        "history": history,
     }
 
 
@@ -432,6 +568,7 @@ def _refused_sale_explain(*, program: Program, transaction_id: str, log: Trackin
         "partner": _partner(customer.first_partner) if customer else None,
         "processor_event": None,
         "commission": None,
+        "review": None,
         "refunds": _refunds(sale_amount=0, commission=None),
         "ledger": _ledger(None),
     }
@@ -448,8 +585,13 @@ def customer_explain(
     Raises NotFoundError when there is none."""
     customer = _customer_find(program=program, click_id=click_id, customer_key=customer_key)
     if customer is None:
-        raise NotFoundError(EXPLAIN_CUSTOMER_NOT_FOUND)
+        # A bot's or a prefetch's click id has no customer: the click alone is explained.
+        unattributed = _click_explain(program=program, click_id=click_id) if click_id else None
+        if unattributed is None:
+            raise NotFoundError(EXPLAIN_CUSTOMER_NOT_FOUND)
+        return unattributed
     now = timezone.now()
+    click_rules = _ClickRules(program.pk)
     clicks = ClickEvent.objects.filter(customer=customer).select_related("link").order_by("-click_timestamp")
     leads = LeadEvent.objects.filter(customer=customer).order_by("pk")
     sales = SaleEvent.objects.filter(customer=customer).select_related("commission").order_by("sale_date", "pk")
@@ -457,6 +599,7 @@ def customer_explain(
         _refusal_out(log)
         for log in _window_refusals(program=program).filter(details__click_id=customer.click_id)[:RECENT_CLICKS]
     ]
+    recent = [_click_out(click, click_rules) for click in clicks[:RECENT_CLICKS]]
     return {
         "kind": "customer",
         "customer": {
@@ -473,12 +616,15 @@ def customer_explain(
         "partner": _partner(customer.first_partner),
         "link": _link(customer.first_link),
         "clicks": {
-            "count": clicks.count(),
-            "recent": [
-                {"clicked_at": click.click_timestamp, "link": _link(click.link), "page_url": click.page_url}
-                for click in clicks[:RECENT_CLICKS]
-            ],
+            **clicks.aggregate(count=Count("pk"), counted=Count("pk", filter=Q(traffic=Traffic.HUMAN))),
+            "recent": recent,
         },
+        # The click rules that decided something on the customer's recent clicks, and the flags of the click that
+        # created it (paid_ads: the sale rules read them).
+        "rules": _distinct(
+            [step for click in recent for step in click["rules"]]
+            + click_rules.steps(traffic=Traffic.HUMAN, flags=customer.click_flags)
+        ),
         "leads": [
             {
                 "id": lead.pk,
@@ -493,6 +639,53 @@ def customer_explain(
         "sales": [_customer_sale(sale) for sale in sales],
         "window": _customer_window(program=program, customer=customer, now=now),
         "refused_sales": refusals,
+    }
+
+
+def _click_out(click: ClickEvent, click_rules: _ClickRules) -> dict[str, Any]:
+    return {
+        "clicked_at": click.click_timestamp,
+        "link": _link(click.link),
+        "page_url": click.page_url,
+        "traffic": click.traffic,
+        "flags": list(click.flags or []),
+        "rules": click_rules.steps(traffic=click.traffic, flags=click.flags),
+    }
+
+
+def _click_explain(*, program: Program, click_id: str) -> dict[str, Any] | None:
+    """The program's clicks recorded under a click id no customer has (a bot's or a prefetch's, or a click whose
+    customer was removed), newest first; None when there is none."""
+    clicks = list(
+        ClickEvent.objects.filter(program=program, click_id=click_id)
+        .select_related("link", "partner")
+        .order_by("-click_timestamp", "-pk")[:RECENT_CLICKS]
+    )
+    if not clicks:
+        return None
+    click_rules = _ClickRules(program.pk)
+    latest = clicks[0]
+    recent = [_click_out(click, click_rules) for click in clicks]
+    rules = _distinct([step for click in recent for step in click["rules"]])
+    never = latest.traffic in (Traffic.BOT, Traffic.PREFETCH)
+    if never:
+        summary = f"{recent[0]['rules'][0]['text']}. {NEVER_ATTRIBUTED}"
+    else:
+        summary = (
+            "No customer has this click id any more (it was removed): a lead or sale sent with it cannot attribute."
+        )
+    return {
+        "kind": "click",
+        "click_id": click_id,
+        "outcome": latest.traffic if never else "no_customer",
+        "attributed": False,
+        "summary": summary,
+        "traffic": latest.traffic,
+        "flags": list(latest.flags or []),
+        "rules": rules,
+        "partner": _partner(latest.partner),
+        "link": _link(latest.link),
+        "clicks": recent,
     }
 
 
@@ -527,7 +720,14 @@ def _customer_sale(sale: SaleEvent) -> dict[str, Any]:
         "is_test": sale.is_test,
         "attributed_by": sale.attributed_by or (NOT_RECORDED if sale.customer_id else ""),
         "commission": (
-            {"id": commission.pk, "amount_cents": commission.amount_cents, "status": commission.status}
+            {
+                "id": commission.pk,
+                "amount_cents": commission.amount_cents,
+                "status": commission.status,
+                "held": commission.held_at is not None,
+                "hold_rule": commission.hold_rule,
+                "flags": list(commission.flags or []),
+            }
             if commission
             else None
         ),
