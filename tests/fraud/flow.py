@@ -108,3 +108,21 @@ def assert_ledger_consistent(partner) -> None:
     uncredited = Commission.objects.filter(partner=partner, credited=False)
     moved = entries.filter(commission__in=uncredited).exclude(kind=LedgerEntry.Kind.REVIEW)
     assert not moved.exists(), "an uncredited commission moved money"
+
+
+def referred_sale(client, link, *, email: str, key: str = "user_1", transaction_id: str = "txn_1", **click_fields):
+    """A visitor's click on the link, their signup with `email` and their first sale: the sale's answer."""
+    click_id = click_id_of(click(client, link, **click_fields))
+    signed_up = lead(client, link.program, click_id=click_id, customer_key=key, email=email)
+    assert signed_up.status_code == 200, signed_up.content
+    return sale(client, link.program, customer_key=key, transaction_id=transaction_id)
+
+
+def reviews_of(commission: Commission) -> list[tuple[str, str, str]]:
+    """The commission's decision log: (action, rule, actor) oldest first."""
+    return list(commission.reviews.order_by("pk").values_list("action", "rule", "actor"))
+
+
+def money_of(commission: Commission) -> list[tuple[str, int]]:
+    """The commission's ledger entries: (kind, amount) oldest first."""
+    return list(LedgerEntry.objects.filter(commission=commission).order_by("pk").values_list("kind", "amount_cents"))
