@@ -205,12 +205,13 @@ def table_names() -> dict[str, str]:
 COLUMNS = {
     "customer": (
         "id program_id click_id customer_key customer_status first_partner_id first_link_id email "
-        "processor_customer_id is_test first_clicked_at last_clicked_at first_sale_at created_at"
+        "processor_customer_id is_test first_clicked_at last_clicked_at first_sale_at created_at visitor_hash "
+        "click_flags"
     ),
     "click": (
         "program_id partner_id link_id customer_id click_id session_id page_url page_title referrer_url user_agent "
         "screen_resolution viewport_size language timezone geo_country geo_region geo_city device_type device_os "
-        "browser_name is_test click_timestamp created_at"
+        "browser_name is_test click_timestamp created_at traffic flags visitor_hash"
     ),
     "lead": (
         "program_id customer_id partner_id click_id customer_key email session_id page_url provisional settled_at "
@@ -224,7 +225,7 @@ COLUMNS = {
     "commission": (
         "id program_id partner_id sale_id customer_id amount_cents currency status credited sale_refunded_cents "
         "deducted_cents refund_reason applied_refund_ids applied_anonymous_amounts refund_count hold_until held_at "
-        "hold_reason approved_at voided_at void_reason created_at updated_at"
+        "hold_reason approved_at voided_at void_reason created_at updated_at hold_rule flags"
     ),
     "ledger": "partner_id program_id commission_id kind amount_cents currency memo created_at",
 }
@@ -356,7 +357,8 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
             f"""SELECT %(customer_base)s + k, %(program)s, {click_id_of.format(k="k")}, {key_of.format(k="k")},
                        CASE WHEN k <= %(converted)s THEN 'converted' ELSE 'lead' END,
                        {partner_of.format(k="k")}, {link_of.format(k="k")}, '', '', false, t, t,
-                       CASE WHEN k <= %(converted)s THEN t END, t
+                       CASE WHEN k <= %(converted)s THEN t END, t,
+                       left(md5({click_id_of.format(k="k")}), 32), '[]'::jsonb
                 FROM (SELECT k, {random_time} AS t FROM generate_series(1, %(n_customers)s) AS k) AS g""",
         ),
         {**params, "converted": converted},
@@ -372,7 +374,8 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
                        {click_id_of.format(k="k")}, 's' || k, {pick(PAGES, "i")}, 'Shop', {pick(REFERRERS, "i")},
                        {pick(USER_AGENTS, "k")}, '1920x1080', '1280x720', 'en-US', 'UTC', {pick(COUNTRIES, "k")},
                        '', '', {pick([d[0] for d in DEVICES], "k")}, {pick([d[1] for d in DEVICES], "k")},
-                       {pick([d[2] for d in DEVICES], "k")}, false, t, t
+                       {pick([d[2] for d in DEVICES], "k")}, false, t, t, '', '[]'::jsonb,
+                       left(md5({click_id_of.format(k="k")}), 32)
                 FROM (SELECT i, {k_of_click} AS k, {random_time} AS t
                       FROM generate_series(1, %(n)s) AS i) AS g ORDER BY t""",
         ),
@@ -428,7 +431,7 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
                            THEN jsonb_build_array('re-' || s.id) ELSE '[]'::jsonb END,
                       '[]'::jsonb, CASE WHEN c.status IN ('refunded', 'reversed') THEN 1 ELSE 0 END,
                       s.sale_date + %(hold)s, NULL, '', CASE WHEN c.credited THEN s.sale_date END, NULL, '',
-                      s.sale_date, s.sale_date
+                      s.sale_date, s.sale_date, '', '[]'::jsonb
                FROM (SELECT id, program_id, partner_id, customer_id, amount_cents, sale_date,
                             mod(id - %(sale_base)s, 20) AS bucket
                      FROM {sale} WHERE id > %(sale_base)s AND attributed) AS s
@@ -467,7 +470,7 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
                 "click",
                 f"""SELECT %(program)s, {partner_of.format(k="i")}, {link_of.format(k="i")}, NULL,
                            'test_' || %(program)s || '_' || (%(test_seq)s + i), '', 'https://shop.example.com/', '',
-                           '', '', '', '', '', '', '', '', '', '', '', '', true, t, t
+                           '', '', '', '', '', '', '', '', '', '', '', '', true, t, t, '', '[]'::jsonb, ''
                     FROM (SELECT i, {random_time} AS t FROM generate_series(1, %(n)s) AS i) AS g""",
             ),
             {**params, "n": chunk.tests},

@@ -9,6 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config import celery_app
+from fraud.config import program_rules_clear
 from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
 from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
@@ -44,10 +45,12 @@ def _test_settings(settings):
     }
     caches["ratelimit"].clear()
     link_cache_clear()
+    program_rules_clear()
     endpoints_changed()
     yield
     caches["ratelimit"].clear()
     link_cache_clear()
+    program_rules_clear()
     endpoints_changed()
 
 

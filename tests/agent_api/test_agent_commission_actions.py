@@ -118,7 +118,7 @@ class TestApprove:
         commission_hold(commission_id=commission.pk, reason="checking", actor="test")
         response = act(agent, commission, "approve")
         assert response.json() == conflict(core_messages.COMMISSION_APPROVE_NOT_PENDING.format(status="pending"))
-        assert not LedgerEntry.objects.exists()
+        assert balance(commission) == 0  # only the hold's record, of no amount
         assert act(agent, commission, "release").status_code == 200
         assert act(agent, commission, "approve").status_code == 200
         assert balance(commission) == 2_000
@@ -150,7 +150,7 @@ class TestApprove:
 
 
 class TestVoid:
-    def test_voiding_a_pending_commission_reverses_it_without_touching_the_ledger(self, agent, program):
+    def test_voiding_a_pending_commission_reverses_it_with_a_ledger_record_of_no_amount(self, agent, program):
         commission = commission_in(program)
         response = act(agent, commission, "void", {"reason": "test order"})
         assert response.status_code == 200
@@ -163,7 +163,11 @@ class TestVoid:
             commission.voided_at.isoformat(),
         )
         assert data["payable_cents"] == 0
-        assert not LedgerEntry.objects.exists()
+        assert list(LedgerEntry.objects.values_list("kind", "amount_cents")) == [("review", 0)]
+        assert balance(commission) == 0
+        review = commission.reviews.get()
+        assert review.action == "voided" and review.actor.startswith("agent key ")
+        assert agent.raw_key not in review.actor  # the key's mask, never the key
         entry = AgentAuditEntry.objects.get()
         assert (entry.action, entry.object_type, entry.object_id) == (
             "commission.void",
@@ -273,7 +277,9 @@ class TestHoldAndRelease:
         released = act(agent, commission, "release")
         assert released.status_code == 200
         assert (released.json()["data"]["held_at"], released.json()["data"]["hold_reason"]) == (None, "")
-        assert commission_approve(commission_id=commission.pk)
+        # Its hold period is over: the release approved and credited it at once.
+        assert released.json()["data"]["status"] == "approved"
+        assert not commission_approve(commission_id=commission.pk)
         assert balance(commission) == 2_000
         hold, release = AgentAuditEntry.objects.order_by("pk")
         assert (hold.action, hold.before["held_at"], hold.after) == ("commission.hold", None, data)
@@ -336,7 +342,12 @@ def test_a_concurrent_approve_and_void_leave_a_consistent_ledger(workspace, prog
     for index, commission in enumerate(commissions):
         commission.refresh_from_db()
         statuses = sorted(answers[index] for answers in approvers_and_voiders)
-        entries = list(LedgerEntry.objects.filter(commission=commission).values_list("kind", "amount_cents"))
+        # A void of a commission never credited writes a record of no amount; only money entries matter here.
+        entries = list(
+            LedgerEntry.objects.filter(commission=commission)
+            .exclude(kind=LedgerEntry.Kind.REVIEW)
+            .values_list("kind", "amount_cents")
+        )
         # Whoever came first, the commission ends reversed and pays nothing: one void wins, the other is refused.
         assert commission.status == CommissionStatus.REVERSED
         assert sum(amount for _, amount in entries) == 0

@@ -4,10 +4,11 @@ commission pays in step."""
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from commissions.approval import CommissionNotApprovable, commission_approve_early, commissions_approve_due
-from commissions.models import Commission, CommissionStatus, LedgerEntry, Withdrawal
+from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry, Withdrawal
 from commissions.selectors import commissions_with_money
 from commissions.services import (
     CommissionActionRefused,
@@ -40,9 +41,47 @@ class TestHold:
         assert commissions_approve_due() == 0
         commission.refresh_from_db()
         assert commission.status == CommissionStatus.PENDING and commission.hold_reason == "checking the order"
-        commission_release(commission_id=commission.pk, actor="test")
-        assert commissions_approve_due() == 1
+        # Its hold period is over: the release approves and credits it at once, in the same transaction.
+        released = commission_release(commission_id=commission.pk, actor="user:owner")
+        assert (released.status, released.credited) == (CommissionStatus.APPROVED, True)
+        assert commissions_approve_due() == 0
         assert balance(commission) == commission.amount_cents
+        assert list(LedgerEntry.objects.filter(commission=commission).values_list("kind", "amount_cents", "memo")) == [
+            ("review", 0, f"Commission #{commission.pk} held: checking the order"),
+            ("credit", commission.amount_cents, f"Commission #{commission.pk} released from hold; approved"),
+        ]
+        assert list(CommissionReview.objects.filter(commission=commission).values_list("action", "actor")) == [
+            ("held", "test"),
+            ("released", "user:owner"),
+        ]
+
+    def test_a_release_within_the_hold_period_leaves_it_to_the_approval_run(self):
+        commission = CommissionFactory.create(hold_until=timezone.now() + timedelta(days=1))
+        commission_hold(commission_id=commission.pk, reason="checking", actor="test")
+        released = commission_release(commission_id=commission.pk, reason="looks fine", actor="test")
+        assert (released.status, released.held_at) == (CommissionStatus.PENDING, None)
+        assert balance(commission) == 0
+        assert list(LedgerEntry.objects.filter(commission=commission).values_list("kind", "amount_cents", "memo")) == [
+            ("review", 0, f"Commission #{commission.pk} held: checking"),
+            (
+                "review",
+                0,
+                f"Commission #{commission.pk} released from hold: looks fine; credited when its hold period ends",
+            ),
+        ]
+        with time_machine.travel(timezone.now() + timedelta(days=2)):
+            assert commissions_approve_due() == 1
+        assert balance(commission) == commission.amount_cents
+
+    def test_held_commissions_do_not_stop_the_approval_run(self):
+        due = timezone.now() - timedelta(days=1)
+        held = [CommissionFactory.create(hold_until=due - timedelta(hours=1)) for _ in range(3)]
+        for commission in held:
+            commission_hold(commission_id=commission.pk, actor="test")
+        approvable = CommissionFactory.create(hold_until=due)
+        assert commissions_approve_due(batch_size=2) == 1
+        approvable.refresh_from_db()
+        assert approvable.status == CommissionStatus.APPROVED
 
     def test_only_a_pending_commission_can_be_held(self):
         commission = credited_commission()
@@ -69,15 +108,21 @@ class TestApproveEarly:
             commission_approve_early(commission_id=held.pk)
         with pytest.raises(CommissionNotApprovable):
             commission_approve_early(commission_id=credited_commission().pk)
-        assert not LedgerEntry.objects.filter(commission=held).exists()
+        # Only the hold's record, of no amount: nothing credited.
+        assert list(LedgerEntry.objects.filter(commission=held).values_list("kind", "amount_cents")) == [("review", 0)]
 
 
 class TestVoid:
-    def test_a_pending_commission_is_reversed_with_no_ledger_entry(self):
+    def test_a_pending_commission_is_reversed_with_a_ledger_record_of_no_amount(self):
         commission = CommissionFactory.create(hold_until=timezone.now() + timedelta(days=30))
         voided = commission_void(commission_id=commission.pk, reason="fraud", actor="test")
         assert (voided.status, voided.void_reason) == (CommissionStatus.REVERSED, "fraud")
-        assert payable(commission) == 0 and not LedgerEntry.objects.exists()
+        assert payable(commission) == 0 and balance(commission) == 0
+        assert list(LedgerEntry.objects.values_list("kind", "amount_cents", "memo")) == [
+            ("review", 0, f"Commission #{commission.pk} voided: fraud")
+        ]
+        review = CommissionReview.objects.get(commission=commission)
+        assert (review.action, review.reason, review.actor) == ("voided", "fraud", "test")
 
     def test_an_approved_commission_gives_back_its_credit(self):
         commission = credited_commission(commission=2000)

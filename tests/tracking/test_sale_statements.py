@@ -16,10 +16,12 @@ from django.utils import timezone
 from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core import messages
 from core.sql import UNFLUSHED
+from fraud.config import program_rules
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory, WebhookEndpointFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
 from tests.tracking.sales import metrics, post_sale, sale_body
+from tracking.link_cache import partner_email_get
 from tracking.models import Customer, SaleEvent
 from tracking.services.settlement import commission_create_for_sale
 from webhooks.events import program_has_endpoints
@@ -243,9 +245,18 @@ class TestOutsideATransaction:
             assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
         settling = statements.index("BEGIN")
-        # The customer's row lock, its conversion, the commission with its credit and its events; then the
-        # metrics.
-        assert statements[settling : settling + 6] == ["BEGIN", "SELECT", "UPDATE", "WITH", "COMMIT", "UPDATE"]
+        # The customer's row lock, its conversion, the program's fraud rules and the partner's email (both cold
+        # here, cached per process afterwards), the commission with its credit and its events; then the metrics.
+        assert statements[settling : settling + 8] == [
+            "BEGIN",
+            "SELECT",
+            "UPDATE",
+            "SELECT",
+            "SELECT",
+            "WITH",
+            "COMMIT",
+            "UPDATE",
+        ]
         assert "FOR NO KEY UPDATE" in captured.captured_queries[settling + 1]["sql"]
         assert broker == fanned_out("sale.created", "commission.created", "commission.approved")
 
@@ -259,6 +270,7 @@ class TestSettlingOutsideATransaction:
     def test_a_repeat_sale_is_settled_in_one_statement(self, link, wanted, broker):
         customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
         sale = SaleFactory(customer=customer, amount_cents=4900)
+        program_rules(link.program_id), partner_email_get(link.partner_id)  # as every sale but a process's first
         with CaptureQueriesContext(connection) as captured:
             settled = commission_create_for_sale(sale=sale, customer=customer, program=link.program, now=sale.sale_date)
         assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]

@@ -154,11 +154,20 @@ class TestSuccess:
         assert before <= link_clicks(link)[1] <= timezone.now()
         assert partner_program_clicks(link) == 1
 
-        post_click(api_client, {"affiliate_url": aff_url("summer")})
+        # Another visitor (another address): the same visitor again within the hour would be a duplicate.
+        post_click(api_client, {"affiliate_url": aff_url("summer")}, REMOTE_ADDR="203.0.113.9")
         link.refresh_from_db()
         assert link_clicks(link)[0] == 2
         assert partner_program_clicks(link) == 2
         assert Customer.objects.count() == 2  # no existing_click_id: each click is a new customer
+
+    def test_the_same_visitor_again_within_the_hour_is_recorded_but_not_counted(self, api_client, link):
+        first = post_click(api_client, {"affiliate_url": aff_url("summer")})
+        again = post_click(api_client, {"affiliate_url": aff_url("summer")})
+        assert first.status_code == again.status_code == 200
+        assert [event.traffic for event in ClickEvent.objects.order_by("pk")] == ["", "duplicate"]
+        assert link_clicks(link)[0] == 1
+        assert partner_program_clicks(link) == 1
 
     def test_it_accepts_the_via_alias(self, api_client, link):
         response = post_click(api_client, {"affiliate_url": aff_url("summer", param="via")})
@@ -585,8 +594,13 @@ class TestTestMode:
 
 class TestRateLimitAndHeaders:
     def test_it_answers_429_to_the_61st_click_in_a_minute_and_records_nothing(self, api_client, link):
-        for _ in range(60):
-            response = post_click(api_client, {"affiliate_url": aff_url("summer")}, REMOTE_ADDR="203.0.113.5")
+        # 60 visitors behind one address (one user agent each: the same visitor again would be a duplicate).
+        for index in range(60):
+            response = post_click(
+                api_client,
+                {"affiliate_url": aff_url("summer"), "user_agent": f"{WINDOWS_CHROME_UA} visitor/{index}"},
+                REMOTE_ADDR="203.0.113.5",
+            )
             assert response.status_code == 200
 
         response = post_click(api_client, {"affiliate_url": aff_url("summer")}, REMOTE_ADDR="203.0.113.5")
@@ -634,16 +648,18 @@ class TestHotPath:
         # Measured the same on SQLite and PostgreSQL. Django (>= 4.2) logs transaction statements too:
         # inside the test's transaction the service's atomic() is SAVEPOINT / RELEASE SAVEPOINT.
         # 1. SELECT referral link JOIN partner JOIN program WHERE short_link = 'summer' LIMIT 1
-        # 2. SAVEPOINT
-        # 3. WITH first_row AS (INSERT customer RETURNING id) INSERT click event (PostgreSQL: one statement,
-        #    atomic by itself, so in production it runs alone, without BEGIN/COMMIT: see the test below);
-        #    SQLite has no INSERT in WITH: INSERT customer, INSERT click event, in a transaction
-        # 4. RELEASE SAVEPOINT
+        # 2. SELECT the program's fraud rule settings (fraud.config; like the link, kept per process after)
+        # 3. SAVEPOINT
+        # 4. WITH first_row AS (INSERT customer RETURNING id) INSERT click event, whose traffic column holds the
+        #    duplicate rule's probe (PostgreSQL: one statement, atomic by itself, so in production it runs
+        #    alone, without BEGIN/COMMIT: see the test below); SQLite has no INSERT in WITH: SELECT the
+        #    duplicate probe, INSERT customer, INSERT click event, in a transaction
+        # 5. RELEASE SAVEPOINT
         # No counter UPDATE: the rollup task adds clicks to the link and partner counters (tracking.rollups).
         # No key lookup (no Authorization header), no customer lookup (no existing_click_id) and no
         # program lookup (no program_id).
-        inserts = 1 if insert_pair_supported() else 2
-        with django_assert_num_queries(3 + inserts + REQUEST_LOG_ROW):
+        inserts = 1 if insert_pair_supported() else 3
+        with django_assert_num_queries(4 + inserts + REQUEST_LOG_ROW):
             response = post_click(api_client, {"affiliate_url": aff_url("summer")})
         assert response.status_code == 200
 
@@ -653,10 +669,21 @@ class TestHotPath:
         with CaptureQueriesContext(connection) as captured:
             assert post_click(api_client, {"affiliate_url": aff_url("summer")}).status_code == 200
         click_sql = [q["sql"] for q in captured.captured_queries if ApiCall._meta.db_table not in q["sql"]]
-        # The link, then the customer and its click in one statement, in autocommit: no BEGIN/COMMIT (what
-        # remains of the capture is the request log's row, written in batches in production).
-        assert [sql.split()[0] for sql in click_sql][:2] == ["SELECT", "WITH"]
-        assert [sql.split()[0] for sql in click_sql][2:] == ["BEGIN", "COMMIT"] * REQUEST_LOG_ROW
+        # The link and the program's rules (both cached per process after), then the customer and its click in
+        # one statement, in autocommit: no BEGIN/COMMIT (what remains of the capture is the request log's row,
+        # written in batches in production).
+        assert [sql.split()[0] for sql in click_sql][:3] == ["SELECT", "SELECT", "WITH"]
+        assert [sql.split()[0] for sql in click_sql][3:] == ["BEGIN", "COMMIT"] * REQUEST_LOG_ROW
+
+    @pytest.mark.postgres
+    @pytest.mark.django_db(transaction=True)
+    def test_with_warm_caches_a_click_is_one_statement(self, api_client, link):
+        post_click(api_client, {"affiliate_url": aff_url("summer")}, REMOTE_ADDR="203.0.113.1")
+        with CaptureQueriesContext(connection) as captured:
+            assert post_click(api_client, {"affiliate_url": aff_url("summer")}).status_code == 200
+        click_sql = [q["sql"] for q in captured.captured_queries if ApiCall._meta.db_table not in q["sql"]]
+        assert [sql.split()[0] for sql in click_sql][:1] == ["WITH"]
+        assert [sql.split()[0] for sql in click_sql][1:] == ["BEGIN", "COMMIT"] * REQUEST_LOG_ROW
 
     @pytest.mark.parametrize("path", ["native", "portable"])
     def test_both_paths_store_the_same_customer_and_click(self, api_client, link, monkeypatch, path):

@@ -62,15 +62,17 @@ class TestQueryCount:
         # 8 SAVEPOINT: the commission's transaction
         # 9 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
         # 10 UPDATE customer first_sale_at, customer_status
-        # 11 INSERT commission (pending: no ledger entry) with its webhook event commission.created (on
-        #    PostgreSQL one statement, core.sql.insert_family; elsewhere 11-12, two INSERTs)
-        # 12 RELEASE SAVEPOINT
-        # 13 UPDATE partner-program metrics
+        # 11 the program's fraud rules, 12 the partner's email (the self_referral rule); both cached per process
+        #    afterwards, like the enrolment (see test_the_enrolment_is_read_once_then_cached)
+        # 13 INSERT commission (pending: no ledger entry) with its webhook event commission.created (on
+        #    PostgreSQL one statement, core.sql.insert_family; elsewhere 13-14, two INSERTs)
+        # 14 RELEASE SAVEPOINT
+        # 15 UPDATE partner-program metrics
         # The savepoints exist as the test runs in a transaction; in production they are the two transactions'
         # BEGIN/COMMIT, which are not counted. No product_id, so no per-product rate lookup; the rate limit
         # lives in the cache, not the database. The events' fan-out is a task queued after the commit, which
         # the test's transaction never reaches.
-        with django_assert_num_queries(12 + commission_statements(credited=False) + REQUEST_LOG_ROW):
+        with django_assert_num_queries(14 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **body)
         assert response.status_code == 200
 
@@ -85,12 +87,13 @@ class TestQueryCount:
         # 8 SAVEPOINT: the commission's transaction
         # 9 customer SELECT ... FOR UPDATE (no FOR UPDATE on SQLite, still one query)
         # 10 UPDATE customer first_sale_at, customer_status
-        # 11 INSERT commission (approved), its ledger credit and its webhook events commission.created and
-        #    commission.approved (on PostgreSQL one statement, core.sql.insert_family; elsewhere 11-14)
-        # 12 RELEASE SAVEPOINT
-        # 13 UPDATE partner-program metrics
+        # 11 the program's fraud rules, 12 the partner's email (cached per process afterwards)
+        # 13 INSERT commission (approved), its ledger credit and its webhook events commission.created and
+        #    commission.approved (on PostgreSQL one statement, core.sql.insert_family; elsewhere 13-16)
+        # 14 RELEASE SAVEPOINT
+        # 15 UPDATE partner-program metrics
         # (Savepoints as in the test above; verified on SQLite and PostgreSQL.)
-        with django_assert_num_queries(12 + commission_statements(credited=True) + REQUEST_LOG_ROW):
+        with django_assert_num_queries(14 + commission_statements(credited=True) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **body)
         assert response.status_code == 200
 
@@ -99,7 +102,8 @@ class TestQueryCount:
     ):
         assert post_sale(api_client, program, **sale_body()).status_code == 200
         CustomerFactory(link=link, customer_key="user_2")
-        # As the first sale above, less the enrolment check (query 3), now in the process's cache.
+        # As the first sale above, less the enrolment check (query 3), the rules and the partner's email (11, 12),
+        # now in the process's cache.
         with django_assert_num_queries(11 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", customer_key="user_2"))
         assert response.status_code == 200
