@@ -653,6 +653,7 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
     if click:
         link = f" on {escape(click['link']['short_link'])}" if click.get("link") else ""
         output.say(f"Click {escape(click['click_id'])}{link} at {escape(str(click['clicked_at']))}")
+        _explain_rules(output, click.get("rules"))
     if attribution.get("window"):
         output.say(f"Window: {escape(attribution['window']['text'])}")
     partner = data.get("partner")
@@ -671,6 +672,16 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
             )
         if commission.get("no_commission_text"):
             output.say(f"No commission: {escape(commission['no_commission_text'])}")
+    review = data.get("review") or {}
+    if review.get("text"):
+        output.say(f"Fraud rules: {escape(review['text'])}")
+    _explain_rules(output, review.get("rules"))
+    for decision in review.get("history") or []:
+        rule = f" ({decision['rule']})" if decision.get("rule") else ""
+        output.say(
+            f" · {escape(str(decision['created_at']))} {escape(decision['action'])} by "
+            f"{escape(decision['actor'])}{escape(rule)}"
+        )
     refunds = data.get("refunds") or {}
     if refunds.get("count"):
         output.say(f"Refunds: {escape(refunds['text'])}")
@@ -692,17 +703,37 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
         output.out.print(table)
 
 
+def _explain_rules(output: Output, rules: list[dict[str, Any]] | None) -> None:
+    """The fraud rules that decided something, one a line: what it did and why."""
+    for rule in rules or []:
+        output.say(f" ! {escape(rule['text'])} ({escape(rule['status'])})")
+
+
+def _explain_click(output: Output, data: dict[str, Any]) -> None:
+    output.say(f"Click [bold]{escape(data['click_id'])}[/bold]: {escape(data['outcome'])}")
+    output.say(escape(data["summary"]))
+    partner, link = data.get("partner"), data.get("link")
+    via = f" via {escape(link['short_link'])}" if link else ""
+    output.say(f"Partner: {escape(partner['name']) if partner else 'none'}{via}; clicks: {len(data['clicks'])}")
+    _explain_rules(output, data.get("rules"))
+
+
 def _explain_customer(output: Output, data: dict[str, Any]) -> None:
     customer = data["customer"]
     key = f", customer_key {escape(customer['customer_key'])}" if customer.get("customer_key") else ""
     output.say(f"Customer [bold]{escape(customer['click_id'])}[/bold]{key}: {escape(customer['status'])}")
     partner = data.get("partner")
-    output.say(f"Partner: {escape(partner['name']) if partner else 'none'}; clicks: {data['clicks']['count']}")
+    clicks = data["clicks"]
+    counted = f" ({clicks['counted']} counted)" if "counted" in clicks else ""
+    output.say(f"Partner: {escape(partner['name']) if partner else 'none'}; clicks: {clicks['count']}{counted}")
+    _explain_rules(output, data.get("rules"))
     output.say(f"Window: {escape(data['window']['text'])}")
     output.say(f"Leads: {len(data['leads'])}" + ("" if data["leads"] else " (no lead was sent)"))
     for sale in data["sales"]:
         commission = sale.get("commission")
         paid = f", commission #{commission['id']} {commission['status']}" if commission else ""
+        if commission and commission.get("held"):
+            paid += f" on hold{' by ' + commission['hold_rule'] if commission.get('hold_rule') else ''}"
         output.say(
             f" · sale {escape(sale['transaction_id'])} {sale['amount_cents']} {escape(sale['currency'])}, "
             f"attributed by {escape(sale['attributed_by'] or '–')}{escape(paid)}"
@@ -743,6 +774,8 @@ def explain(
         data = body["data"]
         if data.get("kind") == "customer":
             _explain_customer(output, data)
+        elif data.get("kind") == "click":
+            _explain_click(output, data)
         else:
             _explain_sale(output, data)
 

@@ -245,7 +245,7 @@ class ExplainQuerySerializer(LeanSerializer):
         required=False,
         max_length=255,
         error_messages=spec_messages("click_id must be a string of at most 255 characters"),
-        help_text="Explain the customer of this click",
+        help_text="Explain the customer of this click (a bot's or a prefetch's click has none: the click alone)",
     )
     customer_key = serializers.CharField(
         required=False,
@@ -635,6 +635,33 @@ _WINDOW_FIELDS: dict[str, serializers.Field] = {
     "within": serializers.BooleanField(),
     "text": serializers.CharField(),
 }
+_FRAUD_RULE = inline_serializer(
+    "ExplainFraudRule",
+    fields={
+        "rule": serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)"),
+        "description": serializers.CharField(help_text="What the rule checks"),
+        "status": serializers.ChoiceField(choices=["not_counted", "never_attributed", "flagged", "held"]),
+        "text": serializers.CharField(help_text="<rule>: what it found, in one line"),
+    },
+)
+_FRAUD_RULES = serializers.ListField(child=_FRAUD_RULE, help_text="The fraud rules that decided something")
+_REVIEW = inline_serializer(
+    "ExplainReview",
+    allow_null=True,
+    fields={
+        "held": serializers.BooleanField(help_text="On hold: neither approved nor credited until released"),
+        "hold_rule": serializers.CharField(help_text="The rule that holds it; empty for an owner's hold"),
+        "hold_reason": serializers.CharField(),
+        "held_at": _TIME,
+        "flags": serializers.ListField(child=serializers.CharField(), help_text="Every rule that fired on the sale"),
+        "rules": _FRAUD_RULES,
+        "actions": serializers.CharField(help_text="What the owner can do while it is held (empty otherwise)"),
+        "text": serializers.CharField(),
+        "history": serializers.ListField(
+            child=serializers.DictField(), help_text="Decisions, oldest first: action, rule, reason, actor, created_at"
+        ),
+    },
+)
 EXPLAIN_SALE = inline_serializer(
     "SaleExplanation",
     fields={
@@ -696,6 +723,7 @@ EXPLAIN_SALE = inline_serializer(
                         "partner": _NAMED,
                         "first_clicked_at": serializers.DateTimeField(),
                         "clicked_at": serializers.DateTimeField(help_text="The click that counted for the sale"),
+                        "rules": _FRAUD_RULES,
                     },
                 ),
                 "window": inline_serializer(
@@ -734,6 +762,7 @@ EXPLAIN_SALE = inline_serializer(
                 "no_commission_text": serializers.CharField(),
             },
         ),
+        "review": _REVIEW,
         "refunds": inline_serializer(
             "ExplainRefunds",
             fields={
@@ -769,7 +798,11 @@ EXPLAIN_CUSTOMER = inline_serializer(
         ),
         "partner": _NAMED,
         "link": _LINK,
-        "clicks": serializers.DictField(help_text="count, and the recent ones (clicked_at, link, page_url)"),
+        "clicks": serializers.DictField(
+            help_text="count, counted (not duplicates, bots or prefetches), and the recent ones (clicked_at, link, "
+            "page_url, traffic, flags, rules)"
+        ),
+        "rules": _FRAUD_RULES,
         "leads": serializers.ListField(child=serializers.DictField()),
         "sales": serializers.ListField(
             child=serializers.DictField(),
@@ -791,12 +824,30 @@ EXPLAIN_CUSTOMER = inline_serializer(
         ),
     },
 )
+EXPLAIN_CLICK = inline_serializer(
+    "ClickExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["click"]),
+        "click_id": serializers.CharField(),
+        "outcome": serializers.ChoiceField(choices=["bot", "prefetch", "no_customer"]),
+        "attributed": serializers.BooleanField(help_text="Always false: no customer has this click id"),
+        "summary": serializers.CharField(),
+        "traffic": serializers.CharField(help_text="How the latest click counts (bot, prefetch, duplicate, or empty)"),
+        "flags": serializers.ListField(child=serializers.CharField()),
+        "rules": _FRAUD_RULES,
+        "partner": _NAMED,
+        "link": _LINK,
+        "clicks": serializers.ListField(
+            child=serializers.DictField(), help_text="The clicks, newest first: clicked_at, link, page_url, traffic"
+        ),
+    },
+)
 EXPLAIN_OK = inline_serializer(
     "ExplainResult",
     fields={
         "data": PolymorphicProxySerializer(
             component_name="Explanation",
-            serializers={"sale": EXPLAIN_SALE, "customer": EXPLAIN_CUSTOMER},
+            serializers={"sale": EXPLAIN_SALE, "customer": EXPLAIN_CUSTOMER, "click": EXPLAIN_CLICK},
             resource_type_field_name="kind",
         )
     },

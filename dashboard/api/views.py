@@ -125,7 +125,10 @@ class TrackingExplainGetApi(ProgramMemberApi):
         "in its lookup order (the sale endpoint's, or the five Stripe steps), the click and its age against "
         "the window, the partner, the commission policy and its arithmetic, each refund step and the "
         "commission's ledger entries with a running total. A customer: its clicks, leads, sales (each with its "
-        "own explanation's selector) and whether a first sale now is within the window.",
+        "own explanation's selector) and whether a first sale now is within the window. The fraud rules that "
+        "decided something are named (`rules`): a duplicate, bot or prefetch click, a paid_ads flag, and a sale's "
+        "flagged or held commission (`review`: the hold, what the owner can do, the decisions taken). A bot's or "
+        "a prefetch's click id has no customer: it is explained as the click alone (`kind: click`).",
         parameters=[PROGRAM_ID, s.ExplainQuerySerializer],
         responses={200: s.EXPLAIN_OK, **MEMBER_ERRORS},
     )

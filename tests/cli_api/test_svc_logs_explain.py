@@ -8,10 +8,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from commissions.services import commission_hold
 from svc_cli import client as svc_client
 from svc_cli import main as svc_main
 from svc_cli.main import app
 from tests.factories import CommissionFactory, CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -154,3 +156,22 @@ def test_logs_follow_in_words_prints_the_header_once(svc, server, program, monke
     result = svc("logs", "-f", "--route", "track-sale", "--api-key", program.raw_api_key)
     assert result.exit_code == 0, result.output
     assert result.stdout.count("Time (UTC)") == 1 and result.stdout.count("POST track-sale") == 2
+
+
+def test_explain_names_the_fraud_rules(svc, program):
+    link = ReferralLinkFactory(program=program)
+    ClickEvent.objects.create(program=program, link=link, partner=link.partner, click_id="cust_bot", traffic="bot")
+    sale = SaleFactory(customer=CustomerFactory(link=link), processor_event_id="txn_1", attributed_by="click_id")
+    commission = CommissionFactory(sale=sale)
+    commission_hold(commission_id=commission.pk, reason="checking the buyer", actor="user:alice")
+
+    result = svc("explain", "--click-id", "cust_bot", "--api-key", program.raw_api_key)
+    assert result.exit_code == 0, result.output
+    assert "Click cust_bot: bot" in result.stdout and "cannot attribute" in result.stdout
+    assert " ! bot: a crawler's user agent; recorded, never counted, never attributed (never_attributed)" in (
+        result.stdout
+    )
+
+    result = svc("explain", "txn_1", "--api-key", program.raw_api_key)
+    assert "Fraud rules: On hold by the owner: checking the buyer." in result.stdout
+    assert "held by user:alice" in result.stdout

@@ -3,8 +3,10 @@ a customer's clicks, leads and sales; linked from each commission."""
 
 import pytest
 
+from commissions.services import commission_hold
 from tests.factories import CommissionFactory, CustomerFactory, ReferralLinkFactory, SaleFactory
 from tracking.explain import EXPLAIN_SALE_NOT_FOUND
+from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +75,25 @@ def test_each_commission_links_to_its_explanation(member_client, program, sale):
 def test_the_events_page_has_the_explain_form(member_client, program):
     body = member_client.get(f"/programs/{program.pk}/events").content.decode()
     assert f'action="/programs/{program.pk}/explain"' in body
+
+
+def test_a_held_commission_shows_its_rule_what_to_do_and_its_decisions(member_client, program, sale):
+    commission = CommissionFactory(sale=sale)
+    commission_hold(commission_id=commission.pk, reason="checking the buyer", actor="user:alice")
+
+    body = member_client.get(url(program), {"transaction_id": "txn_1"}).content.decode()
+
+    assert 'id="explain-review"' in body and "on hold</span>" in body
+    assert "On hold by the owner: checking the buyer." in body and "Review tab" in body
+    assert "held by user:alice: checking the buyer" in body
+
+
+def test_a_bots_click_is_explained_alone(member_client, program):
+    link = ReferralLinkFactory(program=program)
+    ClickEvent.objects.create(program=program, link=link, partner=link.partner, click_id="cust_bot", traffic="bot")
+
+    body = member_client.get(url(program), {"click_id": "cust_bot"}).content.decode()
+
+    assert 'id="explain-click"' in body
+    assert "bot: a crawler&#x27;s user agent; recorded, never counted, never attributed" in body
+    assert "cannot attribute" in body
