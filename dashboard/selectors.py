@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, Program
+from commissions.models import Commission, CommissionReview
+from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, PartnerProgram, Program
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.rollups import (
@@ -465,3 +466,61 @@ def api_calls_list(
     for item in items:
         item["created_at"] = iso(item["created_at"])
     return items, (str(items[-1]["id"]) if more else None)
+
+
+# --- The review tab (fraud rules) ----------------------------------------------------------------------------
+
+# The held commissions' rule filter value for an owner's hold (hold_rule "").
+OWNER_HOLD = "owner"
+# Partners offered in a review filter (a program with more is filtered by the first ones by name).
+REVIEW_PARTNERS_CAP = 500
+
+
+def held_commissions_list(*, program_id: int, rule: str | None = None, partner_id: int | None = None) -> QuerySet:
+    """The program's held commissions, newest first (the commission_program_held index), with partner and sale.
+    `rule`: the rule that held them, OWNER_HOLD for an owner's hold."""
+    rows = Commission.objects.filter(program_id=program_id, held_at__isnull=False)
+    if rule is not None:
+        rows = rows.filter(hold_rule="" if rule == OWNER_HOLD else rule)
+    if partner_id is not None:
+        rows = rows.filter(partner_id=partner_id)
+    return rows.select_related("partner", "sale").order_by("-created_at", "-id")
+
+
+def reviews_recent(*, program_id: int, limit: int) -> list[CommissionReview]:
+    """The program's latest hold decisions, newest first, each with its commission's partner."""
+    rows = CommissionReview.objects.filter(program_id=program_id).select_related("commission__partner")
+    return list(rows.order_by("-created_at", "-id")[:limit])
+
+
+# Flagged clicks: the click_program_flagged index's own condition, so the planner can use it.
+FLAGGED_CLICKS = ~Q(traffic="") | ~Q(flags=[])
+
+
+def flagged_clicks_list(
+    *,
+    program_id: int,
+    traffic: str | None = None,
+    flag: str | None = None,
+    partner_id: int | None = None,
+    link_code: str | None = None,
+) -> QuerySet:
+    """The program's clicks that a rule marked (not counted, or flagged), newest first, with partner and link.
+    `traffic`: how they counted (duplicate, bot, prefetch); `flag`: a rule in their flags (paid_ads)."""
+    rows = ClickEvent.objects.filter(FLAGGED_CLICKS, program_id=program_id)
+    if traffic is not None:
+        rows = rows.filter(traffic=traffic)
+    if flag is not None:
+        # A JSON string inside the list: portable across SQLite and PostgreSQL, unlike __contains on JSON.
+        rows = rows.filter(flags__icontains=f'"{flag}"')
+    if partner_id is not None:
+        rows = rows.filter(partner_id=partner_id)
+    if link_code is not None:
+        rows = rows.filter(link__short_link=link_code)
+    return rows.select_related("partner", "link").order_by("-id")
+
+
+def review_partners(*, program_id: int) -> list[Partner]:
+    """The program's enrolled partners by name, for the review filters."""
+    enrolled = PartnerProgram.objects.filter(program_id=program_id).values("partner_id")
+    return list(Partner.objects.filter(pk__in=enrolled).only("pk", "name").order_by("name", "pk")[:REVIEW_PARTNERS_CAP])

@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from . import views, webhook_views
+from . import review_views, views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
@@ -15,6 +15,23 @@ urlpatterns = [
     path("programs/<int:program_id>/commissions", views.program_commissions, name="dashboard-commissions"),
     path("programs/<int:program_id>/logs", views.program_logs, name="dashboard-logs"),
     path("programs/<int:program_id>/explain", views.program_explain, name="dashboard-explain"),
+    path("programs/<int:program_id>/review", review_views.program_review, name="dashboard-review"),
+    path("programs/<int:program_id>/review/rules", review_views.review_rules, name="dashboard-review-rules"),
+    path(
+        "programs/<int:program_id>/review/rules/reset",
+        review_views.review_rule_reset,
+        name="dashboard-review-rule-reset",
+    ),
+    path(
+        "programs/<int:program_id>/review/commissions/<int:commission_id>/release",
+        review_views.review_release,
+        name="dashboard-review-release",
+    ),
+    path(
+        "programs/<int:program_id>/review/commissions/<int:commission_id>/void",
+        review_views.review_void,
+        name="dashboard-review-void",
+    ),
     path("programs/<int:program_id>/webhooks", webhook_views.webhooks_list, name="dashboard-webhooks"),
     path("programs/<int:program_id>/webhooks/new", webhook_views.webhook_create, name="dashboard-webhook-create"),
     path(
