@@ -15,7 +15,7 @@ def held_by_rule(
 ) -> Commission:
     """A pending commission a rule held as it was made (past its hold period unless hold_until is given)."""
     sale = SaleFactory(customer=CustomerFactory(link=link), amount_cents=fields.pop("sale_cents", 10000))
-    return CommissionFactory(
+    return CommissionFactory.create(
         sale=sale,
         held_at=fields.pop("held_at", timezone.now()),
         hold_rule=rule,
@@ -28,7 +28,7 @@ def held_by_rule(
 
 def held_by_owner(link, *, reason: str = "checking the order") -> Commission:
     sale = SaleFactory(customer=CustomerFactory(link=link))
-    commission = CommissionFactory(sale=sale, hold_until=timezone.now() - timedelta(days=1))
+    commission = CommissionFactory.create(sale=sale, hold_until=timezone.now() - timedelta(days=1))
     return commission_hold(commission_id=commission.pk, reason=reason, actor="user:someone")
 
 

@@ -9,9 +9,9 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import escape
 
-from core import messages as commission_messages
 from commissions.models import Commission, CommissionReview, LedgerEntry
 from commissions.services import commission_release, partner_balance
+from core import messages as commission_messages
 from dashboard import messages as texts
 from dashboard.review_views import CLICKS_PER_PAGE, HELD_PER_PAGE
 from tests.dashboard.pages.review_rows import click, held_by_owner, held_by_rule, link_of
