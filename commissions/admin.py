@@ -3,7 +3,15 @@ from typing import TYPE_CHECKING
 from django.contrib import admin, messages
 
 from .approval import CommissionNotApprovable, commission_approve_early
-from .models import Commission, LedgerEntry, Notification, NotificationOutbox, ProductCommissionRate, Withdrawal
+from .models import (
+    Commission,
+    CommissionReview,
+    LedgerEntry,
+    Notification,
+    NotificationOutbox,
+    ProductCommissionRate,
+    Withdrawal,
+)
 from .outbox import notification_outbox_deliver
 from .selectors import commissions_with_money
 from .services import (
@@ -24,9 +32,28 @@ def _actor(request) -> str:
     return f"admin:{request.user.get_username()}"
 
 
+class CommissionReviewInline(admin.TabularInline):
+    """The commission's hold decisions, as written by the services: read only."""
+
+    model = CommissionReview
+    fields = ["created_at", "action", "rule", "reason", "actor"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Commission)
 class CommissionAdmin(admin.ModelAdmin):
-    """Read-mostly: status and money move only through services, so the ledger stays consistent."""
+    """Read-mostly: status and money move only through services, so the ledger stays consistent. A commission a
+    fraud rule held is released or voided here with the actions below (each writes its review and ledger entry)."""
+
+    inlines = [CommissionReviewInline]
 
     list_display = [
         "id",
@@ -39,8 +66,10 @@ class CommissionAdmin(admin.ModelAdmin):
         "payable",
         "clawed_back",
         "hold_until",
+        "held_at",
+        "hold_rule",
     ]
-    list_filter = ["status", "currency", "credited", ("held_at", admin.EmptyFieldListFilter)]
+    list_filter = ["status", "currency", "credited", ("held_at", admin.EmptyFieldListFilter), "hold_rule"]
     raw_id_fields = ["program", "partner", "sale", "customer"]
     readonly_fields = [
         "program",
@@ -59,7 +88,9 @@ class CommissionAdmin(admin.ModelAdmin):
         "refund_count",
         "hold_until",
         "held_at",
+        "hold_rule",
         "hold_reason",
+        "flags",
         "approved_at",
         "voided_at",
         "void_reason",

@@ -43,9 +43,12 @@ class ClickEventAdmin(admin.ModelAdmin):
         "device_type",
         "browser_name",
         "click_timestamp",
+        "traffic",
+        "flags",
         "is_test",
     ]
-    list_filter = ["is_test", "device_type"]
+    # traffic: duplicate, bot and prefetch clicks are recorded but not counted (fraud.rules.Traffic).
+    list_filter = ["is_test", "traffic", "device_type"]
     search_fields = ["click_id"]
     raw_id_fields = ["program", "partner", "link", "customer"]
 

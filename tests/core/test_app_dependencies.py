@@ -8,7 +8,7 @@ from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard", "agent_api", "webhooks")
+APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard", "agent_api", "webhooks", "fraud")
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
 
 
@@ -84,6 +84,11 @@ def test_programs_imports_only_core_and_webhooks():
     """webhooks, like core, imports no feature app (below), so programs still depends on no feature app; it
     imports webhooks to announce an enrolment in the enrolment's transaction."""
     assert set(app_import_graph()["programs"]) <= {"core", "webhooks"}
+
+
+def test_fraud_imports_only_core_and_programs():
+    """The rules and their settings know programs only; tracking and commissions apply them."""
+    assert set(app_import_graph()["fraud"]) <= {"core", "programs"}
 
 
 def test_a_cycle_is_found_when_there_is_one():
