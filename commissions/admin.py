@@ -36,7 +36,7 @@ class CommissionReviewInline(admin.TabularInline):
     """The commission's hold decisions, as written by the services: read only."""
 
     model = CommissionReview
-    fields = ["created_at", "action", "rule", "reason", "actor"]
+    fields = ("created_at", "action", "rule", "reason", "actor")
     readonly_fields = fields
     extra = 0
     can_delete = False
