@@ -130,7 +130,7 @@ def test_saving_unchanged_rules_writes_nothing(owner_client, program):
         ({"bot__action": "block"}, "bot", texts.RULE_ACTION_INVALID),
     ],
 )
-def test_a_refused_setting_is_shown_next_to_its_rule_and_nothing_is_saved(owner_client, program, changes, rule, message):
+def test_a_refused_setting_is_shown_by_its_rule_and_nothing_is_saved(owner_client, program, changes, rule, message):
     # A valid change to another rule in the same form is not saved either.
     response = save(owner_client, program, paid_ads__enabled="on", **changes)
     assert response.status_code == 400
