@@ -5,10 +5,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from core import messages
+from fraud.rules import Traffic
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 
@@ -60,17 +61,26 @@ class ReadinessCounts:
     last_processor_event_at: datetime | None
 
 
-def _last_live_times(program: Program) -> dict[str, datetime | None]:
-    """The time of the program's latest live event of each kind, in one query of three subqueries, each one row
-    through its (program, is_test, -time) index. A provisional lead is not counted yet."""
+# The latest live click the fraud rules did not count (a bot, a prefetch or a duplicate), read with the others.
+UNCOUNTED_CLICK = "uncounted_click"
 
-    def latest(kind: str) -> Subquery:
+
+def _last_live_times(program: Program) -> dict[str, datetime | None]:
+    """The time of the program's latest live event of each kind, in one query of subqueries, each one row
+    through its (program, is_test, -time) index. A provisional lead is not counted yet, nor is a click the fraud
+    rules did not count: a crawler or a prefetch hitting the links must not look like visitors arriving. The
+    latest uncounted click is read too (UNCOUNTED_CLICK), so the clicks check can say that only those came."""
+
+    def latest(kind: str, *, counted: bool = True) -> Subquery:
         events = KIND_MODELS[kind].objects.filter(program=OuterRef("pk"), is_test=False)
         if kind == LEAD:
-            events = events.filter(**{"provisional": False})
+            events = events.filter(provisional=False)
+        if kind == CLICK:
+            events = events.filter(Q(traffic=Traffic.HUMAN) if counted else ~Q(traffic=Traffic.HUMAN))
         return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])
 
-    return Program.objects.filter(pk=program.pk).annotate(**{kind: latest(kind) for kind in KINDS}).values(*KINDS).get()
+    subqueries = {**{kind: latest(kind) for kind in KINDS}, UNCOUNTED_CLICK: latest(CLICK, counted=False)}
+    return Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
 
 
 def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
@@ -107,7 +117,13 @@ def readiness_counts(*, program: Program) -> ReadinessCounts:
     live, test = (totals := _event_totals(program))[False], totals[True]
     last = _last_live_times(program)
     return ReadinessCounts(
-        clicks={"live": live["clicks"], "test": test["clicks"], "last_live": last[CLICK]},
+        # Counted clicks only (the rollups count no other); last_uncounted: the latest live click that did not count.
+        clicks={
+            "live": live["clicks"],
+            "test": test["clicks"],
+            "last_live": last[CLICK],
+            "last_uncounted": last[UNCOUNTED_CLICK],
+        },
         # Test leads count whether settled or not, live ones only once settled.
         leads={
             "live": live["leads"],
@@ -157,6 +173,18 @@ def clicks_check(counts: ReadinessCounts, *, program: Program, base_url: str) ->
         detail = f"{counts.clicks['live']} click(s), last at {_iso(counts.clicks['last_live'])}"
         return Check("clicks_received", PASS, "Clicks received", detail)
     tag = tracker_script_tag(base_url=base_url, program_id=program.pk)
+    if counts.clicks["last_uncounted"]:
+        # Only bots, prefetches or duplicates came: the links are reached, but no visitor's click counted yet, so
+        # the check still fails (nothing they bring is attributed or counted) and says why.
+        return Check(
+            "clicks_received",
+            FAIL,
+            "Clicks received",
+            "No counted live click yet: only clicks the fraud rules did not count (bots, prefetches or "
+            f"duplicates), the latest at {_iso(counts.clicks['last_uncounted'])}",
+            f"Open a page of {program.domain} with ?aff=<code> in a normal browser window (with the tracker: {tag}); "
+            "crawlers, link previews and prefetches are recorded but never counted.",
+        )
     return Check(
         "clicks_received",
         FAIL,

@@ -254,6 +254,43 @@ class TestEvents:
         assert found["sales_attributed"][2] == "Payments on the connected Stripe account record sales automatically."
         assert found["stripe_connection"][:2] == ("pass", "Connected (acct_9); last event none yet")
 
+    @pytest.mark.parametrize("traffic", ["bot", "prefetch", "duplicate"])
+    def test_clicks_the_fraud_rules_did_not_count_are_not_clicks_arriving(self, program, traffic):
+        link = ReferralLinkFactory(program=program)
+        at = NOW - timedelta(minutes=5)
+        ClickEvent.objects.create(program=program, link=link, traffic=traffic, click_timestamp=at)
+
+        verdict = readiness_compute(program=program, base_url=BASE)
+
+        assert verdict["counts"]["clicks"] == 0 and verdict["last_event_at"]["click"] is None
+        status, detail, next_step = checks(verdict)["clicks_received"]
+        assert status == "fail"
+        assert detail == (
+            "No counted live click yet: only clicks the fraud rules did not count (bots, prefetches or "
+            f"duplicates), the latest at {at.isoformat()}"
+        )
+        assert next_step.startswith("Open a page of shop.example.com with ?aff=<code> in a normal browser window")
+        assert verdict["ready"] is False
+
+    def test_recent_bots_after_a_counted_click_leave_the_last_click_the_counted_one(self, program):
+        link = ReferralLinkFactory(program=program)
+        counted_at = NOW - timedelta(days=2)
+        ClickEvent.objects.create(program=program, link=link, click_timestamp=counted_at)
+        for minutes in (1, 2, 3):
+            ClickEvent.objects.create(
+                program=program, link=link, traffic="bot", click_timestamp=NOW - timedelta(minutes=minutes)
+            )
+
+        verdict = readiness_compute(program=program)
+
+        assert verdict["counts"]["clicks"] == 1
+        assert verdict["last_event_at"]["click"] == counted_at.isoformat()
+        assert checks(verdict)["clicks_received"][:2] == ("pass", f"1 click(s), last at {counted_at.isoformat()}")
+
+    def test_a_paid_ad_click_is_flagged_but_counted(self, program):
+        ClickEvent.objects.create(program=program, link=ReferralLinkFactory(program=program), flags=["paid_ads"])
+        assert checks(readiness_compute(program=program))["clicks_received"][0] == "pass"
+
     def test_other_programs_events_are_not_counted(self, program):
         ready_program(ProgramFactory())
         assert readiness_compute(program=program)["counts"]["clicks"] == 0
@@ -290,7 +327,8 @@ def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
         ready_program(ProgramFactory())
     # 1 links (total and enrolled), 2 the rollup watermarks, 3 the rollup sums per test flag, 4-6 the clicks,
     # leads and sales above the watermarks, 7 the watermarks again (no run committed meanwhile), 8 the latest
-    # live click, lead and sale, 9 the live key, 10 the latest Stripe event: the same ten however many events.
+    # live (counted) click, lead and sale and the latest uncounted click, 9 the live key, 10 the latest Stripe
+    # event: the same ten however many events.
     # The mistakes' detectors count their own queries (tests/tracking/test_diagnosis_*.py).
     with mock.patch("tracking.readiness.mistakes_find", return_value=[]):
         with django_assert_num_queries(10):
