@@ -38,6 +38,7 @@ from commissions.selectors import payable_cents
 from programs.models import Partner, PartnerProgram, ReferralLink
 
 from .models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
+from .quality import racing_duplicates_mark
 
 CLICK, LEAD, SALE = "click", "lead", "sale"
 KINDS = (CLICK, LEAD, SALE)
@@ -198,6 +199,8 @@ def _fold_new(kind: str, state: RollupState, *, settled_before: datetime) -> tup
     # An id below `end` whose event is not settled yet is folded in now all the same: its transaction began
     # before a settled one's id was taken, and the settle time covers how long such a transaction may run.
     events = model.objects.filter(id__gt=start, id__lte=end)
+    if kind == CLICK:
+        racing_duplicates_mark(after_id=start, up_to_id=end)
     rows = kind_grouped(kind, events)
     _rollup_add(kind, rows)
     if kind == CLICK:
