@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
 from commissions.models import Commission, CommissionReview
+from fraud.rules import Traffic
 from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, PartnerProgram, Program
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
@@ -28,6 +29,8 @@ EVENT_TYPES = ("click", "lead", "conversion")
 EVENTS_CAP_FACTOR = 3
 # Newest first; equal times list the later funnel step first, then the higher id.
 _TYPE_RANK = {"conversion": 2, "lead": 1, "click": 0}
+# Clicks that count in metrics (fraud.rules.Traffic.HUMAN): duplicates, bots and prefetches are listed, not counted.
+COUNTED_CLICKS = Q(traffic=Traffic.HUMAN)
 # The sources report reads at most this many of the range's newest live clicks (see click_sources_get).
 SOURCES_CLICK_LIMIT = 10_000
 SOURCES_TOP = 20
@@ -57,14 +60,15 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
         .first()
     )
 
-    def latest(model, time_field: str) -> Subquery:
-        rows = model.objects.filter(program=OuterRef("pk"), is_test=False).order_by(f"-{time_field}")
+    def latest(model, time_field: str, *counted: Q) -> Subquery:
+        rows = model.objects.filter(*counted, program=OuterRef("pk"), is_test=False).order_by(f"-{time_field}")
         return Subquery(rows.values(time_field)[:1])
 
     last = (
         Program.objects.filter(pk=program.pk)
         .annotate(
-            last_click=latest(ClickEvent, "click_timestamp"),
+            # A counted click: a crawler or a prefetch hitting a link is not tracking at work (tracking.readiness).
+            last_click=latest(ClickEvent, "click_timestamp", COUNTED_CLICKS),
             last_lead=latest(LeadEvent, "lead_timestamp"),
             last_sale=latest(SaleEvent, "sale_date"),
         )
@@ -374,7 +378,7 @@ def click_sources_get(*, program: Program, date_from: date, date_to: date, limit
     limit = limit or SOURCES_CLICK_LIMIT
     window = TimeBounds(start=day_start(date_from), end=day_start(date_to + timedelta(days=1)), end_exclusive=True)
     rows = list(
-        ClickEvent.objects.filter(Q(program=program, is_test=False) & window.q("click_timestamp"))
+        ClickEvent.objects.filter(Q(program=program, is_test=False) & COUNTED_CLICKS & window.q("click_timestamp"))
         .order_by("-click_timestamp", "-id")
         .values_list("referrer_url", "page_url")[: limit + 1]
     )

@@ -74,7 +74,7 @@ def _last_live_times(program: Program) -> dict[str, datetime | None]:
     def latest(kind: str, *, counted: bool = True) -> Subquery:
         events = KIND_MODELS[kind].objects.filter(program=OuterRef("pk"), is_test=False)
         if kind == LEAD:
-            events = events.filter(provisional=False)
+            events = events.filter(**{"provisional": False})
         if kind == CLICK:
             events = events.filter(Q(traffic=Traffic.HUMAN) if counted else ~Q(traffic=Traffic.HUMAN))
         return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])

@@ -19,9 +19,27 @@ URL = "/api/v1/programs/me/analytics/sources"
 NOW = datetime(2025, 7, 31, 18, 0, tzinfo=UTC)
 
 
-def clicks(program, n: int, *, referrer: str = "", page: str = "", when: datetime = NOW, is_test: bool = False):
+def clicks(
+    program,
+    n: int,
+    *,
+    referrer: str = "",
+    page: str = "",
+    when: datetime = NOW,
+    is_test: bool = False,
+    traffic: str = "",
+    flags: list[str] | None = None,
+):
     ClickEvent.objects.bulk_create(
-        ClickEvent(program=program, referrer_url=referrer, page_url=page, click_timestamp=when, is_test=is_test)
+        ClickEvent(
+            program=program,
+            referrer_url=referrer,
+            page_url=page,
+            click_timestamp=when,
+            is_test=is_test,
+            traffic=traffic,
+            flags=flags or [],
+        )
         for _ in range(n)
     )
 
@@ -55,6 +73,24 @@ def test_it_ranks_referrer_domains_and_utm_sources(api_client, program):
     }
     assert response["X-Request-ID"] == "sources-req-01"
     assert response["X-RateLimit-Limit"] == "30"
+
+
+def test_only_counted_clicks_count_flagged_ones_do(api_client, program):
+    clicks(program, 2, referrer="https://people.example/")
+    for traffic in ("duplicate", "bot", "prefetch"):
+        clicks(
+            program, 3, referrer="https://crawler.example/", page="https://shop.test/?utm_source=bots", traffic=traffic
+        )
+    clicks(program, 1, referrer="https://ads.example/", flags=["paid_ads"])  # flagged, still counted
+
+    data = api_client.get(URL, **bearer(program.raw_api_key)).json()["data"]
+
+    assert data["referrer_domains"] == [
+        {"domain": "people.example", "clicks": 2},
+        {"domain": "ads.example", "clicks": 1},
+    ]
+    assert data["utm_sources"] == [{"utm_source": "(none)", "clicks": 3}]
+    assert data["sample"]["clicks"] == 3
 
 
 def test_the_range_is_inclusive_utc_days(api_client, program):

@@ -84,6 +84,14 @@ def test_it_answers_the_program_role_actions_and_latest_events(sign_in, program)
     assert program.raw_api_key not in response.content.decode()
 
 
+def test_the_latest_click_is_the_latest_counted_one(owner, program):
+    ClickEvent.objects.create(program=program, click_id="c1", click_timestamp=T0)
+    for n, traffic in enumerate(("duplicate", "bot", "prefetch"), start=1):
+        ClickEvent.objects.create(program=program, click_id=f"u{n}", click_timestamp=T0 + timedelta(n), traffic=traffic)
+
+    assert status(owner, program).json()["data"]["last_event_at"]["click"] == T0.isoformat()
+
+
 def test_a_whole_rate_is_an_integer(sign_in):
     program = ProgramFactory(commission_rate=Decimal("20"))
     rate = status(sign_in(program), program).json()["data"]["program"]["commission_rate"]
