@@ -133,6 +133,7 @@ def program_review(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             owner_hold=selectors.OWNER_HOLD,
             click_kinds=CLICK_KINDS.items(),
             visitor_shown=VISITOR_SHOWN,
+            decisions_shown=DECISIONS_SHOWN,
         ),
     )
 
