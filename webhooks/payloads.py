@@ -59,6 +59,10 @@ def commission_data(commission: Any) -> dict[str, Any]:
         "refund_reason": commission.refund_reason,
         "voided": commission.voided_at is not None,
         "void_reason": commission.void_reason,
+        # A fraud rule's (or an owner's) hold: nothing is credited while held.
+        "held": commission.held_at is not None,
+        "hold_rule": commission.hold_rule,
+        "flags": list(commission.flags),
         "created_at": utc_text(commission.created_at),
     }
 
@@ -133,6 +137,9 @@ EXAMPLE_DATA: dict[str, dict[str, Any]] = {
             "refund_reason": "requested_by_customer" if status in ("refunded", "reversed") else "",
             "voided": False,
             "void_reason": "",
+            "held": False,
+            "hold_rule": "",
+            "flags": [],
             "created_at": "2026-01-01T00:00:00Z",
         }
         for kind, status in (
