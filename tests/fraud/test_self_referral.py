@@ -108,6 +108,14 @@ class TestHeld:
         assert balance(partner) == 0
         assert_ledger_consistent(partner)
 
+    def test_a_partner_who_changes_email_is_judged_on_the_new_one(self, api_client, link, partner):
+        partner.email = "pat@newco.com"
+        partner.save()
+        commission = commission_of(referred_sale(api_client, link, email="pat@partnerco.com"))
+        assert (commission.flags, commission.held_at) == ([], None)
+        second = commission_of(referred_sale(api_client, link, email="x@newco.com", key="u2", transaction_id="t2"))
+        assert second.hold_rule == SELF
+
     def test_with_the_rule_off_the_sale_pays_normally(self, api_client, program, link, partner):
         rule_update(program_id=program.pk, rule=Rule.SELF_REFERRAL, enabled=False)
         commission = commission_of(referred_sale(api_client, link, email="pat@partnerco.com"))
