@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from commissions.services import CommissionActionRefused, commission_release, commission_void, partner_balance
+from fraud.config import rule_update
 from fraud.rules import Rule
 from tests.helpers import run_together
 
@@ -97,4 +98,21 @@ def test_concurrent_self_referred_sales_never_credit(instant, link, partner):
     assert not LedgerEntry.objects.filter(kind=LedgerEntry.Kind.CREDIT).exists()
     assert CommissionReview.objects.filter(action=CommissionReview.Action.HELD, actor="rule").count() == 8
     assert partner_balance(partner_id=partner.pk, currency="USD") == 0
+    assert_ledger_consistent(partner)
+
+
+def test_concurrent_sales_over_the_velocity_threshold_are_all_held(program, link, partner):
+    rule_update(program_id=program.pk, rule=Rule.SALE_VELOCITY, enabled=True, threshold=2)
+    click_id = click_id_of(click(APIClient(), link))
+    first = commission_of(sale(APIClient(), program, click_id=click_id, transaction_id="first"))
+
+    def buy(n: int) -> int:
+        return sale(APIClient(), program, click_id=click_id, transaction_id=f"txn_{n}").status_code
+
+    assert run_together(6, buy) == [200] * 6
+    # Each sale is stored before it is judged, so at most one of the six (the first stored) can see only itself
+    # and the first sale: at least five are held, as many as one after the other.
+    held = Commission.objects.filter(hold_rule=Rule.SALE_VELOCITY)
+    assert held.count() >= 5
+    assert not held.filter(pk=first.pk).exists()
     assert_ledger_consistent(partner)

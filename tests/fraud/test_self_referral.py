@@ -249,6 +249,15 @@ class TestVoid:
         assert balance(partner) == 0
         assert_ledger_consistent(partner)
 
+    def test_approving_a_rule_held_commission_over_the_agent_api_is_refused(self, api_client, program, link, partner):
+        commission = held_sale(api_client, link)
+        agent = agent_for(program.workspace, scopes=("commissions:write",))
+        response = agent.client.post(f"/api/agent/v1/commissions/{commission.pk}/approve", {}, format="json")
+        assert response.status_code == 409
+        commission.refresh_from_db()
+        assert (commission.held_at is not None, commission.credited) == (True, False)
+        assert balance(partner) == 0
+
     def test_releasing_a_voided_commission_is_refused_over_the_agent_api(self, api_client, program, link, partner):
         commission = held_sale(api_client, link)
         commission_void(commission_id=commission.pk, reason="no", actor="user:owner")
