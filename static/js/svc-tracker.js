@@ -25,6 +25,11 @@
     return match ? decodeURIComponent(match[1]) : null;
   }
 
+  // Nothing is sent while the page is prerendered, unseen.
+  var shown = new Promise(function (done) {
+    document.prerendering ? document.addEventListener("prerenderingchange", done) : done();
+  });
+
   // POSTs answer their JSON, errors too; a failed GET answers {}.
   function call(path, body, keepalive) {
     var init = { credentials: "omit", keepalive: !!keepalive };
@@ -33,7 +38,7 @@
       init.headers = { "Content-Type": "application/json" };
       init.body = JSON.stringify(body);
     }
-    return fetch(apiBase + path, init).then(function (response) {
+    return shown.then(function () { return fetch(apiBase + path, init); }).then(function (response) {
       return response.json().then(function (json) { return response.ok || body ? json : {}; });
     });
   }

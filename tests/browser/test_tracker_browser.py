@@ -238,3 +238,48 @@ def test_the_page_cannot_reach_any_other_host(tab, site, program):
     tab.page.goto(site("third-party.html", body=body))
     tab.page.evaluate("window.svc.ready")
     assert tab.blocked == ["https://example.com/pixel.png"]
+
+
+# Chromium prerenders a page (Speculation Rules) with document.prerendering true until the visitor is shown it,
+# then fires prerenderingchange. The page here simulates that before the tracker runs: the property reads a flag
+# the test clears when it "activates" the page.
+PRERENDERING = """
+window.__svcPrerendering = true;
+Object.defineProperty(document, "prerendering", {
+  configurable: true,
+  get: function () { return window.__svcPrerendering; },
+});
+"""
+ACTIVATE = "window.__svcPrerendering = false; document.dispatchEvent(new Event('prerenderingchange'));"
+
+
+def test_a_normal_page_load_records_one_counted_click(tab, site, link):
+    tab.page.goto(site("counted.html") + "?aff=summer")
+    click_id = tab.page.evaluate("window.svc.ready")
+
+    event = ClickEvent.objects.get()
+    assert event.click_id == click_id
+    assert (event.traffic, event.flags) == ("", [])  # a person's click: counted, not flagged
+    assert event.customer == Customer.objects.get(click_id=click_id)
+    assert tab.page.evaluate("document.prerendering") is False
+
+
+def test_a_prerendered_page_sends_nothing_until_it_is_shown(tab, site, link):
+    tab.page.add_init_script(PRERENDERING)
+    tab.page.goto(site("prerendered.html") + "?aff=summer")
+    assert tab.page.evaluate("document.prerendering") is True
+    # The tracker ran (window.svc is there) but called nothing while the page was not shown.
+    wait_for(tab, lambda: tab.page.evaluate("!!(window.svc && window.svc.ready)"))
+    tab.page.wait_for_timeout(500)
+    assert [r for r in tab.requests if "/api/v1/" in r] == []
+    assert not ClickEvent.objects.exists() and not PageVisit.objects.exists()
+    assert click_cookie(tab) is None
+
+    tab.page.evaluate(ACTIVATE)
+    click_id = tab.page.evaluate("window.svc.ready")
+
+    event = ClickEvent.objects.get()
+    assert (event.click_id, event.traffic) == (click_id, "")
+    assert click_cookie(tab)["value"] == click_id
+    wait_for(tab, lambda: PageVisit.objects.exists())
+    assert PageVisit.objects.get().click_id == click_id
