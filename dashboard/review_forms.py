@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 
 from fraud.config import RuleConfig
-from fraud.rules import SPECS
+from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE
 from fraud.rules import Action as RuleAction
 
 from . import messages
@@ -34,7 +34,8 @@ class RuleForm(forms.Form):
 
     enabled = forms.BooleanField(required=False)
     action = forms.ChoiceField(
-        choices=RuleAction.choices, error_messages={"invalid_choice": messages.RULE_ACTION_INVALID}
+        choices=[(RuleAction.FLAG, "Flag only"), (RuleAction.HOLD, "Flag and hold")],
+        error_messages={"invalid_choice": messages.RULE_ACTION_INVALID},
     )
     threshold = forms.IntegerField(
         error_messages={"required": messages.RULE_THRESHOLD_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID}
@@ -54,6 +55,8 @@ class RuleForm(forms.Form):
         self.rule = rule
         self.spec = SPECS[rule]
         self.config = config
+        # The service's bounds, for the browser to help with; rule_update is the rule (and its message).
+        self.threshold_range, self.window_range = THRESHOLD_RANGE, WINDOW_RANGE
         if self.spec.threshold is None:
             del self.fields["threshold"]
         if self.spec.window_minutes is None:

@@ -16,6 +16,8 @@ PAGES = [
     "/programs/{id}/key",
     "/programs/{id}/partners",
     "/programs/{id}/commissions",
+    "/programs/{id}/review",
+    "/programs/{id}/review/rules",
 ]
 
 
