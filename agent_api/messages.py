@@ -72,6 +72,8 @@ CODE_SHORT_LINK_TAKEN = "short_link_taken"
 BODY_NOT_OBJECT = "Request body must be a JSON object"
 VOID_REASON_INVALID = "reason is required: a non-empty string of at most 500 characters"
 HOLD_REASON_INVALID = "reason must be a string of at most 500 characters"
+HELD_FILTER_INVALID = "held must be true or false"
+RULE_FILTER_INVALID = "{field} must be one of: {known}"
 CODE_COMMISSION_STATE = "commission_state"
 WITHDRAWAL_NOT_FOUND = "Withdrawal not found"
 WITHDRAWAL_NOT_OPEN = "Only an open withdrawal can be marked paid; this one is {status}"
@@ -94,3 +96,12 @@ WEBHOOK_LIMITED_KEY_NEEDS_PROGRAM = (
 WEBHOOK_SINCE_INVALID = "since is required: an ISO 8601 date or date-time"
 WEBHOOK_UNTIL_INVALID = "until is required: an ISO 8601 date or date-time"
 CODE_WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint_disabled"
+
+# Fraud rules of a program (programs:read / programs:write) and its flagged clicks (events:read). What the rules
+# refuse (a threshold out of range, a rule without a window) is said in core.messages (FRAUD_RULE_*).
+FRAUD_RULE_NOT_FOUND = "No fraud rule named {rule}; the rules are: {known}"
+FRAUD_RULE_UNKNOWN_FIELDS = "Unknown field(s): {fields}. Send enabled, action, threshold or window_minutes"
+FRAUD_RULE_PATCH_EMPTY = "Send enabled, action, threshold or window_minutes to change"
+FRAUD_RULE_ENABLED_INVALID = "enabled must be true or false"
+FRAUD_RULE_NUMBER_INVALID = "{field} must be a whole number"
+FLAGGED_KIND_INVALID = "kind must be one of: {known}"

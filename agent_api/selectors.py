@@ -1,14 +1,16 @@
 """What an agent key may see: the programs of its workspace, or only those it is limited to, the partners of
-the workspace, or only those enrolled in one of its programs, and the webhook endpoints (with their deliveries)
-and webhook events that belong to what it sees."""
+the workspace, or only those enrolled in one of its programs, the webhook endpoints (with their deliveries)
+and webhook events that belong to what it sees, and what the fraud rules found in a program it sees."""
 
 from typing import TypeVar
 
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Q, QuerySet
 
+from commissions.models import Commission, CommissionReview
 from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, Program, ReferralLink
+from tracking.models import ClickEvent
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from . import messages
@@ -97,3 +99,15 @@ def agent_webhook_attempts(delivery: WebhookDelivery) -> QuerySet[WebhookAttempt
 def agent_webhook_events(key: AgentKey) -> QuerySet[WebhookEvent]:
     """The webhook events of the programs the key may see (real and `svc trigger` ones)."""
     return WebhookEvent.objects.filter(program__in=agent_programs(key))
+
+
+def commission_reviews(commission: Commission) -> QuerySet[CommissionReview]:
+    """The decisions on a commission's hold, oldest first."""
+    return CommissionReview.objects.filter(commission=commission).order_by("created_at", "pk")
+
+
+def program_flagged_clicks(program: Program) -> QuerySet[ClickEvent]:
+    """The clicks of a program the fraud rules marked (not counted, or flagged), each with its link. The
+    condition is that of the partial index click_program_flagged, so a page is a scan of that index only."""
+    marked = ~Q(traffic="") | ~Q(flags=[])
+    return ClickEvent.objects.filter(marked, program=program).select_related("link")

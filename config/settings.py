@@ -273,6 +273,12 @@ SPECTACULAR_SETTINGS = {
         "LeadAuthEnum": "programs.models.LeadAuth",
         # The one-value discriminators of the agent events list and the attribution explanation.
         "SaleKindEnum": [("sale", "sale")],
+        # Fraud rules: one name per choice set wherever a field takes it (rule, hold_rule, flagged, flags).
+        "FraudRuleEnum": "fraud.rules.Rule",
+        "FraudActionEnum": "fraud.rules.Action",
+        "ClickTrafficEnum": "fraud.rules.Traffic",
+        "CommissionReviewActionEnum": "commissions.models.CommissionReview.Action",
+        "FlaggedClickKindEnum": [(kind, kind) for kind in ("duplicate", "bot", "prefetch", "paid_ads")],
     },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from commissions.approval import CommissionNotApprovable, commission_approve_early
-from commissions.models import Commission, CommissionStatus, LedgerEntry, NotificationOutbox
+from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry, NotificationOutbox
 from commissions.selectors import commission_ledger, commission_refund_steps, commissions_with_money
 from commissions.services import CommissionActionRefused, commission_hold, commission_release, commission_void
 from core import messages as core_messages
@@ -22,10 +22,11 @@ from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError, NotFoundError
 from core.ids import MAX_BIGINT, id_parse
 from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
+from fraud.rules import Rule
 from programs.models import AgentKey
 
 from .. import messages
-from ..selectors import agent_program_get, agent_programs, visible_get
+from ..selectors import agent_program_get, agent_programs, commission_reviews, visible_get
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of
@@ -35,6 +36,18 @@ if TYPE_CHECKING:
     from commissions.selectors import CommissionWithMoney
 
 COMMISSION_ID = OpenApiParameter("commission_id", int, OpenApiParameter.PATH, description="Commission id")
+RULES = ", ".join(Rule.values)
+
+
+def _rule_choice(field: str, help_text: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=Rule.choices,
+        required=False,
+        error_messages={"invalid_choice": messages.RULE_FILTER_INVALID.format(field=field, known=RULES)},
+        help_text=help_text,
+    )
+
+
 NEXT_CURSOR = serializers.CharField(allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last")
 
 
@@ -71,6 +84,14 @@ class CommissionsQuerySerializer(PageQuerySerializer):
         required=False,
         help_text="Created at or before this time (a date means up to the end of that UTC day)",
     )
+    held = serializers.ChoiceField(
+        choices=("true", "false"),
+        required=False,
+        error_messages={"invalid_choice": messages.HELD_FILTER_INVALID},
+        help_text="true: only commissions on hold (by a rule or an owner); false: only those not on hold",
+    )
+    hold_rule = _rule_choice("hold_rule", f"Only commissions a fraud rule holds now ({RULES})")
+    flagged = _rule_choice("flagged", "Only commissions whose sale this fraud rule flagged (held or not)")
 
 
 COMMISSION_FIELDS: dict[str, serializers.Field] = {
@@ -103,6 +124,22 @@ COMMISSION_FIELDS: dict[str, serializers.Field] = {
     "hold_reason": serializers.CharField(help_text="Why it is on hold (empty when none was given or not held)"),
     "voided_at": serializers.DateTimeField(allow_null=True, help_text="When the owner voided it; null if not"),
     "void_reason": serializers.CharField(help_text="Why it was voided (empty unless voided)"),
+    "flags": serializers.ListField(
+        child=serializers.ChoiceField(choices=Rule.choices),
+        help_text="The fraud rules that fired on its sale (whether or not they hold it)",
+    ),
+    "hold_rule": serializers.CharField(
+        help_text="The fraud rule that holds it; empty when an owner held it or it is not on hold"
+    ),
+}
+REVIEW_FIELDS: dict[str, serializers.Field] = {
+    "action": serializers.ChoiceField(choices=CommissionReview.Action.choices),
+    "rule": serializers.CharField(help_text="The fraud rule behind the hold; empty for an owner's decision"),
+    "reason": serializers.CharField(),
+    "actor": serializers.CharField(
+        help_text='Who decided: "rule", "user:<username>", "agent key <masked>" or "admin:<username>"'
+    ),
+    "created_at": serializers.DateTimeField(),
 }
 LEDGER_ENTRY_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
@@ -155,6 +192,7 @@ COMMISSION_OK = inline_serializer(
                 **COMMISSION_FIELDS,
                 "ledger": inline_serializer("AgentLedgerEntry", fields=LEDGER_ENTRY_FIELDS, many=True),
                 "refunds": inline_serializer("AgentCommissionRefunds", fields=REFUNDS_FIELDS),
+                "reviews": inline_serializer("AgentCommissionReview", fields=REVIEW_FIELDS, many=True),
             },
         )
     },
@@ -189,6 +227,18 @@ def commission_out(commission: "CommissionWithMoney") -> dict[str, Any]:
         "hold_reason": commission.hold_reason,
         "voided_at": commission.voided_at.isoformat() if commission.voided_at else None,
         "void_reason": commission.void_reason,
+        "flags": list(commission.flags),
+        "hold_rule": commission.hold_rule,
+    }
+
+
+def review_out(review: CommissionReview) -> dict[str, Any]:
+    return {
+        "action": review.action,
+        "rule": review.rule,
+        "reason": review.reason,
+        "actor": review.actor,
+        "created_at": review.created_at.isoformat(),
     }
 
 
@@ -247,6 +297,13 @@ class AgentCommissionsListApi(AgentApi):
             commissions = commissions.filter(partner_id=query["partner_id"])
         if "status" in query:
             commissions = commissions.filter(status=query["status"])
+        if "held" in query:
+            commissions = commissions.filter(held_at__isnull=query["held"] == "false")
+        if "hold_rule" in query:
+            commissions = commissions.filter(hold_rule=query["hold_rule"])
+        if "flagged" in query:
+            # The JSON text holds each rule quoted: a lookup every database runs, and no rule name contains another.
+            commissions = commissions.filter(flags__icontains=f'"{query["flagged"]}"')
         commissions = created_between(commissions, query.get("created_since"), query.get("created_until"))
         rows, next_cursor = page_of(commissions, query=query)
         return Response({"data": [commission_out(row) for row in rows], "next_cursor": next_cursor})
@@ -256,12 +313,13 @@ class AgentCommissionGetApi(AgentApi):
     required_scopes = {"GET": "commissions:read"}
 
     @extend_schema(
-        summary="One commission with its ledger entries and refund history",
+        summary="One commission with its ledger entries, refund history and hold decisions",
         description="`ledger`: the commission's entries in the partner ledger, oldest first (its credit when "
         "approved, a clawback per refund after that). `refunds`: what the stored refund bookkeeping holds: the "
         "count, how much of the sale was refunded and the commission's share of it, the refund ids and id-less "
         "amounts applied, and one step per refund applied (its reason, whether it reversed the commission or hit "
-        "one already paid out).",
+        "one already paid out). `reviews`: every decision on its hold, oldest first (held by a rule or an owner, "
+        "released, voided), with who decided and why.",
         parameters=[COMMISSION_ID],
         responses={200: COMMISSION_OK, **s.errors(404)},
     )
@@ -278,6 +336,7 @@ class AgentCommissionGetApi(AgentApi):
                 "anonymous_amounts_cents": list(commission.applied_anonymous_amounts),
                 "steps": [refund_step_out(step) for step in commission_refund_steps(commission_id=commission.pk)],
             },
+            "reviews": [review_out(review) for review in commission_reviews(commission)],
         }
         return Response({"data": data})
 
@@ -304,18 +363,28 @@ class CommissionVoidSerializer(serializers.Serializer):
     )
 
 
-class CommissionHoldSerializer(serializers.Serializer):
-    reason = StrictCharField(
+def _optional_reason(help_text: str) -> StrictCharField:
+    return StrictCharField(
         required=False,
         allow_null=True,
         allow_blank=True,
         max_length=REASON_LIMIT,
-        help_text="Why it is held (at most 500 characters); holding a held commission again replaces the reason",
+        help_text=help_text,
         error_messages={
             key: messages.HOLD_REASON_INVALID
             for key in ("invalid", "max_length", "null_characters_not_allowed", "surrogate_characters_not_allowed")
         },
     )
+
+
+class CommissionHoldSerializer(serializers.Serializer):
+    reason = _optional_reason(
+        "Why it is held (at most 500 characters); holding a held commission again replaces the reason"
+    )
+
+
+class CommissionReleaseSerializer(serializers.Serializer):
+    reason = _optional_reason("Why it is released (at most 500 characters); kept in its review entry")
 
 
 def _body(serializer_class: type[serializers.Serializer], request) -> dict[str, Any]:
@@ -418,15 +487,22 @@ class AgentCommissionHoldApi(CommissionActionApi):
 
 class AgentCommissionReleaseApi(CommissionActionApi):
     @extend_schema(
-        summary="Release a commission from hold: it is approved by the next run once its hold period has ended",
-        description="A commission that is not on hold is refused (409 commission_state).",
+        summary="Release a commission from hold: credited at once if its hold period has ended, else when it ends",
+        description="A pending commission whose hold period has ended is approved and credited to the partner in "
+        "the same request (`status` approved); one still in its hold period is approved by the hold job when it "
+        "ends. Whether an owner or a fraud rule held it, the release is recorded in its `reviews` with the reason "
+        "given. A commission that is not on hold is refused (409 commission_state).",
         parameters=[COMMISSION_ID],
-        request=None,
+        request=CommissionReleaseSerializer,
         responses={200: COMMISSION_ACTION_OK, **s.errors(400, 404), 409: STATE_CONFLICT},
     )
     def post(self, request, commission_id: str):
+        reason = _body(CommissionReleaseSerializer, request).get("reason") or ""
         return self.act(
-            request, commission_id, "release", lambda pk: commission_release(commission_id=pk, actor=self.actor)
+            request,
+            commission_id,
+            "release",
+            lambda pk: commission_release(commission_id=pk, actor=self.actor, reason=reason),
         )
 
 

@@ -15,6 +15,7 @@ from core.api.fields import spec_messages
 from core.ids import MAX_BIGINT
 from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from dashboard.selectors import TimeBounds, iso
+from fraud.rules import Traffic
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
 from tracking.services.tracker import UTM_FIELDS, utm_params_of
 
@@ -93,6 +94,8 @@ def _click_item(click: ClickEvent) -> dict[str, Any]:
         **utm_params_of(click.page_url),
         "geo_country": click.geo_country,
         "device_type": click.device_type,
+        "traffic": click.traffic,
+        "flags": list(click.flags),
         "is_test": click.is_test,
         "created_at": iso(click.created_at),
     }
@@ -166,6 +169,13 @@ CLICK = inline_serializer(
         **{name: serializers.CharField(help_text="Read from page_url; empty if absent") for name in UTM_FIELDS},
         "geo_country": serializers.CharField(help_text="ISO 3166 alpha-2; empty if unknown"),
         "device_type": serializers.CharField(),
+        "traffic": serializers.ChoiceField(
+            choices=Traffic.choices,
+            help_text="empty: counted; duplicate, bot or prefetch: recorded by the fraud rules, not counted",
+        ),
+        "flags": serializers.ListField(
+            child=serializers.CharField(), help_text='The click rules that flagged it (["paid_ads"]); empty if none'
+        ),
     },
 )
 LEAD = inline_serializer(

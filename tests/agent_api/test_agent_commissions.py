@@ -1,5 +1,6 @@
 """GET /api/agent/v1/commissions and /commissions/:id: what a key may see, filters, money from the selector,
-the refund history, cursor pagination."""
+the refund history, cursor pagination; what the fraud rules flagged and held, the decisions on a hold, and a
+release with its reason."""
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -8,10 +9,11 @@ import pytest
 from django.utils import timezone
 
 from agent_api import messages
+from agent_api.models import AgentAuditEntry
 from commissions.approval import commission_approve
-from commissions.models import Commission, CommissionStatus
-from commissions.services import refund_apply
-from programs.models import Partner, Program
+from commissions.models import Commission, CommissionReview, CommissionStatus
+from commissions.services import commission_hold, partner_balance, refund_apply
+from programs.models import AgentKey, Partner, Program
 from tests.agent_api.conftest import agent_for
 from tests.factories import CommissionFactory, ProgramFactory, ReferralLinkFactory, WorkspaceFactory
 from tests.helpers import platform_error
@@ -79,6 +81,8 @@ class TestList:
             "hold_reason": "",
             "voided_at": None,
             "void_reason": "",
+            "flags": [],
+            "hold_rule": "",
         }
 
     def test_a_credited_commission_partly_refunded_pays_the_rest(self, agent, program):
@@ -240,3 +244,178 @@ def test_a_time_filter_compares_instants_across_offsets(agent, program):
     made = commission_in(program, created_at=at)
     since = (at - timedelta(minutes=30)).astimezone(timezone.get_fixed_timezone(120)).isoformat()  # 13:30+02:00
     assert ids(agent.get(COMMISSIONS, {"created_since": since})) == [made.pk]
+
+
+# --- fraud rules: flags, holds and the decisions on them ----------------------------------------------------------
+
+RULES_KNOWN = "duplicate_click, bot, self_referral, paid_ads, sale_velocity, visitor_velocity"
+
+
+def rule_held(program: Program, rule: str, *flags: str, **fields: Any) -> Commission:
+    """A commission a rule held as the sale path leaves it: its flags, the rule, the reason and the review entry."""
+    commission = commission_in(
+        program, flags=[rule, *flags], hold_rule=rule, held_at=timezone.now(), hold_reason=f"{rule} fired", **fields
+    )
+    CommissionReview.objects.create(
+        commission=commission,
+        program=program,
+        action=CommissionReview.Action.HELD,
+        rule=rule,
+        reason=f"{rule} fired",
+        actor="rule",
+    )
+    return commission
+
+
+def release(agent, commission: Commission, body: Any = None, **headers):
+    return agent.client.post(f"{COMMISSIONS}/{commission.pk}/release", body or {}, format="json", **headers)
+
+
+class TestFraudRules:
+    def test_an_item_names_the_rules_that_flagged_its_sale_and_the_one_that_holds_it(self, agent, program):
+        held = rule_held(program, "self_referral", "paid_ads")
+        flagged = commission_in(program, flags=["paid_ads"])
+        by_id = {item["id"]: item for item in agent.get(COMMISSIONS).json()["data"]}
+        assert (by_id[held.pk]["flags"], by_id[held.pk]["hold_rule"]) == (
+            ["self_referral", "paid_ads"],
+            "self_referral",
+        )
+        assert by_id[held.pk]["hold_reason"] == "self_referral fired"
+        assert (by_id[flagged.pk]["flags"], by_id[flagged.pk]["hold_rule"], by_id[flagged.pk]["held_at"]) == (
+            ["paid_ads"],
+            "",
+            None,
+        )
+
+    def test_filters_by_hold_by_holding_rule_and_by_flag(self, agent, program):
+        by_rule = rule_held(program, "self_referral", "paid_ads")
+        by_owner = commission_in(program)
+        commission_hold(commission_id=by_owner.pk, reason="checking", actor="user:ann")
+        flagged = commission_in(program, flags=["sale_velocity"])
+        clean = commission_in(program)
+        assert ids(agent.get(COMMISSIONS, {"held": "true"})) == [by_owner.pk, by_rule.pk]
+        assert ids(agent.get(COMMISSIONS, {"held": "false"})) == [clean.pk, flagged.pk]
+        assert ids(agent.get(COMMISSIONS, {"hold_rule": "self_referral"})) == [by_rule.pk]
+        assert ids(agent.get(COMMISSIONS, {"hold_rule": "paid_ads"})) == []
+        assert ids(agent.get(COMMISSIONS, {"flagged": "paid_ads"})) == [by_rule.pk]
+        assert ids(agent.get(COMMISSIONS, {"flagged": "sale_velocity"})) == [flagged.pk]
+        assert ids(agent.get(COMMISSIONS, {"flagged": "sale_velocity", "held": "true"})) == []
+
+    def test_a_released_commission_no_longer_matches_its_rule_but_keeps_its_flags(self, agent, program):
+        commission = rule_held(program, "self_referral")
+        assert release(agent, commission).status_code == 200
+        assert ids(agent.get(COMMISSIONS, {"hold_rule": "self_referral"})) == []
+        assert ids(agent.get(COMMISSIONS, {"flagged": "self_referral", "held": "false"})) == [commission.pk]
+
+    @pytest.mark.parametrize(
+        ("params", "message"),
+        [
+            ({"held": "yes"}, messages.HELD_FILTER_INVALID),
+            ({"held": "1"}, messages.HELD_FILTER_INVALID),
+            ({"hold_rule": "captcha"}, messages.RULE_FILTER_INVALID.format(field="hold_rule", known=RULES_KNOWN)),
+            ({"flagged": "SELF_REFERRAL"}, messages.RULE_FILTER_INVALID.format(field="flagged", known=RULES_KNOWN)),
+            ({"flagged": '"bot"'}, messages.RULE_FILTER_INVALID.format(field="flagged", known=RULES_KNOWN)),
+        ],
+    )
+    def test_a_bad_fraud_filter_is_400_naming_it(self, agent, params, message):
+        response = agent.get(COMMISSIONS, params)
+        assert response.json() == platform_error(400, "BadRequestError", message, "invalid_request")
+
+    def test_the_filters_keep_a_page_at_the_same_queries(self, workspace, program, django_assert_num_queries):
+        for rule in ("self_referral", "paid_ads", "self_referral"):
+            rule_held(program, rule, "bot")
+        agent = agent_for(workspace)
+        agent.get(COMMISSIONS)  # the key's first use is recorded once
+        filters = {"held": "true", "hold_rule": "self_referral", "flagged": "bot", "limit": 1}
+        with django_assert_num_queries(3):
+            assert len(ids(agent.get(COMMISSIONS, filters))) == 1
+
+    def test_one_commission_carries_every_decision_on_its_hold_oldest_first(self, workspace, program):
+        agent = agent_for(workspace)
+        commission = rule_held(program, "self_referral", hold_until=timezone.now() + timedelta(days=3))
+        assert release(agent, commission, {"reason": "known customer"}).status_code == 200
+        held_again = agent.client.post(f"{COMMISSIONS}/{commission.pk}/hold", {"reason": "again"}, format="json")
+        assert held_again.status_code == 200
+        data = agent.get(f"{COMMISSIONS}/{commission.pk}").json()["data"]
+        actor = f"agent key {AgentKey.objects.get().masked}"
+        assert [{k: v for k, v in review.items() if k != "created_at"} for review in data["reviews"]] == [
+            {"action": "held", "rule": "self_referral", "reason": "self_referral fired", "actor": "rule"},
+            {"action": "released", "rule": "self_referral", "reason": "known customer", "actor": actor},
+            {"action": "held", "rule": "", "reason": "again", "actor": actor},
+        ]
+        assert (data["flags"], data["hold_rule"], data["hold_reason"]) == (["self_referral"], "", "again")
+        assert all(review["created_at"] for review in data["reviews"])
+
+    def test_a_commission_never_held_has_no_reviews(self, agent, program):
+        commission = commission_in(program)
+        assert agent.get(f"{COMMISSIONS}/{commission.pk}").json()["data"]["reviews"] == []
+
+    def test_the_detail_costs_the_same_queries_whatever_its_reviews(
+        self, workspace, program, django_assert_num_queries
+    ):
+        agent = agent_for(workspace)
+        few, many = rule_held(program, "self_referral"), rule_held(program, "paid_ads")
+        for n in range(4):
+            CommissionReview.objects.create(
+                commission=many, program=program, action="held", reason=str(n), actor="user:ann"
+            )
+        agent.get(f"{COMMISSIONS}/{few.pk}")  # the key's first use is recorded once
+        # the key, the programs it is limited to, the commission, its ledger, its refund steps, its reviews
+        for commission in (few, many):
+            with django_assert_num_queries(6):
+                assert agent.get(f"{COMMISSIONS}/{commission.pk}").status_code == 200
+
+
+class TestReleaseWithReason:
+    def test_a_due_held_commission_is_credited_at_once_with_the_reason_recorded(self, workspace, program):
+        agent = agent_for(workspace)
+        commission = rule_held(program, "self_referral", hold_until=timezone.now() - timedelta(minutes=1))
+        response = release(agent, commission, {"reason": "verified by phone"}, HTTP_IDEMPOTENCY_KEY="rel-1")
+        assert response.status_code == 200
+        data = response.json()["data"]
+        assert (data["status"], data["held_at"], data["hold_rule"], data["flags"]) == (
+            "approved",
+            None,
+            "",
+            ["self_referral"],
+        )
+        assert partner_balance(partner_id=commission.partner_id, currency="USD") == commission.amount_cents
+        review = CommissionReview.objects.filter(commission=commission).latest("pk")
+        assert (review.action, review.rule, review.reason) == ("released", "self_referral", "verified by phone")
+        entry = AgentAuditEntry.objects.get()
+        assert entry.before is not None and entry.after is not None
+        assert (entry.action, entry.before["hold_rule"], entry.after["status"]) == (
+            "commission.release",
+            "self_referral",
+            "approved",
+        )
+        replay = release(agent, commission, {"reason": "verified by phone"}, HTTP_IDEMPOTENCY_KEY="rel-1")
+        assert replay["Idempotent-Replayed"] == "true" and replay.json() == response.json()
+        assert CommissionReview.objects.filter(commission=commission, action="released").count() == 1
+
+    def test_a_commission_still_in_its_hold_period_waits_for_it(self, agent, program):
+        commission = rule_held(program, "paid_ads", hold_until=timezone.now() + timedelta(days=3))
+        data = release(agent, commission).json()["data"]
+        assert (data["status"], data["held_at"], data["approved_at"]) == ("pending", None, None)
+        assert CommissionReview.objects.filter(commission=commission).latest("pk").reason == ""
+
+    @pytest.mark.parametrize("body", [{"reason": 42}, {"reason": ["x"]}, {"reason": "x" * 501}])
+    def test_a_bad_reason_is_400_and_releases_nothing(self, agent, program, body):
+        commission = rule_held(program, "self_referral")
+        response = release(agent, commission, body)
+        assert response.json() == platform_error(
+            400, "BadRequestError", messages.HOLD_REASON_INVALID, messages.CODE_BAD_REQUEST
+        )
+        commission.refresh_from_db()
+        assert (commission.held_at is not None, commission.hold_rule) == (True, "self_referral")
+        assert CommissionReview.objects.filter(commission=commission).count() == 1
+        assert not AgentAuditEntry.objects.exists()
+
+    def test_the_openapi_description_says_a_due_release_credits_at_once(self, client):
+        schema = client.get("/api/schema/", {"format": "json"}).json()
+        operation = schema["paths"]["/api/agent/v1/commissions/{commission_id}/release"]["post"]
+        assert "credited at once" in operation["summary"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        assert set(schema["components"]["schemas"][body]["properties"]) == {"reason"}
+        parameters = {p["name"] for p in schema["paths"]["/api/agent/v1/commissions"]["get"]["parameters"]}
+        assert {"held", "hold_rule", "flagged"} <= parameters

@@ -147,6 +147,8 @@ class TestItems:
             "utm_campaign": "spring",
             "geo_country": "DE",
             "device_type": "mobile",
+            "traffic": "",
+            "flags": [],
             "is_test": False,
             "created_at": made.created_at.isoformat(),
         }
