@@ -33,6 +33,11 @@ COMMISSION_ID = {"type": "integer", "description": "Commission id"}
 PARTNER_ID = {"type": "integer", "description": "Partner id"}
 ENDPOINT_ID = {"type": "integer", "description": "Webhook endpoint id"}
 DELIVERY_ID = {"type": "integer", "description": "Webhook delivery id"}
+FRAUD_RULE = {
+    "type": "string",
+    "enum": ["duplicate_click", "bot", "self_referral", "paid_ads", "sale_velocity", "visitor_velocity"],
+    "description": "The fraud rule",
+}
 WEBHOOK_EVENT_TYPE = {
     "type": "string",
     "description": "lead.created, sale.created, commission.created, commission.approved, commission.refunded, "
@@ -51,7 +56,7 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
     "include_test_events": {"type": "boolean", "description": "true: test-mode events are sent to it too"},
 }
 # Tools that lose something for good: clients may ask before calling them.
-DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint"})
+DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint", "reset_fraud_rule"})
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,42 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             },
             required=("program_id",),
         ),
+        ToolSpec(
+            "list_fraud_rules",
+            "A program's fraud rules (duplicate clicks, bots, self-referral, paid ads, velocity): each one's "
+            "settings (enabled, flag or hold, threshold, window), whether they are the defaults, what it looks for.",
+            "GET",
+            "/programs/{program_id}/fraud-rules",
+            {"program_id": PROGRAM_ID},
+            required=("program_id",),
+        ),
+    ),
+    "programs:write": (
+        ToolSpec(
+            "update_fraud_rule",
+            "Change one fraud rule of a program (only the settings given): enabled, action (flag, or hold the "
+            "commission too), threshold and window_minutes (for the rules that have them). New clicks and sales "
+            "only.",
+            "PATCH",
+            "/programs/{program_id}/fraud-rules/{rule}",
+            {
+                "program_id": PROGRAM_ID,
+                "rule": FRAUD_RULE,
+                "enabled": {"type": "boolean", "description": "Whether the rule runs"},
+                "action": {"type": "string", "enum": ["flag", "hold"], "description": "flag, or hold too"},
+                "threshold": {"type": "integer", "minimum": 1, "description": "Velocity rules: fires above this"},
+                "window_minutes": {"type": "integer", "minimum": 1, "description": "The window counted back"},
+            },
+            required=("program_id", "rule"),
+        ),
+        ToolSpec(
+            "reset_fraud_rule",
+            "Put one fraud rule of a program back on its defaults (its own settings are dropped).",
+            "DELETE",
+            "/programs/{program_id}/fraud-rules/{rule}",
+            {"program_id": PROGRAM_ID, "rule": FRAUD_RULE},
+            required=("program_id", "rule"),
+        ),
     ),
     "events:read": (
         ToolSpec(
@@ -181,24 +222,44 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
                 "limit": LIMIT,
             },
         ),
+        ToolSpec(
+            "list_flagged_clicks",
+            "A program's clicks the fraud rules marked, newest first: duplicates, bots, prefetches (not counted) "
+            "and paid-ad clicks, with link, partner, device and country.",
+            "GET",
+            "/programs/{program_id}/flagged-clicks",
+            {
+                "program_id": PROGRAM_ID,
+                "kind": {"type": "string", "description": "duplicate, bot, prefetch or paid_ads"},
+                "partner_id": PARTNER_ID,
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+            required=("program_id",),
+        ),
     ),
     "commissions:read": (
         ToolSpec(
             "list_commissions",
-            "List commissions, newest first, with filters (program, partner, status).",
+            "List commissions, newest first, with filters (program, partner, status, on hold, held or flagged by "
+            "a fraud rule).",
             "GET",
             "/commissions",
             {
                 "program_id": PROGRAM_ID,
                 "partner_id": PARTNER_ID,
                 "status": {"type": "string", "description": "Only commissions in this state"},
+                "held": {"type": "boolean", "description": "true: only those on hold; false: only those not"},
+                "hold_rule": {"type": "string", "description": "Only those this fraud rule holds"},
+                "flagged": {"type": "string", "description": "Only those whose sale this fraud rule flagged"},
                 "cursor": CURSOR,
                 "limit": LIMIT,
             },
         ),
         ToolSpec(
             "get_commission",
-            "One commission with its refund history.",
+            "One commission with its ledger, refund history and hold decisions (who held, released or voided it, "
+            "and why).",
             "GET",
             "/commissions/{commission_id}",
             {"commission_id": COMMISSION_ID},
@@ -224,7 +285,11 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             "Place a commission on hold: it is not approved until released.",
             optional={"reason": {"type": "string", "maxLength": 500, "description": "Why it is held"}},
         ),
-        _commission_action("release", "Release a commission from hold."),
+        _commission_action(
+            "release",
+            "Release a commission from hold: credited at once if its hold period has ended, else when it ends.",
+            optional={"reason": {"type": "string", "maxLength": 500, "description": "Why it is released"}},
+        ),
     ),
     "payouts:read": (
         ToolSpec(

@@ -29,6 +29,7 @@ from tests.factories import (
     WorkspaceFactory,
 )
 from tests.served.conftest import Served, served  # noqa: F401  (the served-layer server, as a fixture here)
+from tracking.models import ClickEvent
 from webhooks.events import event_new
 from webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from webhooks.signing import secret_decrypt
@@ -533,3 +534,106 @@ def test_a_get_tool_takes_the_values_of_a_filter_the_route_declares_as_any_of():
         "type": "string",
         "description": "pending, succeeded or failed",
     }
+
+
+# --- fraud rules ----------------------------------------------------------------------------------------------------
+
+FRAUD_ROUTES = [
+    ("get", "/api/agent/v1/programs/{program_id}/fraud-rules", []),
+    ("patch", "/api/agent/v1/programs/{program_id}/fraud-rules/{rule}", []),
+    ("delete", "/api/agent/v1/programs/{program_id}/fraud-rules/{rule}", []),
+    ("get", "/api/agent/v1/programs/{program_id}/flagged-clicks", []),
+]
+
+
+def test_the_fraud_rule_tools_follow_the_program_and_event_scopes():
+    openapi = _openapi(*FRAUD_ROUTES)
+    assert set(tools_for(["programs:read"], openapi)) == READ_TOOLS | {"list_fraud_rules"}
+    assert set(tools_for(["programs:write"], openapi)) == READ_TOOLS | {
+        "list_fraud_rules",
+        "update_fraud_rule",
+        "reset_fraud_rule",
+    }
+    assert set(tools_for(["events:read"], openapi)) == {"whoami", "list_flagged_clicks"}
+    assert set(tools_for(["programs:write", "events:read"], None)) == READ_TOOLS  # a service without the routes
+
+    tools = tools_for(["programs:write", "events:read"], openapi)
+    assert tool_request(tools["update_fraud_rule"], {"program_id": 2, "rule": "paid_ads", "enabled": True}) == (
+        "/api/agent/v1/programs/2/fraud-rules/paid_ads",
+        None,
+        {"enabled": True},
+    )
+    assert tool_request(tools["reset_fraud_rule"], {"program_id": 2, "rule": "bot"}) == (
+        "/api/agent/v1/programs/2/fraud-rules/bot",
+        None,
+        {},
+    )
+    assert tool_request(tools["list_flagged_clicks"], {"program_id": 2}) == (
+        "/api/agent/v1/programs/2/flagged-clicks",
+        None,
+        None,
+    )
+    assert tools["reset_fraud_rule"].as_tool().annotations.destructive_hint is True
+    assert tools["update_fraud_rule"].as_tool().annotations.destructive_hint is False
+    assert tools["list_fraud_rules"].as_tool().annotations.read_only_hint is True
+    with pytest.raises(ValueError, match="Missing argument: rule"):
+        tool_request(tools["update_fraud_rule"], {"program_id": 2, "enabled": True})
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_fraud_rule_tools_change_a_programs_rules_through_the_api(served: Served, tmp_path):  # noqa: F811
+    workspace = WorkspaceFactory.create()
+    program = ProgramFactory.create(workspace=workspace)
+    link = ReferralLinkFactory.create(program=program)
+    bot = ClickEvent.objects.create(program=program, partner=link.partner, link=link, click_id="clk_bot", traffic="bot")
+    ClickEvent.objects.create(program=program, partner=link.partner, link=link, click_id="clk_counted")
+    foreign = ProgramFactory.create()
+    key = _key(workspace, ("programs:write", "events:read"))
+    change = {"program_id": program.pk, "rule": "sale_velocity", "enabled": True, "threshold": 2}
+
+    answers = _session(
+        served.url,
+        key,
+        tmp_path,
+        [
+            ("update_fraud_rule", change),
+            ("list_fraud_rules", {"program_id": program.pk}),
+            ("reset_fraud_rule", {"program_id": program.pk, "rule": "sale_velocity"}),
+            ("list_flagged_clicks", {"program_id": program.pk, "kind": "bot"}),
+            ("update_fraud_rule", {"program_id": program.pk, "rule": "bot", "threshold": 3}),
+            ("update_fraud_rule", {"program_id": foreign.pk, "rule": "bot", "enabled": False}),
+        ],
+    )
+
+    tools = answers["tools"]
+    assert {"list_fraud_rules", "update_fraud_rule", "reset_fraud_rule", "list_flagged_clicks"} <= set(tools)
+    assert tools["list_flagged_clicks"].input_schema["properties"]["kind"]["enum"] == [
+        "duplicate",
+        "bot",
+        "prefetch",
+        "paid_ads",
+    ]
+    updated = answers[f"update_fraud_rule{json.dumps(change, sort_keys=True)}"]
+    assert not updated.is_error, updated.content
+    assert (updated.structured_content["threshold"], updated.structured_content["customised"]) == (2, True)
+    listed = answers[f'list_fraud_rules{{"program_id": {program.pk}}}'].structured_content
+    velocity = next(rule for rule in listed["data"] if rule["rule"] == "sale_velocity")
+    assert velocity == updated.structured_content
+    reset = answers[f'reset_fraud_rule{{"program_id": {program.pk}, "rule": "sale_velocity"}}'].structured_content
+    assert (reset["enabled"], reset["threshold"], reset["customised"]) == (False, 3, False)
+    assert _api(served.url, key, f"/programs/{program.pk}/fraud-rules")["data"][4] == reset
+
+    flagged = answers[f'list_flagged_clicks{{"kind": "bot", "program_id": {program.pk}}}'].structured_content
+    assert [click["id"] for click in flagged["data"]] == [bot.pk] and flagged["next_cursor"] is None
+
+    refused = answers[f'update_fraud_rule{{"program_id": {program.pk}, "rule": "bot", "threshold": 3}}']
+    assert refused.structured_content["error"] == {
+        "code": "invalid_request",
+        "message": "The bot rule has no threshold",
+        "status": 400,
+    }
+    hidden = answers[f'update_fraud_rule{{"enabled": false, "program_id": {foreign.pk}, "rule": "bot"}}']
+    assert hidden.structured_content["error"]["code"] == "not_found"
+    actions = list(AgentAuditEntry.objects.order_by("pk").values_list("action", flat=True))
+    assert actions == ["fraud_rule.update", "fraud_rule.reset"]
