@@ -538,7 +538,7 @@ def test_a_get_tool_takes_the_values_of_a_filter_the_route_declares_as_any_of():
 
 # --- fraud rules ----------------------------------------------------------------------------------------------------
 
-FRAUD_ROUTES = [
+FRAUD_ROUTES: list[tuple[str, str, list[dict[str, Any]]]] = [
     ("get", "/api/agent/v1/programs/{program_id}/fraud-rules", []),
     ("patch", "/api/agent/v1/programs/{program_id}/fraud-rules/{rule}", []),
     ("delete", "/api/agent/v1/programs/{program_id}/fraud-rules/{rule}", []),
