@@ -87,6 +87,8 @@ class CommissionReview(models.Model):
         HELD = "held", "Held"
         RELEASED = "released", "Released"
         VOIDED = "voided", "Voided"
+        # Not a decision: a refund cancelled the held commission, so nothing is left to decide.
+        ENDED = "ended", "Hold ended by a refund"
 
     commission = models.ForeignKey(Commission, on_delete=models.CASCADE, related_name="reviews")
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="+")
@@ -94,7 +96,8 @@ class CommissionReview(models.Model):
     # The rule that held it ("" for an owner's decision).
     rule = models.CharField(max_length=32, blank=True, default="")
     reason = models.TextField(blank=True, default="")
-    # Who decided, as shown to owners: "rule", "user:<username>", "agent key <masked>", "admin:<username>".
+    # Who decided, as shown to owners: "rule", "user:<username>", "agent key <masked>", "admin:<username>", or
+    # "refund" for a hold a refund ended.
     actor = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

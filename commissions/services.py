@@ -308,6 +308,18 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
                 commission.applied_anonymous_amounts = [*commission.applied_anonymous_amounts, amount]
         # A pending commission partly refunded is cancelled whole (selectors.cancelled_by_refund).
         commission.status = CommissionStatus.REVERSED if step.full else CommissionStatus.REFUNDED
+        # Only a pending commission is ever held, and a refund leaves nothing of it to pay: the hold ends, and
+        # the review log says why (nothing is left for an owner to release or void).
+        hold_ended = commission.held_at is not None
+        if hold_ended:
+            commission_review_record(
+                commission,
+                action=CommissionReview.Action.ENDED,
+                actor="refund",
+                rule=commission.hold_rule,
+                reason=f"the sale was refunded ({step.refund_amount} {sale.currency})",
+            )
+            commission.held_at, commission.hold_rule, commission.hold_reason = None, "", ""
         commission.save()
         outbox = NotificationOutbox.objects.create(
             commission=commission,
@@ -388,15 +400,17 @@ def commission_hold(*, commission_id: int, reason: str = "", actor: str, now: da
         commission = Commission.objects.select_for_update().get(pk=commission_id)
         if commission.status != CommissionStatus.PENDING:
             raise CommissionActionRefused(messages.COMMISSION_HOLD_NOT_PENDING.format(status=commission.status))
+        # Holding a rule-held commission again keeps the rule that held it: only the reason changes.
+        commission.hold_rule = commission.hold_rule if commission.held_at else ""
         commission.held_at = commission.held_at or now or timezone.now()
         commission.hold_reason = reason
-        commission.hold_rule = ""
         commission.save(update_fields=["held_at", "hold_reason", "hold_rule", "updated_at"])
         commission_review_record(
             commission,
             action=CommissionReview.Action.HELD,
             actor=actor,
             reason=reason,
+            rule=commission.hold_rule,
             memo=f"Commission #{commission.pk} held{_because(reason)}",
         )
     return commission

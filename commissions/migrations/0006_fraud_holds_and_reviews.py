@@ -20,7 +20,13 @@ class Migration(migrations.Migration):
                 (
                     "action",
                     models.CharField(
-                        choices=[("held", "Held"), ("released", "Released"), ("voided", "Voided")], max_length=16
+                        choices=[
+                            ("held", "Held"),
+                            ("released", "Released"),
+                            ("voided", "Voided"),
+                            ("ended", "Hold ended by a refund"),
+                        ],
+                        max_length=16,
                     ),
                 ),
                 ("rule", models.CharField(blank=True, default="", max_length=32)),

@@ -10,7 +10,13 @@ from django.utils import timezone
 
 from commissions.approval import commissions_approve_due
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
-from commissions.services import CommissionActionRefused, commission_release, commission_void, partner_balance
+from commissions.services import (
+    CommissionActionRefused,
+    commission_hold,
+    commission_release,
+    commission_void,
+    partner_balance,
+)
 from fraud.config import rule_update
 from fraud.rules import Action, Rule
 from tests.agent_api.conftest import agent_for
@@ -282,13 +288,22 @@ def test_a_refund_of_a_held_sale_leaves_nothing_to_release(api_client, link, par
 # held_at/hold_rule set, and commission_release only checks held_at, so a reversed commission can be "released":
 # it writes a RELEASED review and a ledger memo "...; credited when its hold period ends" that never comes true.
 # Releasing a commission that is no longer pending should be refused (or the refund should end the hold).
-@pytest.mark.xfail(strict=True, reason="commission_release accepts a reversed commission still marked held")
-def test_a_reversed_held_commission_cannot_be_released(api_client, link, partner):
+def test_a_refund_ends_the_hold_and_nothing_is_left_to_release(api_client, link, partner):
     commission = held_sale(api_client, link)
     refund(api_client, link.program, transaction_id="txn_1")
+    commission.refresh_from_db()
+    assert (commission.status, commission.held_at, commission.hold_rule) == ("reversed", None, "")
     with pytest.raises(CommissionActionRefused):
         commission_release(commission_id=commission.pk, actor="user:owner")
-    assert reviews_of(commission) == [(HELD, SELF, "rule")]
+    assert reviews_of(commission) == [(HELD, SELF, "rule"), ("ended", SELF, "refund")]
+
+
+def test_an_owner_hold_on_a_rule_held_commission_keeps_the_rule(api_client, link, partner):
+    commission = held_sale(api_client, link)
+    commission_hold(commission_id=commission.pk, reason="asking the partner", actor="user:owner")
+    commission.refresh_from_db()
+    assert (commission.hold_rule, commission.hold_reason) == (SELF, "asking the partner")
+    assert reviews_of(commission)[-1] == (HELD, SELF, "user:owner")
 
 
 def admin_login(client) -> None:
