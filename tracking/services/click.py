@@ -226,9 +226,11 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     )
     event.traffic, event.flags, event.visitor_hash = quality.traffic, quality.flags, quality.visitor_hash
     if not quality.attributed:
-        # A bot or a prefetch: the click alone, under a click id no customer has (existing_click_id's customer
-        # is not touched), so nothing it leads to is attributed.
-        event.click_id = new_click_id(program_id)
+        # A bot or a prefetch: the click alone, with no customer, so nothing it leads to is attributed. A browser
+        # that sent its cookie's existing_click_id gets it back (a prefetch must not replace the visitor's cookie),
+        # but that customer is not touched: its attribution window is not extended. Otherwise a click id no
+        # customer has.
+        event.click_id = data.get("existing_click_id") or new_click_id(program_id)
         event.save(force_insert=True)
         return ClickRecorded(
             click_id=event.click_id,
