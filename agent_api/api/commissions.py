@@ -26,7 +26,7 @@ from fraud.rules import Rule
 from programs.models import AgentKey
 
 from .. import messages
-from ..selectors import agent_program_get, agent_programs, commission_reviews, visible_get
+from ..selectors import agent_program_get, agent_programs, commission_reviews, flagged_by, visible_get
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of
@@ -302,8 +302,7 @@ class AgentCommissionsListApi(AgentApi):
         if "hold_rule" in query:
             commissions = commissions.filter(hold_rule=query["hold_rule"])
         if "flagged" in query:
-            # The JSON text holds each rule quoted: a lookup every database runs, and no rule name contains another.
-            commissions = commissions.filter(flags__icontains=f'"{query["flagged"]}"')
+            commissions = commissions.filter(flagged_by(query["flagged"]))
         commissions = created_between(commissions, query.get("created_since"), query.get("created_until"))
         rows, next_cursor = page_of(commissions, query=query)
         return Response({"data": [commission_out(row) for row in rows], "next_cursor": next_cursor})

@@ -24,7 +24,7 @@ from programs.models import Program
 from tracking.models import ClickEvent
 
 from .. import messages
-from ..selectors import agent_program_get, program_flagged_clicks
+from ..selectors import agent_program_get, flagged_by, program_flagged_clicks
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of
@@ -290,7 +290,7 @@ class AgentFlaggedClicksApi(AgentApi):
         clicks = program_flagged_clicks(program)
         kind = query.get("kind")
         if kind == Rule.PAID_ADS:
-            clicks = clicks.filter(flags__icontains=f'"{kind}"')
+            clicks = clicks.filter(flagged_by(kind))
         elif kind is not None:
             clicks = clicks.filter(traffic=kind)
         if "partner_id" in query:
