@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from commissions.approval import RULE_ACTOR
 from commissions.calculations import NoCommission, commission_amount
 from commissions.models import Commission, CommissionReview, ProductCommissionRate
 from commissions.selectors import commission_ledger, commission_refund_steps
@@ -408,39 +409,30 @@ def _review(commission: Commission | None) -> dict[str, Any] | None:
     owner can do about it, and every decision taken on it (CommissionReview, oldest first)."""
     if commission is None:
         return None
+    reviews = list(CommissionReview.objects.filter(commission=commission).order_by("created_at", "pk"))
     held = commission.held_at is not None
-    rules = [
-        _rule_step(
-            rule,
-            status="held" if held and rule == commission.hold_rule else "flagged",
-            text=commission.hold_reason.removeprefix(f"{rule}: ")
-            if held and rule == commission.hold_rule
-            else "flagged only; the commission is paid as usual unless held",
-        )
-        for rule in commission.flags or []
-        if rule in SPECS
-    ]
-    history = [
-        {
-            "action": review.action,
-            "rule": review.rule,
-            "reason": review.reason,
-            "actor": review.actor,
-            "created_at": review.created_at,
-        }
-        for review in CommissionReview.objects.filter(commission=commission).order_by("created_at", "pk")
-    ]
+    rules = [_sale_rule_step(rule, commission=commission, reviews=reviews) for rule in commission.flags or []]
+    rules = [step for step in rules if step is not None]
     actions = REVIEW_ACTIONS.replace("{id}", str(commission.pk))
     if held and commission.hold_rule:
-        text = f"On hold by the rule {commission.hold_reason}. {actions}"
+        # An owner may hold a rule-held commission again with their own reason: the rule stays, both are said.
+        rule_step = next((step for step in rules if step["status"] == "held"), None)
+        why = rule_step["text"] if rule_step else f"{commission.hold_rule}: {commission.hold_reason}"
+        owner = ""
+        if rule_step and commission.hold_reason and commission.hold_reason != rule_step["text"]:
+            owner = f"; the owner's reason: {commission.hold_reason}"
+        text = f"On hold by the rule {why}{owner}. {actions}"
     elif held:
         text = f"On hold by the owner{f': {commission.hold_reason}' if commission.hold_reason else ''}. {actions}"
     elif commission.voided_at is not None:
         text = f"Voided{f': {commission.void_reason}' if commission.void_reason else ''}."
-    elif rules:
-        text = "Flagged by " + ", ".join(step["rule"] for step in rules) + ", not held: paid as usual."
     else:
-        text = ""
+        decided = [step["text"] for step in rules if step["status"] != "flagged"]
+        flagged = [step["rule"] for step in rules if step["status"] == "flagged"]
+        parts = [f"Was held by {'; '.join(decided)}"] if decided else []
+        if flagged:
+            parts.append(f"Flagged by {', '.join(flagged)}, not held: paid as usual")
+        text = ". ".join(parts) + "." if parts else ""
     return {
         "held": held,
         "hold_rule": commission.hold_rule,
@@ -450,8 +442,34 @@ def _review(commission: Commission | None) -> dict[str, Any] | None:
         "rules": rules,
         "actions": actions if held else "",
         "text": text,
-        "history": history,
+        "history": [
+            {
+                "action": review.action,
+                "rule": review.rule,
+                "reason": review.reason,
+                "actor": review.actor,
+                "created_at": review.created_at,
+            }
+            for review in reviews
+        ],
     }
+
+
+def _sale_rule_step(rule: str, *, commission: Commission, reviews: list[CommissionReview]) -> dict[str, str] | None:
+    """A sale rule that fired: `held` while it holds the commission, `released` / `voided` / `ended` once its
+    hold was decided (the last decision), else `flagged` (it only flags). The reason is the one the rule wrote
+    when it held the commission (its review entry); a flag-only rule stores none."""
+    if rule not in SPECS:
+        return None
+    rule_hold = next((r for r in reviews if r.actor == RULE_ACTOR and r.rule == rule and r.action == "held"), None)
+    reason = rule_hold.reason.removeprefix(f"{rule}: ") if rule_hold else ""
+    if commission.held_at is not None and rule == commission.hold_rule:
+        return _rule_step(rule, status="held", text=reason or commission.hold_reason.removeprefix(f"{rule}: "))
+    decided = next((r for r in reversed(reviews) if r.rule == rule and r.action != CommissionReview.Action.HELD), None)
+    if rule_hold is not None and decided is not None:
+        text = f"{reason}; {decided.action} by {decided.actor}" + (f": {decided.reason}" if decided.reason else "")
+        return _rule_step(rule, status=decided.action, text=text)
+    return _rule_step(rule, status="flagged", text="flagged only; the commission is paid as usual unless held")
 
 
 def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, Any]:

@@ -640,7 +640,11 @@ _FRAUD_RULE = inline_serializer(
     fields={
         "rule": serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)"),
         "description": serializers.CharField(help_text="What the rule checks"),
-        "status": serializers.ChoiceField(choices=["not_counted", "never_attributed", "flagged", "held"]),
+        "status": serializers.ChoiceField(
+            choices=["not_counted", "never_attributed", "flagged", "held", "released", "voided", "ended"],
+            help_text="held: it holds the commission now; released, voided or ended (by a refund): its hold's last "
+            "decision",
+        ),
         "text": serializers.CharField(help_text="<rule>: what it found, in one line"),
     },
 )

@@ -5,14 +5,14 @@ commission with its reason, what the owner can do and its review history. Clicks
 import pytest
 
 from commissions.models import Commission
-from commissions.services import commission_release
+from commissions.services import commission_hold, commission_release, commission_void
 from core.errors import NotFoundError
 from fraud.config import rule_update
 from fraud.rules import SPECS
 from programs.models import Role
 from tests.factories import CustomerFactory, MembershipFactory
 from tests.helpers import bearer
-from tests.tracking.sales import post_sale, sale_body
+from tests.tracking.sales import REFUND_URL, post_sale, sale_body
 from tracking.explain import NEVER_ATTRIBUTED, customer_explain, sale_explain
 from tracking.models import ClickEvent, Customer
 
@@ -165,11 +165,51 @@ class TestAHeldCommission:
         review = sale_explain(program=program, transaction_id="txn_1")["review"]
 
         assert review["held"] is False and review["actions"] == ""
-        assert [(step["rule"], step["status"]) for step in review["rules"]] == [("self_referral", "flagged")]
+        [step] = review["rules"]
+        assert (step["rule"], step["status"]) == ("self_referral", "released")
+        assert step["text"] == (
+            "self_referral: the customer's email domain mailinator.com is a disposable one; released by user:alice"
+        )
+        assert review["text"] == f"Was held by {step['text']}."
         assert [(entry["action"], entry["actor"]) for entry in review["history"]] == [
             ("held", "rule"),
             ("released", "user:alice"),
         ]
+
+    def test_an_owner_holding_it_again_keeps_the_rule_and_both_reasons_are_said(self, program, held):
+        commission_hold(commission_id=held.pk, reason="asked the partner", actor="user:bob")
+
+        review = sale_explain(program=program, transaction_id="txn_1")["review"]
+
+        assert (review["held"], review["hold_rule"]) == (True, "self_referral")
+        assert review["rules"][0]["text"].endswith("is a disposable one")
+        assert review["text"].startswith(
+            "On hold by the rule self_referral: the customer's email domain mailinator.com is a disposable one; "
+            "the owner's reason: asked the partner. Release it"
+        )
+        assert [(entry["action"], entry["actor"]) for entry in review["history"]] == [
+            ("held", "rule"),
+            ("held", "user:bob"),
+        ]
+
+    def test_a_voided_one_says_so(self, program, held):
+        commission_void(commission_id=held.pk, reason="self-referral confirmed", actor="user:alice")
+
+        review = sale_explain(program=program, transaction_id="txn_1")["review"]
+
+        assert review["text"] == "Voided: self-referral confirmed."
+        assert review["rules"][0]["status"] == "voided"
+
+    def test_a_refund_ends_the_hold_and_the_explanation_says_so(self, api_client, program, held):
+        body = {"transaction_id": "txn_1", "refund_amount_cents": 10000, "refund_id": "re_1"}
+        assert api_client.post(REFUND_URL, body, format="json", **bearer(program.raw_api_key)).status_code == 200
+
+        review = sale_explain(program=program, transaction_id="txn_1")["review"]
+
+        assert review["held"] is False
+        [step] = review["rules"]
+        assert step["status"] == "ended"
+        assert step["text"].endswith("; ended by refund: the sale was refunded (10000 USD)")
 
     def test_over_http_the_dashboard_route_and_the_cli_route_return_it(self, api_client, program, held):
         cli = api_client.get("/api/v1/cli/explain", {"transaction_id": "txn_1"}, **bearer(program.raw_api_key))
