@@ -4,14 +4,14 @@ and webhook events that belong to what it sees, and what the fraud rules found i
 
 from typing import TypeVar
 
-from django.db import connection
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, QuerySet
 
 from commissions.models import Commission, CommissionReview
 from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, Program, ReferralLink
 from tracking.models import ClickEvent
+from tracking.selectors import marked_clicks
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from . import messages
@@ -110,15 +110,4 @@ def commission_reviews(commission: Commission) -> QuerySet[CommissionReview]:
 def program_flagged_clicks(program: Program) -> QuerySet[ClickEvent]:
     """The clicks of a program the fraud rules marked (not counted, or flagged), each with its link. The
     condition is that of the partial index click_program_flagged, so a page is a scan of that index only."""
-    marked = ~Q(traffic="") | ~Q(flags=[])
-    return ClickEvent.objects.filter(marked, program=program).select_related("link")
-
-
-def flagged_by(rule: str) -> Q:
-    """Rows whose `flags` list holds the rule. PostgreSQL: JSON containment, which the planner estimates well
-    enough to walk a (program, -id) index in order for a page (a text match is guessed at one row, and then it
-    sorts every flagged row of the program first). Elsewhere: the JSON text holds each rule quoted, and no rule's
-    name is inside another's."""
-    if connection.vendor == "postgresql":
-        return Q(flags__contains=[rule])
-    return Q(flags__icontains=f'"{rule}"')
+    return marked_clicks(program_id=program.pk).select_related("link")

@@ -22,6 +22,7 @@ from tracking.rollups import (
     rollup_sums,
     rows_with_delta,
 )
+from tracking.selectors import flagged_by, marked_clicks
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
 EVENT_TYPES = ("click", "lead", "conversion")
@@ -498,9 +499,6 @@ def reviews_recent(*, program_id: int, limit: int) -> list[CommissionReview]:
 
 
 # Flagged clicks: the click_program_flagged index's own condition, so the planner can use it.
-FLAGGED_CLICKS = ~Q(traffic="") | ~Q(flags=[])
-
-
 def flagged_clicks_list(
     *,
     program_id: int,
@@ -511,12 +509,11 @@ def flagged_clicks_list(
 ) -> QuerySet:
     """The program's clicks that a rule marked (not counted, or flagged), newest first, with partner and link.
     `traffic`: how they counted (duplicate, bot, prefetch); `flag`: a rule in their flags (paid_ads)."""
-    rows = ClickEvent.objects.filter(FLAGGED_CLICKS, program_id=program_id)
+    rows = marked_clicks(program_id=program_id)
     if traffic is not None:
         rows = rows.filter(traffic=traffic)
     if flag is not None:
-        # A JSON string inside the list: portable across SQLite and PostgreSQL, unlike __contains on JSON.
-        rows = rows.filter(flags__icontains=f'"{flag}"')
+        rows = rows.filter(flagged_by(flag))
     if partner_id is not None:
         rows = rows.filter(partner_id=partner_id)
     if link_code is not None:

@@ -24,9 +24,10 @@ from core.ids import MAX_BIGINT, id_parse
 from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from fraud.rules import Rule
 from programs.models import AgentKey
+from tracking.selectors import flagged_by
 
 from .. import messages
-from ..selectors import agent_program_get, agent_programs, commission_reviews, flagged_by, visible_get
+from ..selectors import agent_program_get, agent_programs, commission_reviews, visible_get
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of

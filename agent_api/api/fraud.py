@@ -22,9 +22,10 @@ from fraud.config import RuleConfig, program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from programs.models import Program
 from tracking.models import ClickEvent
+from tracking.selectors import flagged_by
 
 from .. import messages
-from ..selectors import agent_program_get, flagged_by, program_flagged_clicks
+from ..selectors import agent_program_get, program_flagged_clicks
 from ..services import AgentWrite
 from . import serializers as s
 from .base import AgentApi, AgentWriteApi, query_of

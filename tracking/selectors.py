@@ -1,0 +1,24 @@
+"""Reads of the clicks the fraud rules marked, shared by the dashboard's Review tab and the agent API."""
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from .models import ClickEvent
+
+# The condition of the partial index click_program_flagged: a page of a program's marked clicks scans it only.
+MARKED_CLICKS = ~Q(traffic="") | ~Q(flags=[])
+
+
+def marked_clicks(*, program_id: int) -> QuerySet[ClickEvent]:
+    """The program's clicks the rules did not count (duplicate, bot, prefetch) or flagged (paid_ads)."""
+    return ClickEvent.objects.filter(MARKED_CLICKS, program_id=program_id)
+
+
+def flagged_by(rule: str) -> Q:
+    """Rows whose `flags` list holds the rule (clicks and commissions). PostgreSQL: JSON containment, which the
+    planner estimates well enough to walk a (program, -id) index in order for a page (a text match is guessed at
+    one row, and then it sorts every flagged row of the program first). Elsewhere: the JSON text holds each rule
+    quoted, and no rule's name is inside another's."""
+    if connection.vendor == "postgresql":
+        return Q(flags__contains=[rule])
+    return Q(flags__icontains=f'"{rule}"')
