@@ -411,8 +411,11 @@ def _review(commission: Commission | None) -> dict[str, Any] | None:
         return None
     reviews = list(CommissionReview.objects.filter(commission=commission).order_by("created_at", "pk"))
     held = commission.held_at is not None
-    rules = [_sale_rule_step(rule, commission=commission, reviews=reviews) for rule in commission.flags or []]
-    rules = [step for step in rules if step is not None]
+    rules = [
+        step
+        for rule in commission.flags or []
+        if (step := _sale_rule_step(rule, commission=commission, reviews=reviews)) is not None
+    ]
     actions = REVIEW_ACTIONS.replace("{id}", str(commission.pk))
     if held and commission.hold_rule:
         # An owner may hold a rule-held commission again with their own reason: the rule stays, both are said.
