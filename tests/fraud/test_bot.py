@@ -10,7 +10,7 @@ from fraud.config import rule_update
 from fraud.rules import Rule, Traffic
 from tests.factories import CustomerFactory
 from tests.helpers import bad_request
-from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent
+from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent, TrackingLog
 from tracking.rollups import rollups_update
 
 from .flow import (
@@ -64,6 +64,9 @@ def test_a_sale_on_a_bots_click_id_is_not_attributed(api_client, link, partner):
     assert response.json() == bad_request(messages.SALE_CUSTOMER_NOT_FOUND, code="no_attribution")
     assert not SaleEvent.objects.exists()
     assert_ledger_consistent(partner)
+    # The refusal's support trail names the click id, which explain then tells as a bot's click.
+    refused = TrackingLog.objects.get(event="sale", outcome="no_attribution")
+    assert refused.details["click_id"] == click_id
 
 
 def test_a_bots_click_with_existing_click_id_leaves_that_customer_untouched(api_client, link):

@@ -194,13 +194,13 @@ def sale_record(
         program=program, customer_key=customer_key, click_id=click_id, is_test=False
     )
     if customer is None:
-        raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id)
+        raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id, click_id)
     if customer.program_id != program.pk:
-        raise _no_attribution(program, messages.SALE_NO_ATTRIBUTION, request_id)
+        raise _no_attribution(program, messages.SALE_NO_ATTRIBUTION, request_id, click_id)
     if customer.first_partner_id is not None and not enrolment_exists(
         partner_id=customer.first_partner_id, program_id=program.pk
     ):
-        raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id)
+        raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id, click_id)
 
     fields = {**_sale_fields(data=data, program=program, now=now, is_test=False), "attributed_by": found_by}
     return sale_record_for_customer(program=program, customer=customer, fields=fields, now=now, request_id=request_id)
@@ -291,7 +291,8 @@ def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
         logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})
 
 
-def _no_attribution(program: Program, message: str, request_id: str) -> BadRequestError:
+def _no_attribution(program: Program, message: str, request_id: str, click_id: str = "") -> BadRequestError:
+    # The click id sent, if any, so a refused sale can be traced to its click (a bot's has no customer).
     tracking_log(
         program_id=program.pk,
         event="sale",
@@ -299,6 +300,7 @@ def _no_attribution(program: Program, message: str, request_id: str) -> BadReque
         is_test=False,
         request_id=request_id,
         message=message,
+        **({"click_id": click_id} if click_id else {}),
     )
     return BadRequestError(message, code="no_attribution")
 
