@@ -138,10 +138,13 @@ class CommissionAdmin(admin.ModelAdmin):
         done, refused = 0, []
         for pk in queryset.order_by("pk").values_list("pk", flat=True):
             try:
-                action(pk)
+                changed = action(pk)
                 done += 1
             except (CommissionActionRefused, CommissionNotApprovable):
                 refused.append(f"#{pk}")
+                continue
+            # The admin's own history of the object (the review log and the ledger have the service's record).
+            self.log_change(request, changed, verb)
         text = f"{verb} {done} commission(s)"
         if refused:
             text += f"; refused for {', '.join(refused)} (their status does not allow it)"

@@ -4,6 +4,7 @@ services, so the operator cannot move money without its ledger entry."""
 from datetime import timedelta
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.utils import timezone
@@ -144,3 +145,6 @@ def test_commission_actions_go_through_the_owner_services(operator, partner):
         ("held", "admin:operator"),
         ("released", "admin:operator"),
     ]
+    # Each action is in the admin's own history of the commission too.
+    history = LogEntry.objects.filter(object_id=str(pending.pk)).order_by("pk").values_list("change_message", flat=True)
+    assert list(history) == ["Held", "Released", "Approved"]
