@@ -621,10 +621,11 @@ def totals_check(db_url: str, setup: Setup) -> dict[str, Any]:
 
 
 TOTALS = ("clicks", "leads", "sales", "revenue_cents", "commission_cents")
-# Live clicks, settled live leads, attributed live sales, their amounts, and what their commissions still pay
+# Live counted clicks (a customer's clicks share its visitor: those within an hour on one link are duplicates, which
+# the rollup run marks), settled live leads, attributed live sales, their amounts, and what their commissions still pay
 # (commissions.selectors.payable_cents).
 RECOUNT = """
-SELECT (SELECT count(*) FROM tracking_clickevent WHERE program_id = %(program)s AND NOT is_test),
+SELECT (SELECT count(*) FROM tracking_clickevent WHERE program_id = %(program)s AND NOT is_test AND traffic = ''),
        (SELECT count(*) FROM tracking_leadevent WHERE program_id = %(program)s AND NOT is_test AND NOT provisional),
        (SELECT count(*) FROM tracking_saleevent WHERE program_id = %(program)s AND NOT is_test AND attributed),
        (SELECT sum(amount_cents) FROM tracking_saleevent WHERE program_id = %(program)s AND NOT is_test AND attributed),

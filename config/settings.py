@@ -273,6 +273,7 @@ SPECTACULAR_SETTINGS = {
         "LeadAuthEnum": "programs.models.LeadAuth",
         # The one-value discriminators of the agent events list and the attribution explanation.
         "SaleKindEnum": [("sale", "sale")],
+        "ClickKindEnum": [("click", "click")],
         # Fraud rules: one name per choice set wherever a field takes it (rule, hold_rule, flagged, flags).
         "FraudRuleEnum": "fraud.rules.Rule",
         "FraudActionEnum": "fraud.rules.Action",
