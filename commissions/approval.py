@@ -38,18 +38,23 @@ HELD_MEMO = "Commission #{pk} held by a fraud rule"
 RULE_ACTOR = "rule"
 
 
-def _rule_hold_rows(commission: Commission) -> tuple[LedgerEntry, CommissionReview]:
-    """A commission held by a fraud rule as it is created: the ledger's record of it (no amount) and the review
-    entry."""
-    entry = LedgerEntry(
+def review_entry(commission: Commission, memo: str) -> LedgerEntry:
+    """The unsaved ledger record, of no amount, of a decision on the commission's hold that moves no money."""
+    return LedgerEntry(
         partner_id=commission.partner_id,
         program_id=commission.program_id,
         commission=commission,
         kind=LedgerEntry.Kind.REVIEW,
         amount_cents=0,
         currency=commission.currency,
-        memo=HELD_MEMO.format(pk=commission.pk),
+        memo=memo[:255],
     )
+
+
+def _rule_hold_rows(commission: Commission) -> tuple[LedgerEntry, CommissionReview]:
+    """A commission held by a fraud rule as it is created: the ledger's record of it (no amount) and the review
+    entry."""
+    entry = review_entry(commission, HELD_MEMO.format(pk=commission.pk))
     review = CommissionReview(
         commission=commission,
         program_id=commission.program_id,

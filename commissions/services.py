@@ -18,7 +18,7 @@ from webhooks.events import event_emit
 from webhooks.models import EventType
 from webhooks.payloads import refund_data
 
-from .approval import approve, commission_event_emit, commission_insert
+from .approval import approve, commission_event_emit, commission_insert, review_entry
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
@@ -375,15 +375,7 @@ def commission_review_record(
     entry of no amount telling the partner's ledger what was decided (a decision that moves money writes its
     credit or deduction instead, with the same memo)."""
     if memo:
-        LedgerEntry.objects.create(
-            partner_id=commission.partner_id,
-            program_id=commission.program_id,
-            commission=commission,
-            kind=LedgerEntry.Kind.REVIEW,
-            amount_cents=0,
-            currency=commission.currency,
-            memo=memo[:255],
-        )
+        review_entry(commission, memo).save(force_insert=True)
     return CommissionReview.objects.create(
         commission=commission, program_id=commission.program_id, action=action, rule=rule, reason=reason, actor=actor
     )
