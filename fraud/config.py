@@ -92,7 +92,11 @@ def program_rules_read(program_id: int) -> ProgramRules:
 
 
 def program_rules_clear(**_signal_kwargs: object) -> None:
+    """Empties this process's cache now and, inside a transaction, again when it commits: a click served in
+    between (a threaded worker) could have cached the rules still committed."""
     _cache.clear()
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(_cache.clear)
 
 
 def rule_update(
