@@ -20,7 +20,7 @@ from commissions.services import CommissionActionRefused, commission_release, co
 from core.errors import BadRequestError
 from core.ids import id_parse
 from core.pagination import CappedPaginator
-from fraud.config import program_rules_clear, program_rules_read, rule_reset, rule_update
+from fraud.config import program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, Rule, Traffic
 from programs.models import Action
 
@@ -262,9 +262,6 @@ def review_rules(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     except _Rollback:
         flash.error(request, messages.RULES_NOT_SAVED)
         return _rules_page(request, access, forms, status=400)
-    # Saving cleared this process's cached rules before the commit; a click served meanwhile may have cached the
-    # old ones again, so they are cleared once more now that the new ones are committed.
-    program_rules_clear()
     flash.success(request, messages.RULES_SAVED.format(rules=", ".join(saved)) if saved else messages.RULES_UNCHANGED)
     return redirect("dashboard-review-rules", program_id=access.program.pk)
 
