@@ -16,7 +16,6 @@ Sale rules decide whether a commission is paid blindly:
 - visitor_velocity: more than `threshold` customers from one visitor within the window."""
 
 import hashlib
-import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -142,9 +141,10 @@ def _visitor_key() -> bytes:
 
 
 def visitor_hash(*, ip: str, user_agent: str) -> str:
-    """The visitor as an opaque hash of IP and user agent (keyed, so it cannot be reversed by trying IPs)."""
+    """The visitor as an opaque hash of IP and user agent: BLAKE2b in its keyed (MAC) mode, so it cannot be
+    reversed by trying IPs; one C call, as it runs on every click."""
     message = f"{ip}\n{user_agent}".encode(errors="replace")
-    return hmac.new(_visitor_key(), message, hashlib.sha256).hexdigest()[:VISITOR_HASH_LENGTH]
+    return hashlib.blake2b(message, key=_visitor_key(), digest_size=VISITOR_HASH_LENGTH // 2).hexdigest()
 
 
 # Headers a browser or proxy sends on a speculative request: Chromium's Sec-Purpose (prefetch, prerender),
