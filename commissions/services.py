@@ -437,12 +437,18 @@ def commission_release(*, commission_id: int, actor: str, reason: str = "", now:
     return commission
 
 
-def commission_void(*, commission_id: int, reason: str, actor: str, now: datetime | None = None) -> Commission:
+def commission_void(
+    *, commission_id: int, reason: str, actor: str, now: datetime | None = None, only_held: bool = False
+) -> Commission:
     """Voids a commission: it is reversed whole and pays nothing. What it had credited to the partner and not yet
     taken back is deducted from the ledger in the same transaction (open withdrawals are then reduced to fit).
-    A paid commission is refused (the money has left; refund the sale instead), as is one already reversed."""
+    A paid commission is refused (the money has left; refund the sale instead), as is one already reversed.
+    `only_held`: refused too unless it is on hold, checked under the row lock (a review page's Void decides on a
+    hold, and must not undo a release that landed a moment before)."""
     with transaction.atomic():
         commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if only_held and commission.held_at is None:
+            raise CommissionActionRefused(messages.COMMISSION_NOT_HELD)
         if commission.status == CommissionStatus.PAID:
             raise CommissionActionRefused(messages.COMMISSION_VOID_PAID)
         if commission.status == CommissionStatus.REVERSED:

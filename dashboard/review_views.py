@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 
 from commissions.models import Commission, CommissionStatus
 from commissions.services import CommissionActionRefused, commission_release, commission_void
+from core import messages as core_messages
 from core.errors import BadRequestError
 from core.ids import id_parse
 from core.pagination import CappedPaginator
@@ -202,13 +203,15 @@ def review_void(request: HttpRequest, access: ProgramAccess, commission_id: int)
     if not form.is_valid():
         flash.error(request, _form_error(form))
         return _back_to_review(request, access)
-    if commission.held_at is None:
-        flash.error(request, messages.COMMISSION_NOT_HELD_ANY_MORE.format(id=commission.pk))
-        return _back_to_review(request, access)
     try:
-        commission_void(commission_id=commission.pk, reason=form.cleaned_data["reason"], actor=_actor(request))
+        commission_void(
+            commission_id=commission.pk, reason=form.cleaned_data["reason"], actor=_actor(request), only_held=True
+        )
     except CommissionActionRefused as refused:
-        flash.error(request, str(refused))
+        not_held = str(refused) == core_messages.COMMISSION_NOT_HELD
+        flash.error(
+            request, messages.COMMISSION_NOT_HELD_ANY_MORE.format(id=commission.pk) if not_held else str(refused)
+        )
     else:
         flash.success(request, messages.COMMISSION_VOIDED.format(id=commission.pk))
     return _back_to_review(request, access)

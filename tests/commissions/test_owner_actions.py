@@ -182,3 +182,37 @@ def test_a_void_and_a_full_refund_at_once_take_the_credit_back_once():
     run_together(2, act)
     assert balance(commission) == 0
     assert payable(commission) == 0
+
+
+def test_a_void_of_a_held_commission_only_is_refused_once_released():
+    commission = CommissionFactory.create(hold_until=timezone.now() - timedelta(days=1))
+    commission_hold(commission_id=commission.pk, actor="test")
+    commission_release(commission_id=commission.pk, actor="user:colleague")
+    with pytest.raises(CommissionActionRefused, match="not on hold"):
+        commission_void(commission_id=commission.pk, reason="too late", actor="user:owner", only_held=True)
+    assert balance(commission) == commission.amount_cents
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_release_and_a_void_of_the_hold_at_once_end_one_way():
+    commission = CommissionFactory.create(hold_until=timezone.now() - timedelta(days=1))
+    commission_hold(commission_id=commission.pk, actor="test")
+
+    def act(n: int) -> str:
+        try:
+            if n == 0:
+                commission_release(commission_id=commission.pk, actor="user:a")
+            else:
+                commission_void(commission_id=commission.pk, reason="no", actor="user:b", only_held=True)
+        except CommissionActionRefused:
+            return "refused"
+        return "done"
+
+    assert sorted(run_together(2, act)) == ["done", "refused"]
+    commission.refresh_from_db()
+    # Released and credited, or voided and never credited: never credited and then taken back.
+    expected = commission.amount_cents if commission.status == CommissionStatus.APPROVED else 0
+    assert commission.status in (CommissionStatus.APPROVED, CommissionStatus.REVERSED)
+    assert balance(commission) == expected
+    assert not LedgerEntry.objects.filter(commission=commission, kind=LedgerEntry.Kind.DEDUCTION).exists()
