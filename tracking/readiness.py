@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from core import messages
@@ -14,7 +14,7 @@ from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 
 from .diagnosis import Mistake, mistakes_find
-from .models import DailyRollup, ProcessorEvent
+from .models import ClickEvent, DailyRollup, ProcessorEvent
 from .rollups import (
     ALL_COLUMNS,
     CLICK,
@@ -68,19 +68,32 @@ UNCOUNTED_CLICK = "uncounted_click"
 def _last_live_times(program: Program) -> dict[str, datetime | None]:
     """The time of the program's latest live event of each kind, in one query of subqueries, each one row
     through its (program, is_test, -time) index. A provisional lead is not counted yet, nor is a click the fraud
-    rules did not count: a crawler or a prefetch hitting the links must not look like visitors arriving. The
-    latest uncounted click is read too (UNCOUNTED_CLICK), so the clicks check can say that only those came."""
+    rules did not count: a crawler or a prefetch hitting the links must not look like visitors arriving. Without
+    a counted click, the latest uncounted one is read too (UNCOUNTED_CLICK, one query more), so the clicks check
+    can say that only those came."""
 
-    def latest(kind: str, *, counted: bool = True) -> Subquery:
+    def latest(kind: str) -> Subquery:
         events = KIND_MODELS[kind].objects.filter(program=OuterRef("pk"), is_test=False)
         if kind == LEAD:
             events = events.filter(**{"provisional": False})
         if kind == CLICK:
-            events = events.filter(Q(traffic=Traffic.HUMAN) if counted else ~Q(traffic=Traffic.HUMAN))
+            events = events.filter(**{"traffic": Traffic.HUMAN})
         return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])
 
-    subqueries = {**{kind: latest(kind) for kind in KINDS}, UNCOUNTED_CLICK: latest(CLICK, counted=False)}
-    return Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
+    subqueries = {kind: latest(kind) for kind in KINDS}
+    last = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
+    # Only a program without a counted click asks whether uncounted ones came; then every live click it has is
+    # uncounted, and the newest is the first row of its time index. (Asked always, "the newest uncounted click"
+    # would walk every click of a program whose clicks all counted.)
+    last[UNCOUNTED_CLICK] = (
+        None
+        if last[CLICK] is not None
+        else ClickEvent.objects.filter(program=program, is_test=False)
+        .order_by("-click_timestamp")
+        .values_list("click_timestamp", flat=True)
+        .first()
+    )
+    return last
 
 
 def _event_totals(program: Program) -> dict[bool, dict[str, int]]:

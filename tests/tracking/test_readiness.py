@@ -4,6 +4,8 @@ from datetime import UTC, datetime, timedelta
 from unittest import mock
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from programs.models import PartnerProgram, ProgramKey, ReferralLink
 from programs.services import program_key_mark_rotation
@@ -321,14 +323,28 @@ class TestKeyHealth:
         )
 
 
+def test_without_a_counted_click_it_reads_the_latest_uncounted_one_more():
+    counted, uncounted = ProgramFactory(), ProgramFactory()
+    ClickEvent.objects.create(program=counted, click_id="human-1")
+    ClickEvent.objects.create(program=uncounted, click_id="bot-1", traffic="bot", user_agent="Googlebot/2.1")
+
+    def queries(of) -> int:
+        with mock.patch("tracking.readiness.mistakes_find", return_value=[]):
+            with CaptureQueriesContext(connection) as captured:
+                readiness_compute(program=of)
+        return len(captured)
+
+    assert queries(uncounted) == queries(counted) + 1
+
+
 def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
     ready_program(program)
     for _ in range(3):
         ready_program(ProgramFactory())
     # 1 links (total and enrolled), 2 the rollup watermarks, 3 the rollup sums per test flag, 4-6 the clicks,
     # leads and sales above the watermarks, 7 the watermarks again (no run committed meanwhile), 8 the latest
-    # live (counted) click, lead and sale and the latest uncounted click, 9 the live key, 10 the latest Stripe
-    # event: the same ten however many events.
+    # live (counted) click, lead and sale, 9 the live key, 10 the latest Stripe event: the same ten however many
+    # events. (A program without a counted click reads its latest uncounted one too: the test below.)
     # The mistakes' detectors count their own queries (tests/tracking/test_diagnosis_*.py).
     with mock.patch("tracking.readiness.mistakes_find", return_value=[]):
         with django_assert_num_queries(10):
