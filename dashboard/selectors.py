@@ -518,7 +518,7 @@ def flagged_clicks_list(
         rows = rows.filter(partner_id=partner_id)
     if link_code is not None:
         rows = rows.filter(link__short_link=link_code)
-    return rows.select_related("partner", "link").order_by("-id")
+    return rows.select_related("partner", "link")
 
 
 def review_partners(*, program_id: int) -> list[Partner]:

@@ -22,7 +22,7 @@ from fraud.config import RuleConfig, program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from programs.models import Program
 from tracking.models import ClickEvent
-from tracking.selectors import flagged_by
+from tracking.selectors import flagged_by, marked_clicks_before
 
 from .. import messages
 from ..selectors import agent_program_get, program_flagged_clicks
@@ -296,7 +296,7 @@ class AgentFlaggedClicksApi(AgentApi):
             clicks = clicks.filter(traffic=kind)
         if "partner_id" in query:
             clicks = clicks.filter(partner_id=query["partner_id"])
-        page, next_cursor = page_of(clicks, query=query)
+        page, next_cursor = page_of(clicks, query=query, older_than=marked_clicks_before)
         return Response({"data": [flagged_click_out(click) for click in page], "next_cursor": next_cursor})
 
 

@@ -4,6 +4,7 @@ unlike OFFSET."""
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
@@ -50,12 +51,23 @@ class PageQuerySerializer(serializers.Serializer):
         return limit
 
 
-def page_of(queryset: QuerySet[M], *, query: dict[str, Any]) -> tuple[list[M], str | None]:
-    """One page of the queryset, newest first, and the cursor of the next page (None on the last)."""
+def page_of(
+    queryset: QuerySet[M],
+    *,
+    query: dict[str, Any],
+    older_than: Callable[[QuerySet[M], int], QuerySet[M]] | None = None,
+) -> tuple[list[M], str | None]:
+    """One page of the queryset, newest first, and the cursor of the next page (None on the last). `older_than`:
+    the queryset keeps an order of its own, newest first by id (tracking.selectors.marked_clicks), and this narrows
+    it to the ids below the cursor."""
     limit: int = query.get("limit", LIMIT_DEFAULT)
-    if "cursor" in query:
-        queryset = queryset.filter(pk__lt=query["cursor"])
-    rows = list(queryset.order_by("-pk")[: limit + 1])
+    if older_than is None:
+        queryset = queryset.order_by("-pk")
+        if "cursor" in query:
+            queryset = queryset.filter(pk__lt=query["cursor"])
+    elif "cursor" in query:
+        queryset = older_than(queryset, query["cursor"])
+    rows = list(queryset[: limit + 1])
     if len(rows) > limit:
         return rows[:limit], cursor_encode(rows[limit - 1].pk)
     return rows, None

@@ -5,6 +5,8 @@ from importlib import import_module
 
 from django.db import migrations, models
 
+import core.expressions
+
 AddIndexConcurrentlyOnPostgres = import_module(
     "tracking.migrations.0004_event_program_id_indexes"
 ).AddIndexConcurrentlyOnPostgres
@@ -29,10 +31,11 @@ class Migration(migrations.Migration):
         AddIndexConcurrentlyOnPostgres(
             model_name="clickevent",
             index=models.Index(
+                models.F("program"),
+                core.expressions.Negated(models.F("id")),
                 condition=models.Q(
                     models.Q(("traffic", ""), _negated=True), models.Q(("flags", []), _negated=True), _connector="OR"
                 ),
-                fields=["program", "-id"],
                 name="click_program_flagged",
             ),
         ),
