@@ -198,11 +198,15 @@ def self_referral_check(*, customer: Customer, partner_id: int) -> Fired | None:
 
 
 def sale_velocity_check(*, customer: Customer, sale: SaleEvent, threshold: int, window_minutes: int) -> Fired | None:
-    """More than `threshold` live sales of the customer (one click id) in the window up to this sale, this one
-    included."""
-    since = sale.sale_date - timedelta(minutes=window_minutes)
+    """More than `threshold` live sales of the customer (one click id) within the window before or after this sale,
+    this one included. Counting the later ones too catches concurrent sales: of two stored at once, the one
+    whose clock read earlier still counts the other (with an upper bound at its own time, neither might)."""
+    window = timedelta(minutes=window_minutes)
     count = SaleEvent.objects.filter(
-        customer_id=customer.pk, is_test=False, sale_date__gt=since, sale_date__lte=sale.sale_date
+        customer_id=customer.pk,
+        is_test=False,
+        sale_date__gt=sale.sale_date - window,
+        sale_date__lt=sale.sale_date + window,
     ).count()
     if not over_threshold(count=count, threshold=threshold):
         return None

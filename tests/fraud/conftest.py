@@ -6,6 +6,7 @@ test that used the database, every partner's ledger must agree with its commissi
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from fraud.config import program_rules_clear
 from programs.models import Partner
@@ -42,3 +43,10 @@ def partner(program):
 @pytest.fixture
 def link(program, partner):
     return ReferralLinkFactory(program=program, partner=partner)
+
+
+@pytest.fixture
+def clock(time_machine):
+    """The clock stopped on a whole second: windows and hold periods are compared exactly."""
+    time_machine.move_to(timezone.now().replace(microsecond=0), tick=False)
+    return time_machine

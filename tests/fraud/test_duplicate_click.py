@@ -4,7 +4,6 @@ as a duplicate, answered like any click, and counted nowhere (link and partner c
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from fraud.config import rule_update
 from fraud.rules import Rule, Traffic
@@ -26,12 +25,6 @@ from .flow import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def clock(time_machine):
-    time_machine.move_to(timezone.now().replace(microsecond=0), tick=False)
-    return time_machine
 
 
 def traffics() -> list[str]:

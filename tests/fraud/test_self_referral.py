@@ -34,12 +34,6 @@ CREDIT = LedgerEntry.Kind.CREDIT
 SELF = Rule.SELF_REFERRAL.value
 
 
-@pytest.fixture
-def clock(time_machine):
-    time_machine.move_to(timezone.now().replace(microsecond=0), tick=False)
-    return time_machine
-
-
 def balance(partner) -> int:
     return partner_balance(partner_id=partner.pk, currency="USD")
 

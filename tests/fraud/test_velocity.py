@@ -4,7 +4,6 @@ or customers from one visitor, within the window hold the commission that goes o
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from commissions.approval import commissions_approve_due
 from commissions.services import commission_release
@@ -24,12 +23,6 @@ from .flow import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def clock(time_machine):
-    time_machine.move_to(timezone.now().replace(microsecond=0), tick=False)
-    return time_machine
 
 
 class TestSaleVelocity:
