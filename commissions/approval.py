@@ -51,19 +51,27 @@ def review_entry(commission: Commission, memo: str) -> LedgerEntry:
     )
 
 
+def review_new(
+    commission: Commission, *, action: str, actor: str, reason: str = "", rule: str = ""
+) -> CommissionReview:
+    """The unsaved review entry of a decision on the commission's hold (`rule`: the rule that held it, if any)."""
+    return CommissionReview(
+        commission=commission, program_id=commission.program_id, action=action, rule=rule, reason=reason, actor=actor
+    )
+
+
 def _rule_hold_rows(commission: Commission) -> tuple[LedgerEntry, CommissionReview]:
     """A commission held by a fraud rule as it is created: the ledger's record of it (no amount) and the review
     entry."""
     entry = review_entry(commission, HELD_MEMO.format(pk=commission.pk))
-    review = CommissionReview(
-        commission=commission,
-        program_id=commission.program_id,
+    review = review_new(
+        commission,
         action=CommissionReview.Action.HELD,
-        rule=commission.hold_rule,
-        reason=commission.hold_reason,
         actor=RULE_ACTOR,
-        created_at=commission.created_at,
+        reason=commission.hold_reason,
+        rule=commission.hold_rule,
     )
+    review.created_at = commission.created_at
     return entry, review
 
 

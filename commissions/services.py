@@ -18,7 +18,7 @@ from webhooks.events import event_emit
 from webhooks.models import EventType
 from webhooks.payloads import refund_data
 
-from .approval import approve, commission_event_emit, commission_insert, review_entry
+from .approval import approve, commission_event_emit, commission_insert, review_entry, review_new
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
@@ -376,9 +376,9 @@ def commission_review_record(
     credit or deduction instead, with the same memo)."""
     if memo:
         review_entry(commission, memo).save(force_insert=True)
-    return CommissionReview.objects.create(
-        commission=commission, program_id=commission.program_id, action=action, rule=rule, reason=reason, actor=actor
-    )
+    review = review_new(commission, action=action, actor=actor, reason=reason, rule=rule)
+    review.save(force_insert=True)
+    return review
 
 
 def _because(reason: str) -> str:

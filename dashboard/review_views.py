@@ -22,8 +22,9 @@ from core.errors import BadRequestError
 from core.ids import id_parse
 from core.pagination import CappedPaginator
 from fraud.config import program_rules_read, rule_reset, rule_update
-from fraud.rules import SPECS, Rule, Traffic
+from fraud.rules import SPECS, Rule
 from programs.models import Action
+from tracking.selectors import MARKED_KINDS, VISITOR_SHOWN
 
 from . import messages, selectors
 from .review_forms import ReleaseForm, RuleForm, VoidForm
@@ -33,12 +34,6 @@ from .webhook_views import program_action
 HELD_PER_PAGE = 20
 CLICKS_PER_PAGE = 25
 DECISIONS_SHOWN = 20
-# The flagged clicks' kind filter: how a click counted (fraud.rules.Traffic) or a rule in its flags.
-CLICK_TRAFFIC_KINDS = {value: label for value, label in Traffic.choices if value}
-CLICK_FLAG_KINDS = {Rule.PAID_ADS.value: Rule.PAID_ADS.label}
-CLICK_KINDS = {**CLICK_TRAFFIC_KINDS, **CLICK_FLAG_KINDS}
-# The visitor hash is shown shortened: enough to tell visitors apart on one page.
-VISITOR_SHOWN = 8
 # The query parameters of each list; a pager keeps the other list's.
 HELD_PARAMS = ("rule", "partner")
 CLICK_PARAMS = ("kind", "click_partner", "link")
@@ -64,7 +59,7 @@ def _click_filters(request: HttpRequest) -> dict[str, str]:
     partner = request.GET.get("click_partner", "")
     link = request.GET.get("link", "").strip()
     return {
-        "kind": kind if kind in CLICK_KINDS else "",
+        "kind": kind if kind in MARKED_KINDS else "",
         "click_partner": partner if id_parse(partner) else "",
         "link": link if len(link) <= LINK_CODE_MAX else "",
     }
@@ -102,8 +97,7 @@ def program_review(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     kind = click_filters["kind"]
     clicks = selectors.flagged_clicks_list(
         program_id=program_id,
-        traffic=kind if kind in CLICK_TRAFFIC_KINDS else None,
-        flag=kind if kind in CLICK_FLAG_KINDS else None,
+        kind=kind or None,
         partner_id=id_parse(click_filters["click_partner"]),
         link_code=click_filters["link"] or None,
     )
@@ -132,7 +126,7 @@ def program_review(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             partners=selectors.review_partners(program_id=program_id),
             rule_labels=_rule_labels(),
             owner_hold=selectors.OWNER_HOLD,
-            click_kinds=CLICK_KINDS.items(),
+            click_kinds=MARKED_KINDS.items(),
             visitor_shown=VISITOR_SHOWN,
             decisions_shown=DECISIONS_SHOWN,
         ),

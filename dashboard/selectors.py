@@ -22,7 +22,7 @@ from tracking.rollups import (
     rollup_sums,
     rows_with_delta,
 )
-from tracking.selectors import flagged_by, marked_clicks
+from tracking.selectors import marked_as, marked_clicks
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
 EVENT_TYPES = ("click", "lead", "conversion")
@@ -502,18 +502,15 @@ def reviews_recent(*, program_id: int, limit: int) -> list[CommissionReview]:
 def flagged_clicks_list(
     *,
     program_id: int,
-    traffic: str | None = None,
-    flag: str | None = None,
+    kind: str | None = None,
     partner_id: int | None = None,
     link_code: str | None = None,
 ) -> QuerySet:
     """The program's clicks that a rule marked (not counted, or flagged), newest first, with partner and link.
-    `traffic`: how they counted (duplicate, bot, prefetch); `flag`: a rule in their flags (paid_ads)."""
+    `kind`: one of tracking.selectors.MARKED_KINDS."""
     rows = marked_clicks(program_id=program_id)
-    if traffic is not None:
-        rows = rows.filter(traffic=traffic)
-    if flag is not None:
-        rows = rows.filter(flagged_by(flag))
+    if kind is not None:
+        rows = rows.filter(marked_as(kind))
     if partner_id is not None:
         rows = rows.filter(partner_id=partner_id)
     if link_code is not None:

@@ -157,8 +157,8 @@ def rule_reset(*, program_id: int, rule: str) -> RuleConfig:
     """Puts one rule back on its defaults."""
     if rule not in SPECS:
         raise BadRequestError(messages.FRAUD_RULE_UNKNOWN.format(rule=rule))
+    # The delete's post_delete signal empties the cached rules (fraud.apps).
     RuleSetting.objects.filter(program_id=program_id, rule=rule).delete()
-    program_rules_clear()
     return default_rules()[rule]
 
 

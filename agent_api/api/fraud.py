@@ -22,7 +22,7 @@ from fraud.config import RuleConfig, program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from programs.models import Program
 from tracking.models import ClickEvent
-from tracking.selectors import flagged_by, marked_clicks_before
+from tracking.selectors import MARKED_KINDS, VISITOR_SHOWN, marked_as, marked_clicks_before
 
 from .. import messages
 from ..selectors import agent_program_get, program_flagged_clicks
@@ -35,9 +35,7 @@ PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, descript
 RULE = OpenApiParameter("rule", str, OpenApiParameter.PATH, enum=Rule.values, description="The rule's name")
 RULES = ", ".join(Rule.values)
 # What a flagged click may be: not counted (a traffic kind) or counted but flagged by a click rule.
-FLAGGED_KINDS = (Traffic.DUPLICATE.value, Traffic.BOT.value, Traffic.PREFETCH.value, Rule.PAID_ADS.value)
-# A visitor is shown by the start of its hash only: enough to see one visitor come back, not to follow it elsewhere.
-VISITOR_SHOWN = 8
+FLAGGED_KINDS = tuple(MARKED_KINDS)
 
 
 def rule_out(config: RuleConfig) -> dict[str, Any]:
@@ -289,11 +287,8 @@ class AgentFlaggedClicksApi(AgentApi):
         program = agent_program_get(self.agent_key, program_id)
         query = query_of(FlaggedClicksQuerySerializer, request)
         clicks = program_flagged_clicks(program)
-        kind = query.get("kind")
-        if kind == Rule.PAID_ADS:
-            clicks = clicks.filter(flagged_by(kind))
-        elif kind is not None:
-            clicks = clicks.filter(traffic=kind)
+        if "kind" in query:
+            clicks = clicks.filter(marked_as(query["kind"]))
         if "partner_id" in query:
             clicks = clicks.filter(partner_id=query["partner_id"])
         page, next_cursor = page_of(clicks, query=query, older_than=marked_clicks_before)

@@ -31,13 +31,9 @@ from .common import (
 MAX_URL_LENGTH = 4096
 
 
-def referral_code_from(affiliate_url: str) -> str:
-    """The `aff` value of the URL, or its `via` alias; aff wins when both are present."""
-    return _landing(affiliate_url)[0]
-
-
 def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
-    """The referral code of the landing URL (referral_code_from) and the URL's parsed query."""
+    """The referral code of the landing URL, its `aff` value or its `via` alias (aff wins when both are present),
+    and the URL's parsed query (the paid_ads rule reads it)."""
     if not affiliate_url:
         raise BadRequestError(messages.AFFILIATE_URL_REQUIRED)
     try:
