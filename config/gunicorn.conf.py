@@ -16,6 +16,8 @@ bind = f"127.0.0.1:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 # ACCESS_LOG="" turns the access log off (the benchmark does: writing it costs throughput).
 accesslog = os.environ.get("ACCESS_LOG", "-") or None
+# Both logs leave keys, tokens and emails out, in the query string above all (`?api_key=…`): core/gunicorn_logging.py.
+logger_class = "core.gunicorn_logging.RedactingLogger"
 
 # Oversized URLs and headers are answered by the application (JSON 414 and 431 in the route's envelope, see
 # core/limits.py), so gunicorn's own limits sit above the application's and its HTML error page is only the last

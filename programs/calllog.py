@@ -20,12 +20,15 @@ from django.db import DatabaseError, close_old_connections
 from django.db.models import Count
 from django.utils import timezone
 
+from core.redaction import email_mask, redact
+
 from .models import ApiCall, ProgramKey
 
 logger = logging.getLogger("svc.calllog")
 
-# Body fields an excerpt may keep, as sent (strings cut to EXCERPT_TEXT_MAX). Keys, tokens and free text are not
-# among them; an email is kept masked (EMAIL_FIELDS).
+# Body fields an excerpt may keep (strings cut to EXCERPT_TEXT_MAX). Keys, tokens and free text are not among them;
+# an email is kept masked (EMAIL_FIELDS). Whatever a kept value holds is redacted all the same (core.redaction):
+# a customer_key may be an email, a refund reason may quote a key.
 EXCERPT_FIELDS = (
     "program_id",
     "transaction_id",
@@ -48,20 +51,28 @@ EXCERPT_FIELDS = (
 )
 EMAIL_FIELDS = ("email",)
 EXCERPT_TEXT_MAX = 200
-
-
-def email_mask(value: str) -> str:
-    """`ada@example.com` → `a***@example.com`: enough to recognise, not enough to contact."""
-    local, at, domain = value.partition("@")
-    return f"{local[:1]}***@{domain}" if at else "***"
+# A kept string is redacted before it is cut to EXCERPT_TEXT_MAX, so the cut never leaves part of an email or a key
+# unmasked; text beyond this is dropped unread (a body is bounded by DATA_UPLOAD_MAX_MEMORY_SIZE, not by this).
+EXCERPT_TEXT_READ = 4096
 
 
 def _safe(value: Any) -> Any:
     if isinstance(value, str):
-        return value[:EXCERPT_TEXT_MAX]
+        return value[:EXCERPT_TEXT_READ]
     if isinstance(value, bool | int | float) or value is None:
         return value
     return f"<{type(value).__name__}>"
+
+
+def _cut(value: Any) -> Any:
+    return value[:EXCERPT_TEXT_MAX] if isinstance(value, str) else value
+
+
+def excerpt_redacted(excerpt: dict[str, Any]) -> dict[str, Any]:
+    """The excerpt as a row keeps it: every string in it, at any depth and dict keys included, through
+    core.redaction.redact, then cut to EXCERPT_TEXT_MAX. The one rule for rows being written and for the rows
+    written before it (migration 0009)."""
+    return {_cut(redact(field)): _cut(redact(value)) for field, value in excerpt.items()}
 
 
 def body_excerpt(data: Any) -> dict[str, Any]:
@@ -156,20 +167,21 @@ def api_call_record(
     excerpt: dict[str, Any],
 ) -> None:
     code, message = error_of(body)
+    # Every text of the row passes the redaction, not only the excerpt: a message may quote what was sent.
     _queue.add(
         ApiCall(
             program_id=program_id,
             created_at=timezone.now(),
             method=method[:8],
-            route=route[:64],
+            route=redact(route)[:64],
             status=status,
             error_code=code,
-            message=message,
-            request_id=request_id[:64],
+            message=redact(message)[:300],
+            request_id=redact(request_id)[:64],
             key_masked=key.masked if key else "",
             key_mode=key.mode if key else "",
             latency_ms=max(0, latency_ms),
-            excerpt=excerpt,
+            excerpt=excerpt_redacted(excerpt),
         )
     )
 
