@@ -17,22 +17,46 @@ class UrlRefused(ValueError):
     """The URL may not receive webhooks; the message says why."""
 
 
-# IPv6 addresses that carry an IPv4 one in their last 32 bits and reach it: through a NAT64 gateway (the
-# well-known prefix) 64:ff9b::a00:5 is 10.0.0.5; the deprecated IPv4-compatible form likewise. Judged by it.
+# IPv6 addresses whose packets go to the IPv4 address in their last 32 bits, judged by it: an IPv4-mapped one
+# (::ffff:10.0.0.5 is 10.0.0.5 on a dual-stack socket), NAT64's well-known prefix (64:ff9b::a00:5 reaches 10.0.0.5
+# through the gateway) and the deprecated IPv4-compatible form.
 _EMBEDDING_IPV4 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
+
+# The standard library decides what is globally reachable (is_global, from IANA's special-purpose registries).
+# CPython corrected those tables (gh-113171, CVE-2024-4032) in 3.11.10, 3.12.4 and 3.13; an older interpreter takes
+# these blocks of the corrected table for global (192.0.0.8, 64:ff9b:1::a00:1, any 6to4 address). Listed here only
+# for such an interpreter: on a current one they are not global already, and this changes nothing.
+_NOT_GLOBAL_BEFORE_THE_FIX = (
+    ipaddress.IPv4Network("192.0.0.0/24"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("2002::/16"),
+    ipaddress.IPv6Network("3fff::/20"),
+)
+# The corrected table's exceptions within them: anycast addresses that are globally reachable.
+_GLOBAL_EXCEPTIONS = (ipaddress.IPv4Address("192.0.0.9"), ipaddress.IPv4Address("192.0.0.10"))
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if not ip.is_global or ip.is_multicast:
+        return False
+    return ip in _GLOBAL_EXCEPTIONS or not any(ip in network for network in _NOT_GLOBAL_BEFORE_THE_FIX)
 
 
 def _allowed(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%")[0])
     if isinstance(ip, ipaddress.IPv6Address):
+        reached = ip.ipv4_mapped
+        if reached is None and any(ip in network for network in _EMBEDDING_IPV4):
+            reached = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if reached is not None:
+            return _public(reached)
         if ip.is_site_local:
             return False
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and any(ip in network for network in _EMBEDDING_IPV4):
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return embedded.is_global and not embedded.is_multicast
-    return ip.is_global and not ip.is_multicast
+        # 6to4 and Teredo addresses carry IPv4 ends too (the stdlib's sixtofour, teredo): each must be public.
+        tunnelled = [ip.sixtofour, *(ip.teredo or ())]
+        if any(end is not None and not _public(end) for end in tunnelled):
+            return False
+    return _public(ip)
 
 
 def url_parts(url: str) -> tuple[str, str, int]:

@@ -508,24 +508,24 @@ class AgentCommissionReleaseApi(CommissionActionApi):
 
 urlpatterns = [
     path("api/agent/v1/commissions", AgentCommissionsListApi.as_view(), name="agent-commissions"),
-    path("api/agent/v1/commissions/<str:commission_id>", AgentCommissionGetApi.as_view(), name="agent-commission"),
+    path("api/agent/v1/commissions/<id:commission_id>", AgentCommissionGetApi.as_view(), name="agent-commission"),
     path(
-        "api/agent/v1/commissions/<str:commission_id>/approve",
+        "api/agent/v1/commissions/<id:commission_id>/approve",
         AgentCommissionApproveApi.as_view(),
         name="agent-commission-approve",
     ),
     path(
-        "api/agent/v1/commissions/<str:commission_id>/void",
+        "api/agent/v1/commissions/<id:commission_id>/void",
         AgentCommissionVoidApi.as_view(),
         name="agent-commission-void",
     ),
     path(
-        "api/agent/v1/commissions/<str:commission_id>/hold",
+        "api/agent/v1/commissions/<id:commission_id>/hold",
         AgentCommissionHoldApi.as_view(),
         name="agent-commission-hold",
     ),
     path(
-        "api/agent/v1/commissions/<str:commission_id>/release",
+        "api/agent/v1/commissions/<id:commission_id>/release",
         AgentCommissionReleaseApi.as_view(),
         name="agent-commission-release",
     ),

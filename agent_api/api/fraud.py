@@ -297,17 +297,17 @@ class AgentFlaggedClicksApi(AgentApi):
 
 urlpatterns = [
     path(
-        "api/agent/v1/programs/<str:program_id>/fraud-rules",
+        "api/agent/v1/programs/<id:program_id>/fraud-rules",
         AgentFraudRulesApi.as_view(),
         name="agent-program-fraud-rules",
     ),
     path(
-        "api/agent/v1/programs/<str:program_id>/fraud-rules/<str:rule>",
+        "api/agent/v1/programs/<id:program_id>/fraud-rules/<str:rule>",
         AgentFraudRuleApi.as_view(),
         name="agent-program-fraud-rule",
     ),
     path(
-        "api/agent/v1/programs/<str:program_id>/flagged-clicks",
+        "api/agent/v1/programs/<id:program_id>/flagged-clicks",
         AgentFlaggedClicksApi.as_view(),
         name="agent-program-flagged-clicks",
     ),

@@ -211,5 +211,5 @@ class AgentLinkDeactivateApi(AgentWriteApi):
 
 urlpatterns = [
     path("api/agent/v1/links", AgentLinksApi.as_view(), name="agent-links"),
-    path("api/agent/v1/links/<str:link_id>/deactivate", AgentLinkDeactivateApi.as_view(), name="agent-link-deactivate"),
+    path("api/agent/v1/links/<id:link_id>/deactivate", AgentLinkDeactivateApi.as_view(), name="agent-link-deactivate"),
 ]

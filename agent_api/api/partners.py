@@ -235,9 +235,9 @@ class AgentPartnerEnrollApi(AgentWriteApi):
 
 urlpatterns = [
     path("api/agent/v1/partners", AgentPartnersApi.as_view(), name="agent-partners"),
-    path("api/agent/v1/partners/<str:partner_id>", AgentPartnerApi.as_view(), name="agent-partner"),
+    path("api/agent/v1/partners/<id:partner_id>", AgentPartnerApi.as_view(), name="agent-partner"),
     path(
-        "api/agent/v1/partners/<str:partner_id>/enrollments",
+        "api/agent/v1/partners/<id:partner_id>/enrollments",
         AgentPartnerEnrollApi.as_view(),
         name="agent-partner-enrollments",
     ),

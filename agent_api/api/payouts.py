@@ -273,7 +273,7 @@ urlpatterns = [
     path("api/agent/v1/payouts/balances", AgentBalancesApi.as_view(), name="agent-payout-balances"),
     path("api/agent/v1/payouts/withdrawals", AgentWithdrawalsApi.as_view(), name="agent-payout-withdrawals"),
     path(
-        "api/agent/v1/payouts/withdrawals/<str:withdrawal_id>/mark-paid",
+        "api/agent/v1/payouts/withdrawals/<id:withdrawal_id>/mark-paid",
         AgentWithdrawalMarkPaidApi.as_view(),
         name="agent-payout-withdrawal-mark-paid",
     ),

@@ -85,9 +85,9 @@ class AgentProgramPerformanceGetApi(AgentApi):
 
 urlpatterns = [
     path("api/agent/v1/programs", AgentProgramsListApi.as_view(), name="agent-programs"),
-    path("api/agent/v1/programs/<str:program_id>", AgentProgramGetApi.as_view(), name="agent-program"),
+    path("api/agent/v1/programs/<id:program_id>", AgentProgramGetApi.as_view(), name="agent-program"),
     path(
-        "api/agent/v1/programs/<str:program_id>/performance",
+        "api/agent/v1/programs/<id:program_id>/performance",
         AgentProgramPerformanceGetApi.as_view(),
         name="agent-program-performance",
     ),

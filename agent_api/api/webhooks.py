@@ -688,32 +688,32 @@ class AgentWebhookEventsApi(AgentApi):
 urlpatterns = [
     path("api/agent/v1/webhooks/endpoints", AgentWebhookEndpointsApi.as_view(), name="agent-webhook-endpoints"),
     path(
-        "api/agent/v1/webhooks/endpoints/<str:endpoint_id>",
+        "api/agent/v1/webhooks/endpoints/<id:endpoint_id>",
         AgentWebhookEndpointApi.as_view(),
         name="agent-webhook-endpoint",
     ),
     path(
-        "api/agent/v1/webhooks/endpoints/<str:endpoint_id>/rotate-secret",
+        "api/agent/v1/webhooks/endpoints/<id:endpoint_id>/rotate-secret",
         AgentWebhookSecretRotateApi.as_view(),
         name="agent-webhook-endpoint-rotate-secret",
     ),
     path(
-        "api/agent/v1/webhooks/endpoints/<str:endpoint_id>/deliveries",
+        "api/agent/v1/webhooks/endpoints/<id:endpoint_id>/deliveries",
         AgentWebhookDeliveriesApi.as_view(),
         name="agent-webhook-endpoint-deliveries",
     ),
     path(
-        "api/agent/v1/webhooks/endpoints/<str:endpoint_id>/resend-failed",
+        "api/agent/v1/webhooks/endpoints/<id:endpoint_id>/resend-failed",
         AgentWebhookResendFailedApi.as_view(),
         name="agent-webhook-endpoint-resend-failed",
     ),
     path(
-        "api/agent/v1/webhooks/deliveries/<str:delivery_id>/attempts",
+        "api/agent/v1/webhooks/deliveries/<id:delivery_id>/attempts",
         AgentWebhookAttemptsApi.as_view(),
         name="agent-webhook-delivery-attempts",
     ),
     path(
-        "api/agent/v1/webhooks/deliveries/<str:delivery_id>/resend",
+        "api/agent/v1/webhooks/deliveries/<id:delivery_id>/resend",
         AgentWebhookDeliveryResendApi.as_view(),
         name="agent-webhook-delivery-resend",
     ),

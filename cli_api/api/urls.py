@@ -28,12 +28,12 @@ urlpatterns = [
     path("api/v1/cli/logs", CliLogsApi.as_view(), name="cli-logs"),
     path("api/v1/cli/explain", CliExplainApi.as_view(), name="cli-explain"),
     path(
-        "api/v1/cli/programs/<str:program_id>/webhook-events",
+        "api/v1/cli/programs/<id:program_id>/webhook-events",
         WebhookEventsListApi.as_view(),
         name="cli-webhook-events",
     ),
     path(
-        "api/v1/cli/programs/<str:program_id>/webhook-events/trigger",
+        "api/v1/cli/programs/<id:program_id>/webhook-events/trigger",
         WebhookEventTriggerApi.as_view(),
         name="cli-webhook-trigger",
     ),

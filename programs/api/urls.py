@@ -4,9 +4,9 @@ from .views import ProgramKeyRegenerateApi, ProgramSettingsApi
 
 urlpatterns = [
     path(
-        "api/programs/<str:program_id>/regenerate-key",
+        "api/programs/<id:program_id>/regenerate-key",
         ProgramKeyRegenerateApi.as_view(),
         name="program-key-regenerate",
     ),
-    path("api/v1/programs/<str:program_id>/settings", ProgramSettingsApi.as_view(), name="program-settings"),
+    path("api/v1/programs/<id:program_id>/settings", ProgramSettingsApi.as_view(), name="program-settings"),
 ]

@@ -1,6 +1,8 @@
 """Every agent operation is in the OpenAPI description with the agentKey scheme, the scope its view requires and
 the errors every agent route can answer."""
 
+import re
+
 import pytest
 
 from agent_api.api.base import AgentApi
@@ -18,7 +20,7 @@ def test_every_agent_operation_declares_its_scope_and_errors(client):
     for pattern in urlpatterns:
         view = pattern.callback.view_class
         assert issubclass(view, AgentApi)
-        path = "/" + str(pattern.pattern).replace("<str:", "{").replace(">", "}")
+        path = "/" + re.sub(r"<\w+:(\w+)>", r"{\1}", str(pattern.pattern))
         for method in METHODS:
             if not hasattr(view, method):
                 continue

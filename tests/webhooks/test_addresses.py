@@ -1,6 +1,7 @@
 """Private, loopback and link-local URLs are refused when an endpoint is saved and again at delivery, unless
 allowed; the delivery's request goes to the very address that was checked, with the URL's Host."""
 
+import ipaddress
 import socket
 
 import pytest
@@ -193,3 +194,63 @@ class TestAtDelivery:
         assert request.headers["host"] == f"hooks.example.test:{port}"
         assert request.path == "/in"
         assert list(request.verified.values()) == [True]
+
+
+NOT_GLOBALLY_REACHABLE = [
+    "192.0.0.8",  # IETF protocol assignments (192.0.0.0/24): the interpreter's outdated table took it for global
+    "192.0.0.1",
+    "192.0.0.255",
+    "100.64.0.1",  # shared address space (carrier-grade NAT)
+    "198.18.0.1",  # benchmarking
+    "192.0.2.1",  # documentation
+    "240.0.0.1",  # reserved
+    "255.255.255.255",
+    "224.0.0.1",  # multicast
+    "::ffff:127.0.0.1",  # IPv4-mapped loopback
+    "::ffff:100.64.0.1",
+    "fc00::1",  # unique local
+    "64:ff9b::127.0.0.1",  # NAT64 of loopback
+    "64:ff9b::c000:8",  # NAT64 of 192.0.0.8
+    "64:ff9b:1::a00:1",  # NAT64 local-use prefix
+    "2002:808:808::1",  # 6to4 (not globally reachable, whatever its IPv4 end)
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+    "2001:db8::1",  # documentation
+    "3fff::1",  # documentation (RFC 9637)
+    "100::1",  # discard-only
+    "ff02::1",  # multicast
+]
+GLOBALLY_REACHABLE = ["8.8.8.8", "93.184.216.34", "192.0.0.9", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]
+
+
+class TestGloballyReachable:
+    """Reachability is the standard library's is_global (IANA's special-purpose registries), not a list of private
+    ranges: 192.0.0.8 was accepted as a webhook host."""
+
+    @pytest.mark.parametrize("address", NOT_GLOBALLY_REACHABLE)
+    def test_it_refuses_an_address_that_is_not_globally_reachable(self, settings, address):
+        settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+        host = f"[{address}]" if ":" in address else address
+        with pytest.raises(UrlRefused) as refused:
+            url_check(f"https://{host}/hook")
+        assert str(refused.value) == messages.URL_PRIVATE.format(address=ipaddress.ip_address(address))
+        with pytest.raises(UrlRefused):
+            delivery_target(f"https://{host}/hook")
+
+    @pytest.mark.parametrize("address", NOT_GLOBALLY_REACHABLE)
+    def test_it_refuses_a_name_that_resolves_to_one(self, settings, monkeypatch, address):
+        settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+        resolving(monkeypatch, {"hooks.example.com": [address]})
+        with pytest.raises(UrlRefused):
+            url_check("https://hooks.example.com/hook")
+        with pytest.raises(UrlRefused, match=f"hooks.example.com resolves to {address}"):
+            delivery_target("https://hooks.example.com/hook")
+
+    @pytest.mark.parametrize("address", GLOBALLY_REACHABLE)
+    def test_it_accepts_a_globally_reachable_address(self, settings, monkeypatch, address):
+        settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+        host = f"[{address}]" if ":" in address else address
+        url_check(f"https://{host}/hook")
+        assert delivery_target(f"https://{host}/hook").url == f"https://{host}/hook"
+        resolving(monkeypatch, {"hooks.example.com": [address]})
+        url_check("https://hooks.example.com/hook")
+        assert delivery_target("https://hooks.example.com/hook").headers == {"Host": "hooks.example.com"}
