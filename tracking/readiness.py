@@ -1,11 +1,11 @@
 """The readiness verdict: what works in a program's integration and the concrete next step for what does
 not. One computation serves GET /api/v1/programs/me/readiness, the dashboard and `svc status`."""
 
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from core import messages
@@ -28,6 +28,7 @@ from .rollups import (
     rollup_sums,
     rows_with_delta,
 )
+from .selectors import MARKED_CLICKS, NEWEST_FIRST
 from .services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -59,18 +60,55 @@ class ReadinessCounts:
     links_total: int
     links_enrolled: int
     last_processor_event_at: datetime | None
+    # The user agents of the live clicks recently set aside as bots, with how many each (most first); empty when
+    # none was.
+    bot_agents: list[tuple[str, int]] = field(default_factory=list)
 
 
 # The latest live click the fraud rules did not count (a bot, a prefetch or a duplicate), read with the others.
 UNCOUNTED_CLICK = "uncounted_click"
+# Whether live clicks were set aside as bots lately, read with the others; only then are their user agents read.
+RECENT_BOTS = "recent_bots"
+# "Lately": within BOT_DAYS, among the program's latest BOT_SCAN marked clicks (the partial index
+# click_program_flagged, newest first), so the cost stays bounded however many duplicates a program has.
+BOT_DAYS = 7
+BOT_SCAN = 1000
+# How many user agents the bot check names (the most frequent), and how much of each.
+BOT_AGENTS_NAMED = 5
+BOT_AGENT_SHOWN = 160
 
 
-def _last_live_times(program: Program) -> dict[str, datetime | None]:
+def _recent_bot_clicks(program_id: int, *, now: datetime) -> QuerySet[ClickEvent]:
+    """The live clicks set aside as bots within BOT_DAYS among the program's latest BOT_SCAN marked clicks."""
+    latest_marked = (
+        ClickEvent.objects.filter(MARKED_CLICKS, program_id=program_id).order_by(NEWEST_FIRST).values("pk")[:BOT_SCAN]
+    )
+    return ClickEvent.objects.filter(
+        pk__in=latest_marked,
+        traffic=Traffic.BOT,
+        is_test=False,
+        click_timestamp__gte=now - timedelta(days=BOT_DAYS),
+    )
+
+
+def bot_agents_read(program_id: int, *, now: datetime) -> list[tuple[str, int]]:
+    """The user agents of the recent bot clicks (_recent_bot_clicks) with their counts, most frequent first."""
+    rows = (
+        _recent_bot_clicks(program_id, now=now)
+        .values("user_agent")
+        .annotate(seen=Count("pk"))
+        .order_by("-seen", "user_agent")
+    )
+    return [(row["user_agent"], row["seen"]) for row in rows]
+
+
+def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
     """The time of the program's latest live event of each kind, in one query of subqueries, each one row
     through its (program, is_test, -time) index. A provisional lead is not counted yet, nor is a click the fraud
     rules did not count: a crawler or a prefetch hitting the links must not look like visitors arriving. Without
     a counted click, the latest uncounted one is read too (UNCOUNTED_CLICK, one query more), so the clicks check
-    can say that only those came."""
+    can say that only those came. Whether clicks were recently set aside as bots (RECENT_BOTS) is asked in the
+    same query."""
 
     def latest(kind: str) -> Subquery:
         events = KIND_MODELS[kind].objects.filter(program=OuterRef("pk"), is_test=False)
@@ -80,7 +118,8 @@ def _last_live_times(program: Program) -> dict[str, datetime | None]:
             events = events.filter(**{"traffic": Traffic.HUMAN})
         return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])
 
-    subqueries = {kind: latest(kind) for kind in KINDS}
+    subqueries: dict[str, Subquery | Exists] = {kind: latest(kind) for kind in KINDS}
+    subqueries[RECENT_BOTS] = Exists(_recent_bot_clicks(program.pk, now=now))
     last = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
     # Only a program without a counted click asks whether uncounted ones came; then every live click it has is
     # uncounted, and the newest is the first row of its time index. (Asked always, "the newest uncounted click"
@@ -110,9 +149,11 @@ def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
     return totals
 
 
-def readiness_counts(*, program: Program) -> ReadinessCounts:
+def readiness_counts(*, program: Program, now: datetime | None = None) -> ReadinessCounts:
     """Counts from the daily rollups plus their live delta (tracking.rollups), last times from the indexes: the
-    cost does not grow with the number of events."""
+    cost does not grow with the number of events. The user agents of recent bot clicks are read (one query more)
+    only when there are some."""
+    now = now or timezone.now()
     # A link whose partner is not enrolled in the program takes clicks, but every sale through it is refused
     # ("No partner-program relationship found"), so only enrolled links count as working.
     enrolled = Exists(PartnerProgram.objects.filter(partner_id=OuterRef("partner_id"), program=program))
@@ -128,7 +169,7 @@ def readiness_counts(*, program: Program) -> ReadinessCounts:
             .first()
         )
     live, test = (totals := _event_totals(program))[False], totals[True]
-    last = _last_live_times(program)
+    last = _last_live_times(program, now=now)
     return ReadinessCounts(
         # Counted clicks only (the rollups count no other); last_uncounted: the latest live click that did not count.
         clicks={
@@ -149,6 +190,7 @@ def readiness_counts(*, program: Program) -> ReadinessCounts:
         links_total=links["total"],
         links_enrolled=links["enrolled"],
         last_processor_event_at=last_processor_event_at,
+        bot_agents=bot_agents_read(program.pk, now=now) if last[RECENT_BOTS] else [],
     )
 
 
@@ -204,6 +246,26 @@ def clicks_check(counts: ReadinessCounts, *, program: Program, base_url: str) ->
         "Clicks received",
         "No live click recorded yet",
         f"Add the tracker to every page of {program.domain}: {tag} then open a page with ?aff=<code>.",
+    )
+
+
+def bot_clicks_check(counts: ReadinessCounts) -> Check | None:
+    """Names the clicks recently set aside as bots and their user agents, so a click that never attributes is never
+    a mystery (a warning: crawlers are expected, but one of these may be an integration's own). None when none."""
+    if not counts.bot_agents:
+        return None
+    total = sum(seen for _, seen in counts.bot_agents)
+    named = ", ".join(f'"{agent[:BOT_AGENT_SHOWN]}" ({seen})' for agent, seen in counts.bot_agents[:BOT_AGENTS_NAMED])
+    others = len(counts.bot_agents) - BOT_AGENTS_NAMED
+    return Check(
+        "bot_clicks",
+        WARN,
+        "Clicks set aside as bots",
+        f"{total} live click(s) of the last {BOT_DAYS} days set aside as bots (never counted, never attributed), "
+        f"by user agent: {named}" + (f"; {others} other user agent(s)" if others > 0 else ""),
+        "If one of these is your own server or app rather than a crawler, send the visitor's browser user agent as "
+        "user_agent in the click body (without it, the User-Agent header is judged only when it is a browser's), "
+        "or turn the bot rule off; crawlers and link previews need nothing.",
     )
 
 
@@ -335,9 +397,9 @@ def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
     """Counts, checks and the mistakes seen in recent calls (tracking.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is."""
-    counts = readiness_counts(program=program)
-    live_key = key or program_live_key_get(program_id=program.pk)
     now = timezone.now()
+    counts = readiness_counts(program=program, now=now)
+    live_key = key or program_live_key_get(program_id=program.pk)
     checks = [
         referral_links_check(counts),
         clicks_check(counts, program=program, base_url=base_url.rstrip("/")),
@@ -347,6 +409,9 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         stripe_check(counts, program=program),
         live_events_check(counts),
     ]
+    bots = bot_clicks_check(counts)
+    if bots is not None:
+        checks.append(bots)
     mistakes = mistakes_find(program=program, now=now)
     verdict = readiness_verdict(checks, mistakes)
     return {

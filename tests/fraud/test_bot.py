@@ -9,7 +9,7 @@ from core import messages
 from fraud.config import rule_update
 from fraud.rules import Rule, Traffic
 from tests.factories import CustomerFactory
-from tests.helpers import bad_request
+from tests.helpers import bad_request, bearer
 from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent, TrackingLog
 from tracking.rollups import rollups_update
 
@@ -125,3 +125,55 @@ def test_with_the_rule_off_a_bot_and_a_prefetch_count_and_are_attributed(api_cli
     response = sale(api_client, link.program, click_id=bot)
     assert response.status_code == 200 and response.json()["commission_id"]
     assert_ledger_consistent(partner)
+
+
+def server_click(api_client, link, *, client_agent: str, **body):
+    """A click sent by the integrator's server with no user_agent in the body: the spec's fallback reads the
+    request's User-Agent header, which names the server's HTTP client."""
+    payload = {"affiliate_url": f"https://shop.example.com/pricing?aff={link.short_link}", **body}
+    return api_client.post(
+        "/api/v1/track/click",
+        payload,
+        format="json",
+        HTTP_USER_AGENT=client_agent,
+        **bearer(link.program.raw_api_key),
+    )
+
+
+# HTTP clients that ua-parser takes for spiders.
+SERVER_CLIENTS = ["Python-urllib/3.11", "Java/17", "Java/17.0.2", "Python-urllib/3.12"]
+
+
+@pytest.mark.parametrize("client_agent", SERVER_CLIENTS)
+def test_a_server_side_click_is_not_judged_by_its_http_clients_name(api_client, link, partner, client_agent):
+    click_id = click_id_of(server_click(api_client, link, client_agent=client_agent, visitor_ip="203.0.113.7"))
+    event = ClickEvent.objects.get()
+    assert (event.traffic, event.user_agent) == (Traffic.HUMAN, client_agent)
+    assert event.customer is not None and event.customer.click_id == click_id
+    assert link_clicks(link) == 1
+
+    response = sale(api_client, link.program, click_id=click_id)
+    assert response.status_code == 200, response.content
+    assert response.json()["commission_id"]
+    assert SaleEvent.objects.get().customer_id == event.customer_id
+    assert_ledger_consistent(partner)
+
+
+@pytest.mark.parametrize("client_agent", ["Python-urllib/3.11", "Java/17"])
+def test_a_crawlers_user_agent_in_the_body_is_still_a_bot_whatever_the_header(api_client, link, client_agent):
+    response = server_click(api_client, link, client_agent=client_agent, user_agent=GOOGLEBOT_UA)
+    click_id = click_id_of(response)
+    assert ClickEvent.objects.get().traffic == Traffic.BOT
+    assert sale(api_client, link.program, click_id=click_id).status_code == 400
+
+
+def test_a_server_relaying_its_http_clients_name_in_the_body_is_judged_by_it(api_client, link):
+    """The body's user_agent is the visitor's as the integrator says: a script's name there is a script's visit."""
+    click_id_of(server_click(api_client, link, client_agent="Java/17", user_agent="Python-urllib/3.11"))
+    assert ClickEvent.objects.get().traffic == Traffic.BOT
+
+
+def test_a_crawler_running_the_tracker_is_a_bot_by_its_header(api_client, link):
+    """The tracker script sends no user_agent: in a crawler that runs the page, the header is the crawler's."""
+    click_id_of(server_click(api_client, link, client_agent=GOOGLEBOT_UA))
+    assert ClickEvent.objects.get().traffic == Traffic.BOT

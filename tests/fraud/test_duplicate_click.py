@@ -12,6 +12,7 @@ from tracking.models import ClickEvent
 from tracking.rollups import rollups_update
 
 from .flow import (
+    CHROME_UA,
     FIREFOX_UA,
     OTHER_IP,
     assert_ledger_consistent,
@@ -122,3 +123,33 @@ def test_with_the_rule_off_both_clicks_count(api_client, link, clock):
     click(api_client, link)
     assert traffics() == [Traffic.HUMAN, Traffic.HUMAN]
     assert_counted(link, 2)
+
+
+def test_cosmetic_changes_to_one_browsers_user_agent_are_one_visitor(api_client, link, clock):
+    """A doubled space, another case, a trailing ';' or spaces around the separators: the same browser string,
+    so the same visitor (fraud.rules.user_agent_normalised): 10 clicks, 1 counted, 9 duplicates."""
+    variants = [
+        CHROME_UA,
+        CHROME_UA.replace(" ", "  "),
+        CHROME_UA.replace("Windows NT", "windows  nt"),
+        CHROME_UA.upper(),
+        CHROME_UA.lower(),
+        f"{CHROME_UA};",
+        f"{CHROME_UA} ; ",
+        f"  {CHROME_UA}\t",
+        CHROME_UA.replace("; ", ";"),
+        CHROME_UA.replace("(KHTML, like Gecko)", "( KHTML ,like Gecko )").replace(" ", "\u00a0", 1),
+    ]
+    assert len(set(variants)) == 10
+    for user_agent in variants:
+        click(api_client, link, user_agent=user_agent)
+    assert traffics().count(Traffic.DUPLICATE) == 9
+    assert traffics()[0] == Traffic.HUMAN
+    assert len(set(ClickEvent.objects.values_list("visitor_hash", flat=True))) == 1
+    assert_counted(link, 1)
+
+
+def test_a_changed_version_is_still_another_visitor(api_client, link, clock):
+    click(api_client, link)
+    click(api_client, link, user_agent=CHROME_UA.replace("Chrome/120.0.0.0", "Chrome/121.0.0.0"))
+    assert traffics() == [Traffic.HUMAN, Traffic.HUMAN]

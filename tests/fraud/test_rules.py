@@ -17,10 +17,14 @@ from fraud.rules import (
     Rule,
     Traffic,
     ad_click_ids,
+    address_normalised,
+    agent_judged,
     is_disposable,
     over_threshold,
+    registrable_domain,
     request_traffic,
     self_referral,
+    user_agent_normalised,
     visitor_hash,
 )
 from tests.factories import ProgramFactory
@@ -46,6 +50,16 @@ class TestVisitorHash:
     def test_it_does_not_contain_the_ip(self):
         hashed = visitor_hash(ip="10.0.0.1", user_agent="")
         assert "10.0.0.1" not in hashed and "10001" not in hashed
+
+    def test_cosmetic_changes_to_the_user_agent_hash_the_same(self):
+        base = visitor_hash(ip="203.0.113.7", user_agent=CHROME_UA)
+        for variant in (CHROME_UA.replace(" ", "  "), CHROME_UA.upper(), f"{CHROME_UA};", f" {CHROME_UA} ;, "):
+            assert visitor_hash(ip="203.0.113.7", user_agent=variant) == base
+
+    def test_the_normalised_user_agent(self):
+        assert user_agent_normalised("Mozilla/5.0  (X11 ;  Linux)  Gecko/1 ;") == "mozilla/5.0(x11;linux)gecko/1"
+        assert user_agent_normalised("") == ""
+        assert user_agent_normalised(" ; ") == ""
 
     def test_ip_and_user_agent_cannot_be_shifted_into_each_other(self):
         assert visitor_hash(ip="1.2.3.4", user_agent="5 agent") != visitor_hash(ip="1.2.3.45", user_agent=" agent")
@@ -88,6 +102,72 @@ class TestRequestTraffic:
     @pytest.mark.parametrize("user_agent", [CHROME_UA, FIREFOX_UA, ""])
     def test_a_browser_or_an_empty_user_agent_is_human(self, user_agent):
         assert traffic_of(user_agent) == Traffic.HUMAN
+
+
+class TestAgentJudged:
+    @pytest.mark.parametrize(
+        "user_agent",
+        [
+            "Python-urllib/3.11",
+            "Java/17",
+            "python-requests/2.31.0",
+            "okhttp/4.12.0",
+            "curl/8.4.0",
+            "Go-http-client/1.1",
+            "node-fetch/1.0 (+https://github.com/bitinn/node-fetch)",
+            "axios/1.6.2",
+            "Apache-HttpClient/4.5.14 (Java/17.0.2)",
+        ],
+    )
+    def test_an_http_clients_name_in_the_header_is_not_judged(self, user_agent):
+        assert not agent_judged(user_agent=user_agent, from_body=False)
+        assert agent_judged(user_agent=user_agent, from_body=True)
+
+    @pytest.mark.parametrize("user_agent", [GOOGLEBOT_UA, CHROME_UA, "MOZILLA/5.0 (compatible; bingbot/2.0)"])
+    def test_a_browsers_or_a_rendering_crawlers_header_is_judged(self, user_agent):
+        assert agent_judged(user_agent=user_agent, from_body=False)
+
+
+class TestAddressNormalised:
+    @pytest.mark.parametrize(
+        ("email", "normalised"),
+        [
+            (" John.SmithX+x@GMAIL.com ", "johnsmithx@gmail.com"),
+            ("j.smith@googlemail.com", "jsmith@gmail.com"),
+            ("a.b+news@outlook.com", "a.b@outlook.com"),
+            ("A.B@Hotmail.co.uk", "a.b@hotmail.co.uk"),
+            ("base-shop@yahoo.com", "base@yahoo.com"),
+            ("base-shop@ymail.com", "base@ymail.com"),
+            ("me+x@mac.com", "me@icloud.com"),
+            ("me@me.com", "me@icloud.com"),
+            ("j.o-h_n+x@pm.me", "john@proton.me"),
+            ("john@protonmail.ch", "john@proton.me"),
+            ("ivan+shop@ya.ru", "ivan@yandex.ru"),
+            ("ivan.petrov@yandex.com", "ivan.petrov@yandex.ru"),
+            ("first.last+tag@company.example", "first.last@company.example"),
+            ("first-last@company.example", "first-last@company.example"),
+            ("+x@gmail.com", "+x@gmail.com"),
+            ("no-at-sign", "no-at-sign"),
+        ],
+    )
+    def test_each_providers_rules(self, email, normalised):
+        assert address_normalised(email) == normalised
+
+
+class TestRegistrableDomain:
+    @pytest.mark.parametrize(
+        ("domain", "registrable"),
+        [
+            ("mail.acme-x.com", "acme-x.com"),
+            ("acme-x.com", "acme-x.com"),
+            ("a.b.example.co.uk", "example.co.uk"),
+            ("alice.github.io", "alice.github.io"),
+            ("co.uk", "co.uk"),
+            ("localhost", "localhost"),
+        ],
+    )
+    def test_by_the_public_suffix_list(self, domain, registrable):
+        assert registrable_domain(domain) == registrable
 
 
 class TestAdClickIds:
@@ -135,6 +215,33 @@ class TestSelfReferral:
     def test_a_public_suffix_alone_is_not_disposable(self):
         assert not is_disposable("com")
         assert not is_disposable("example.com")
+
+    def test_the_same_address_after_normalisation_fires_and_says_so(self):
+        reason = self_referral(customer_email="John.SmithX+x@GMAIL.com", partner_email="johnsmithx@googlemail.com")
+        assert (
+            reason
+            == "the customer's email is the partner's: the same address after normalisation (johnsmithx@gmail.com)"
+        )
+
+    def test_the_same_registrable_company_domain_fires_and_says_so(self):
+        reason = self_referral(customer_email="boss@mail.acme-x.com", partner_email="boss@acme-x.com")
+        assert reason == (
+            "the customer's email domain mail.acme-x.com and the partner's (acme-x.com) are the same registrable "
+            "domain acme-x.com"
+        )
+
+    @pytest.mark.parametrize(
+        ("customer", "partner"),
+        [
+            ("jane@gmail.com", "john@gmail.com"),
+            ("jane@googlemail.com", "john@gmail.com"),
+            ("x@mail.yahoo.com", "y@yahoo.com"),
+            ("a@shop.co.uk", "b@other.co.uk"),
+            ("a@alice.github.io", "b@bob.github.io"),
+        ],
+    )
+    def test_strangers_do_not_fire(self, customer, partner):
+        assert self_referral(customer_email=customer, partner_email=partner) is None
 
     def test_unrelated_emails_do_not_fire(self):
         assert self_referral(customer_email="buyer@othershop.com", partner_email="pat@partnerco.com") is None

@@ -19,8 +19,10 @@ from commissions.services import (
 )
 from fraud.config import rule_update
 from fraud.rules import Action, Rule
+from programs.models import Role
 from tests.agent_api.conftest import agent_for
-from tests.factories import PartnerFactory, ReferralLinkFactory
+from tests.factories import MembershipFactory, PartnerFactory, ReferralLinkFactory
+from tests.helpers import bearer
 
 from .flow import assert_ledger_consistent, commission_of, money_of, referred_sale, refund, reviews_of
 
@@ -298,6 +300,89 @@ def test_an_owner_hold_on_a_rule_held_commission_keeps_the_rule(api_client, link
     commission.refresh_from_db()
     assert (commission.hold_rule, commission.hold_reason) == (SELF, "asking the partner")
     assert reviews_of(commission)[-1] == (HELD, SELF, "user:owner")
+
+
+class TestEvasions:
+    """The forms that evaded the rule: the partner's address written another way (case, dots, a plus-tag, an alias
+    domain), and a subdomain of the partner's company domain. Each is held, and the reason names the form."""
+
+    @pytest.fixture
+    def gmail_link(self, program):
+        partner = PartnerFactory(workspace=program.workspace, email="johnsmithx@gmail.com")
+        return ReferralLinkFactory(program=program, partner=partner)
+
+    @pytest.mark.parametrize(
+        "email",
+        [
+            "john.smithx@gmail.com",
+            "johnsmithx+shop@gmail.com",
+            "johnsmithx@googlemail.com",
+            "John.SmithX+x@GMAIL.com",
+            "j.o.h.n.s.m.i.t.h.x+2@googlemail.com",
+        ],
+    )
+    def test_the_partners_gmail_address_written_another_way_is_held(self, api_client, gmail_link, email):
+        commission = held_sale(api_client, gmail_link, email=email)
+        assert (commission.hold_rule, commission.flags) == (SELF, [SELF])
+        assert commission.hold_reason == (
+            "self_referral: the customer's email is the partner's: the same address after normalisation "
+            "(johnsmithx@gmail.com)"
+        )
+        assert reviews_of(commission) == [(HELD, SELF, "rule")]
+        assert balance(gmail_link.partner) == 0
+
+    def test_the_exact_address_keeps_its_reason(self, api_client, gmail_link):
+        commission = held_sale(api_client, gmail_link, email="johnsmithx@gmail.com")
+        assert commission.hold_reason == "self_referral: the customer's email is the partner's"
+
+    def test_a_subdomain_of_the_partners_company_domain_is_held(self, api_client, program):
+        partner = PartnerFactory(workspace=program.workspace, email="boss@acme-x.com")
+        commission = held_sale(
+            api_client, ReferralLinkFactory(program=program, partner=partner), "boss@mail.acme-x.com"
+        )
+        assert (commission.hold_rule, commission.flags) == (SELF, [SELF])
+        assert commission.hold_reason == (
+            "self_referral: the customer's email domain mail.acme-x.com and the partner's (acme-x.com) are the same "
+            "registrable domain acme-x.com"
+        )
+
+    @pytest.mark.parametrize(
+        ("partner_email", "customer_email"),
+        [
+            ("johnsmithx@gmail.com", "janedoe@gmail.com"),
+            ("johnsmithx@gmail.com", "johnsmith@gmail.com"),
+            ("pat@outlook.com", "p.at@outlook.com"),
+            ("pat@hotmail.com", "pat@outlook.com"),
+            ("pat@alice.github.io", "pat2@bob.github.io"),
+            ("pat@shop.co.uk", "buyer@other.co.uk"),
+        ],
+        ids=["gmail-strangers", "gmail-near-name", "outlook-keeps-dots", "outlook-hotmail", "psl-private", "co-uk"],
+    )
+    def test_strangers_at_a_free_provider_or_under_one_public_suffix_are_not_flagged(
+        self, api_client, program, partner_email, customer_email
+    ):
+        partner = PartnerFactory(workspace=program.workspace, email=partner_email)
+        link = ReferralLinkFactory(program=program, partner=partner)
+        commission = commission_of(referred_sale(api_client, link, email=customer_email))
+        assert (commission.flags, commission.held_at, commission.hold_rule) == ([], None, "")
+
+    def test_explain_says_which_form_matched_on_the_page_and_the_cli_route(self, api_client, client, gmail_link):
+        held_sale(api_client, gmail_link, email="John.SmithX+x@GMAIL.com")
+        program = gmail_link.program
+        said = "the same address after normalisation (johnsmithx@gmail.com)"
+
+        cli = api_client.get("/api/v1/cli/explain", {"transaction_id": "txn_1"}, **bearer(program.raw_api_key))
+        assert cli.status_code == 200, cli.content
+        review = cli.json()["data"]["review"]
+        [step] = review["rules"]
+        assert (step["rule"], step["status"]) == (SELF, "held")
+        assert step["text"] == f"self_referral: the customer's email is the partner's: {said}"
+        assert said in review["text"]
+
+        client.force_login(MembershipFactory(workspace=program.workspace, role=Role.MEMBER).user)
+        page = client.get(f"/programs/{program.pk}/explain", {"transaction_id": "txn_1"})
+        assert page.status_code == 200
+        assert said in page.content.decode()
 
 
 def admin_login(client) -> None:

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from programs.models import PartnerProgram, ProgramKey, ReferralLink
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
+from tests.helpers import bearer
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent
 from tracking.readiness import readiness_compute
 
@@ -326,7 +327,8 @@ class TestKeyHealth:
 def test_without_a_counted_click_it_reads_the_latest_uncounted_one_more():
     counted, uncounted = ProgramFactory(), ProgramFactory()
     ClickEvent.objects.create(program=counted, click_id="human-1")
-    ClickEvent.objects.create(program=uncounted, click_id="bot-1", traffic="bot", user_agent="Googlebot/2.1")
+    # A prefetch: a bot's click costs one query more again, its user agents (test_bot_clicks_are_named_...).
+    ClickEvent.objects.create(program=uncounted, click_id="prefetch-1", traffic="prefetch", user_agent="Chrome")
 
     def queries(of) -> int:
         with mock.patch("tracking.readiness.mistakes_find", return_value=[]):
@@ -352,3 +354,103 @@ def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
         key = ProgramKey.objects.get(program=program, mode="live")
         with django_assert_num_queries(9):  # the key is given: no key query
             readiness_compute(program=program, key=key)
+
+
+GOOGLEBOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+FACEBOOK_UA = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"
+CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+BOT_NEXT_STEP = (
+    "If one of these is your own server or app rather than a crawler, send the visitor's browser user agent as "
+    "user_agent in the click body (without it, the User-Agent header is judged only when it is a browser's), or "
+    "turn the bot rule off; crawlers and link previews need nothing."
+)
+
+
+class TestBotClicks:
+    """Readiness names the clicks the bot rule set aside and the user agents they came with, over HTTP."""
+
+    @staticmethod
+    def click(api_client, link, *, header: str = "", **body) -> None:
+        payload = {"affiliate_url": f"https://shop.example.com/?aff={link.short_link}", **body}
+        extra = {"HTTP_USER_AGENT": header} if header else {}
+        response = api_client.post(
+            "/api/v1/track/click", payload, format="json", **extra, **bearer(link.program.raw_api_key)
+        )
+        assert response.status_code == 200, response.content
+
+    @staticmethod
+    def readiness(api_client, program) -> dict:
+        response = api_client.get("/api/v1/programs/me/readiness", **bearer(program.raw_api_key))
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    def test_bot_clicks_are_named_with_their_user_agents(self, api_client, program):
+        ready_program(program)
+        link = ReferralLinkFactory(program=program)
+        for _ in range(2):
+            self.click(api_client, link, user_agent=GOOGLEBOT_UA)
+        self.click(api_client, link, user_agent=FACEBOOK_UA)
+        self.click(api_client, link, header=GOOGLEBOT_UA)  # the tracker in a crawler: the header's agent
+
+        verdict = self.readiness(api_client, program)
+
+        bots = next(check for check in verdict["checks"] if check["id"] == "bot_clicks")
+        assert bots == {
+            "id": "bot_clicks",
+            "status": "warn",
+            "title": "Clicks set aside as bots",
+            "detail": "4 live click(s) of the last 7 days set aside as bots (never counted, never attributed), by "
+            f'user agent: "{GOOGLEBOT_UA}" (3), "{FACEBOOK_UA}" (1)',
+            "next_step": BOT_NEXT_STEP,
+        }
+        assert verdict["checks"][-1] == bots
+        assert (verdict["ready"], verdict["status"], verdict["next_step"]) == (
+            True,
+            "ready_with_warnings",
+            BOT_NEXT_STEP,
+        )
+
+    def test_a_server_side_click_is_not_set_aside_nor_named(self, api_client, program):
+        link = ReferralLinkFactory(program=program)
+        self.click(api_client, link, header="Python-urllib/3.11", visitor_ip="203.0.113.7")
+        self.click(api_client, link, header="Java/17", visitor_ip="203.0.113.8")
+
+        verdict = self.readiness(api_client, program)
+
+        assert "bot_clicks" not in statuses(verdict)
+        assert verdict["counts"]["clicks"] == 2
+        assert statuses(verdict)["clicks_received"] == "pass"
+
+    def test_the_most_frequent_five_are_named_and_the_others_counted(self, program):
+        for number in range(7):
+            for _ in range(number + 1):
+                ClickEvent.objects.create(program=program, traffic="bot", user_agent=f"crawler-{number}")
+        detail = checks(readiness_compute(program=program))["bot_clicks"][1]
+        assert detail.startswith("28 live click(s) of the last 7 days set aside as bots")
+        assert detail.endswith(
+            'by user agent: "crawler-6" (7), "crawler-5" (6), "crawler-4" (5), "crawler-3" (4), "crawler-2" (3); '
+            "2 other user agent(s)"
+        )
+
+    def test_old_test_and_other_programs_bots_are_not_named(self, program):
+        ClickEvent.objects.create(
+            program=program, traffic="bot", user_agent="old", click_timestamp=NOW - timedelta(days=7, seconds=1)
+        )
+        ClickEvent.objects.create(program=program, traffic="bot", user_agent="test", is_test=True)
+        ClickEvent.objects.create(program=program, traffic="prefetch", user_agent=CHROME_UA)
+        ClickEvent.objects.create(program=ProgramFactory(), traffic="bot", user_agent="elsewhere")
+        assert "bot_clicks" not in statuses(readiness_compute(program=program))
+
+
+def test_the_user_agents_of_bot_clicks_cost_one_query_more_only_when_there_are_some():
+    prefetched, crawled = ProgramFactory(), ProgramFactory()
+    ClickEvent.objects.create(program=prefetched, traffic="prefetch", user_agent=CHROME_UA)
+    ClickEvent.objects.create(program=crawled, traffic="bot", user_agent=GOOGLEBOT_UA)
+
+    def queries(of) -> int:
+        with mock.patch("tracking.readiness.mistakes_find", return_value=[]):
+            with CaptureQueriesContext(connection) as captured:
+                readiness_compute(program=of)
+        return len(captured)
+
+    assert queries(crawled) == queries(prefetched) + 1

@@ -13,7 +13,7 @@ from core.errors import BadRequestError, TypedGoneError
 from core.ids import id_parse
 from core.sql import insert_pair, insert_pair_supported
 from core.text import storable_text
-from fraud.rules import Traffic
+from fraud.rules import Traffic, agent_judged
 from programs.models import Program, ProgramKey
 
 from ..enrichment import BOT_DEVICE, device_for_user_agent, geo_for_ip
@@ -158,7 +158,10 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     visitor_ip = parse_ip(data.get("visitor_ip"))
     own_key = context.key is not None and context.key.program_id == program_id
     ip = visitor_ip if (visitor_ip and own_key) else context.request_ip
-    user_agent = data.get("user_agent") or context.request_user_agent
+    # The spec's fallback: without user_agent in the body, the request's User-Agent header (the bot rule judges
+    # that one only when it is a browser's: fraud.rules.agent_judged).
+    body_user_agent = data.get("user_agent") or ""
+    user_agent = body_user_agent or context.request_user_agent
     geo = geo_for_ip(ip)
     device = device_for_user_agent(user_agent[:1024])
     now = timezone.now()
@@ -214,7 +217,8 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         program_id=program_id,
         ip=ip,
         user_agent=user_agent,
-        is_bot_agent=device.device_type == BOT_DEVICE,
+        is_bot_agent=device.device_type == BOT_DEVICE
+        and agent_judged(user_agent=user_agent, from_body=bool(body_user_agent)),
         method=context.request_method,
         meta=context.request_meta,
         landing_query=landing_query,
