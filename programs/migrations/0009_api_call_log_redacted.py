@@ -30,7 +30,7 @@ def _clean(row: Any) -> bool:
     return changed
 
 
-def api_call_log_redact(apps: Any, schema_editor: Any) -> int:
+def api_call_rows_redact(apps: Any, schema_editor: Any) -> int:
     """Returns how many rows changed."""
     ApiCall = apps.get_model("programs", "ApiCall")
     calls = ApiCall.objects.using(schema_editor.connection.alias)
@@ -46,6 +46,10 @@ def api_call_log_redact(apps: Any, schema_editor: Any) -> int:
             with transaction.atomic(using=schema_editor.connection.alias):
                 calls.bulk_update(changed, COLUMNS)
             changed_total += len(changed)
+
+
+def api_call_log_redact(apps: Any, schema_editor: Any) -> None:
+    api_call_rows_redact(apps, schema_editor)
 
 
 class Migration(migrations.Migration):

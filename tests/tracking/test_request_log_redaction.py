@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from cli_api.models import LOGIN_TOKEN_PREFIX
 from core import messages
 from programs.keys import AGENT_KEY_PREFIX, generate_key
-from programs.models import ApiCall, Role
+from programs.models import ApiCall, Membership, Role
 from tests.factories import CustomerFactory, MembershipFactory
 from tests.helpers import bearer
 from tests.tracking.sales import REFUND_URL, post_sale, sale_body
@@ -43,10 +43,11 @@ def leaks(program) -> dict[str, str]:
 def shown_anywhere(program) -> str:
     """Everything a member and the CLI can read of the log: the Logs page, the dashboard's route, svc logs' route."""
     member = Client()
-    member.force_login(MembershipFactory(workspace=program.workspace, role=Role.MEMBER).user)
+    membership: Membership = MembershipFactory.create(workspace=program.workspace, role=Role.MEMBER)
+    member.force_login(membership.user)
     page = member.get(f"/programs/{program.pk}/logs")
     dashboard = member.get(f"/api/tracking/logs/{program.pk}")
-    cli = APIClient().get("/api/v1/cli/logs", **bearer(program.raw_api_key))
+    cli = APIClient().get("/api/v1/cli/logs", HTTP_AUTHORIZATION=f"Bearer {program.raw_api_key}")
     assert page.status_code == dashboard.status_code == cli.status_code == 200
     return "\n".join(response.content.decode() for response in (page, dashboard, cli))
 
@@ -133,7 +134,7 @@ def test_the_migration_cleans_rows_written_before_the_redaction(program, leaks, 
         for _ in range(4)
     ]
 
-    changed = redaction_migration.api_call_log_redact(apps, SimpleNamespace(connection=connection))
+    changed = redaction_migration.api_call_rows_redact(apps, SimpleNamespace(connection=connection))
 
     assert changed == 1
     old.refresh_from_db()
@@ -145,4 +146,4 @@ def test_the_migration_cleans_rows_written_before_the_redaction(program, leaks, 
     assert (old.message, old.request_id) == (f"reason was {MASKED_EMAIL}", "svcl_[redacted]")
     assert all(ApiCall.objects.get(pk=row.pk).excerpt == clean for row in untouched)
     assert_none_shown(shown_anywhere(program), leaks)
-    assert redaction_migration.api_call_log_redact(apps, SimpleNamespace(connection=connection)) == 0
+    assert redaction_migration.api_call_rows_redact(apps, SimpleNamespace(connection=connection)) == 0
