@@ -148,7 +148,7 @@ SERVER_CLIENTS = ["Python-urllib/3.11", "Java/17", "Java/17.0.2", "Python-urllib
 def test_a_server_side_click_is_not_judged_by_its_http_clients_name(api_client, link, partner, client_agent):
     click_id = click_id_of(server_click(api_client, link, client_agent=client_agent, visitor_ip="203.0.113.7"))
     event = ClickEvent.objects.get()
-    assert (event.traffic, event.user_agent) == (Traffic.HUMAN, client_agent)
+    assert (event.traffic, event.user_agent, event.device_type) == (Traffic.HUMAN, client_agent, "other")
     assert event.customer is not None and event.customer.click_id == click_id
     assert link_clicks(link) == 1
 
@@ -163,7 +163,7 @@ def test_a_server_side_click_is_not_judged_by_its_http_clients_name(api_client, 
 def test_a_crawlers_user_agent_in_the_body_is_still_a_bot_whatever_the_header(api_client, link, client_agent):
     response = server_click(api_client, link, client_agent=client_agent, user_agent=GOOGLEBOT_UA)
     click_id = click_id_of(response)
-    assert ClickEvent.objects.get().traffic == Traffic.BOT
+    assert (ClickEvent.objects.get().traffic, ClickEvent.objects.get().device_type) == (Traffic.BOT, "bot")
     assert sale(api_client, link.program, click_id=click_id).status_code == 400
 
 

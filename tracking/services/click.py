@@ -29,6 +29,8 @@ from .common import (
 )
 
 MAX_URL_LENGTH = 4096
+# tracking.enrichment's device_type for a user agent that is no browser, phone or tablet it knows.
+OTHER_DEVICE = "other"
 
 
 def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
@@ -158,12 +160,16 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     visitor_ip = parse_ip(data.get("visitor_ip"))
     own_key = context.key is not None and context.key.program_id == program_id
     ip = visitor_ip if (visitor_ip and own_key) else context.request_ip
-    # The spec's fallback: without user_agent in the body, the request's User-Agent header (the bot rule judges
-    # that one only when it is a browser's: fraud.rules.agent_judged).
+    # The spec's fallback: without user_agent in the body, the request's User-Agent header.
     body_user_agent = data.get("user_agent") or ""
     user_agent = body_user_agent or context.request_user_agent
     geo = geo_for_ip(ip)
     device = device_for_user_agent(user_agent[:1024])
+    # A server's HTTP client named only in the header (Python-urllib, Java/17) is no crawler: ua-parser's spider
+    # is neither the click's device nor a bot for the rule.
+    device_type = device.device_type
+    if device_type == BOT_DEVICE and not agent_judged(user_agent=user_agent, from_body=bool(body_user_agent)):
+        device_type = OTHER_DEVICE
     now = timezone.now()
     event = ClickEvent(
         program_id=program_id,
@@ -181,7 +187,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         geo_country=geo.country,
         geo_region=geo.region,
         geo_city=geo.city,
-        device_type=device.device_type,
+        device_type=device_type,
         device_os=device.device_os,
         browser_name=device.browser_name,
         is_test=test_mode,
@@ -217,8 +223,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         program_id=program_id,
         ip=ip,
         user_agent=user_agent,
-        is_bot_agent=device.device_type == BOT_DEVICE
-        and agent_judged(user_agent=user_agent, from_body=bool(body_user_agent)),
+        is_bot_agent=device_type == BOT_DEVICE,
         method=context.request_method,
         meta=context.request_meta,
         landing_query=landing_query,
