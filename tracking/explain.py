@@ -26,7 +26,7 @@ from commissions.models import Commission, CommissionReview, ProductCommissionRa
 from commissions.selectors import commission_ledger, commission_refund_steps
 from core.errors import NotFoundError
 from fraud.config import program_rules
-from fraud.rules import SPECS, Rule, Traffic
+from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 
 from .models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
@@ -172,7 +172,7 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
     attribution = _attribution(program=program, sale=sale, processor_event=processor_event)
     commission_block = _commission(program=program, sale=sale, commission=commission)
     outcome, summary = _sale_outcome(sale=sale, commission=commission, attribution=attribution)
-    review = _review(commission)
+    review = _review(commission, sale=sale)
     if review is not None and review["held"]:
         summary += f" {review['text']}"
     return {
@@ -404,7 +404,7 @@ def _commission(*, program: Program, sale: SaleEvent, commission: Commission | N
     }
 
 
-def _review(commission: Commission | None) -> dict[str, Any] | None:
+def _review(commission: Commission | None, *, sale: SaleEvent) -> dict[str, Any] | None:
     """The sale rules that fired on the commission's sale (flagged, or the one that holds it), its hold, what the
     owner can do about it, and every decision taken on it (CommissionReview, oldest first)."""
     if commission is None:
@@ -414,7 +414,7 @@ def _review(commission: Commission | None) -> dict[str, Any] | None:
     rules = [
         step
         for rule in commission.flags or []
-        if (step := _sale_rule_step(rule, commission=commission, reviews=reviews)) is not None
+        if (step := _sale_rule_step(rule, commission=commission, reviews=reviews, sale=sale)) is not None
     ]
     actions = REVIEW_ACTIONS.replace("{id}", str(commission.pk))
     if held and commission.hold_rule:
@@ -458,10 +458,13 @@ def _review(commission: Commission | None) -> dict[str, Any] | None:
     }
 
 
-def _sale_rule_step(rule: str, *, commission: Commission, reviews: list[CommissionReview]) -> dict[str, str] | None:
+def _sale_rule_step(
+    rule: str, *, commission: Commission, reviews: list[CommissionReview], sale: SaleEvent
+) -> dict[str, str] | None:
     """A sale rule that fired: `held` while it holds the commission, `released` / `voided` / `ended` once its
     hold was decided (the last decision), else `flagged` (it only flags). The reason is the one the rule wrote
-    when it held the commission (its review entry); a flag-only rule stores none."""
+    when it held the commission (its review entry); a flag-only rule stores none, so a flagged self_referral says
+    which form matches as the two addresses read now (the sale's customer and partner, already loaded)."""
     if rule not in SPECS:
         return None
     rule_hold = next((r for r in reviews if r.actor == RULE_ACTOR and r.rule == rule and r.action == "held"), None)
@@ -472,7 +475,12 @@ def _sale_rule_step(rule: str, *, commission: Commission, reviews: list[Commissi
     if rule_hold is not None and decided is not None:
         text = f"{reason}; {decided.action} by {decided.actor}" + (f": {decided.reason}" if decided.reason else "")
         return _rule_step(rule, status=decided.action, text=text)
-    return _rule_step(rule, status="flagged", text="flagged only; the commission is paid as usual unless held")
+    text = "flagged only; the commission is paid as usual unless held"
+    if rule == Rule.SELF_REFERRAL and sale.customer is not None and sale.partner is not None:
+        reason = self_referral(customer_email=sale.customer.email, partner_email=sale.partner.email)
+        if reason:
+            text = f"{text} ({reason}, as the addresses read now)"
+    return _rule_step(rule, status="flagged", text=text)
 
 
 def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, Any]:

@@ -384,6 +384,20 @@ class TestEvasions:
         assert page.status_code == 200
         assert said in page.content.decode()
 
+    def test_explain_of_a_flag_only_match_says_the_form_too(self, api_client, program, gmail_link):
+        rule_update(program_id=program.pk, rule=Rule.SELF_REFERRAL, action=Action.FLAG)
+        commission = commission_of(referred_sale(api_client, gmail_link, email="johnsmithx+shop@googlemail.com"))
+        assert (commission.flags, commission.held_at) == ([SELF], None)
+
+        cli = api_client.get("/api/v1/cli/explain", {"transaction_id": "txn_1"}, **bearer(program.raw_api_key))
+
+        [step] = cli.json()["data"]["review"]["rules"]
+        assert (step["rule"], step["status"]) == (SELF, "flagged")
+        assert step["text"] == (
+            "self_referral: flagged only; the commission is paid as usual unless held (the customer's email is the "
+            "partner's: the same address after normalisation (johnsmithx@gmail.com), as the addresses read now)"
+        )
+
 
 def admin_login(client) -> None:
     client.force_login(get_user_model().objects.create_superuser("operator", "op@example.com", "pass-word-123"))
