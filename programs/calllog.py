@@ -56,6 +56,10 @@ EXCERPT_TEXT_MAX = 200
 EXCERPT_TEXT_READ = 4096
 
 
+# Field names the log itself writes: nothing to redact in them.
+_NAMED_FIELDS = frozenset((*EXCERPT_FIELDS, *EMAIL_FIELDS, "retired_key", "replaced_on"))
+
+
 def _safe(value: Any) -> Any:
     if isinstance(value, str):
         return value[:EXCERPT_TEXT_READ]
@@ -72,7 +76,10 @@ def excerpt_redacted(excerpt: dict[str, Any]) -> dict[str, Any]:
     """The excerpt as a row keeps it: every string in it, at any depth and dict keys included, through
     core.redaction.redact, then cut to EXCERPT_TEXT_MAX. The one rule for rows being written and for the rows
     written before it (migration 0009)."""
-    return {_cut(redact(field)): _cut(redact(value)) for field, value in excerpt.items()}
+    return {
+        field if field in _NAMED_FIELDS else _cut(redact(field)): _cut(redact(value))
+        for field, value in excerpt.items()
+    }
 
 
 def body_excerpt(data: Any) -> dict[str, Any]:
