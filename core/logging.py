@@ -18,3 +18,22 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact_line(super().format(record))
+
+
+class RedactedFormatter(logging.Formatter):
+    """Another formatter's lines, redacted: for handlers this project does not configure (the Celery worker's)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_line(self.inner.format(record))
+
+
+def handlers_redact(logger: logging.Logger, **_: object) -> None:
+    """Celery's after_setup_logger and after_setup_task_logger receiver (config/celery.py): a worker replaces the
+    root logger's handlers with its own, which would write past RedactingFormatter."""
+    for handler in logger.handlers:
+        if not isinstance(handler.formatter, RedactingFormatter | RedactedFormatter):
+            handler.setFormatter(RedactedFormatter(handler.formatter))

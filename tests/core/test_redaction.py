@@ -2,8 +2,11 @@
 against the secrets each app really makes, and what is left alone so the log stays useful."""
 
 import logging
+import os
+import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +198,31 @@ def test_gunicorn_error_log_records_are_redacted():
     )
     RedactingFilter().filter(record)
     assert record.getMessage() == "Error handling request /p?k=aff_[redacted]"
+
+
+# What a Celery worker does at start (Worker.setup_logging): Celery replaces the root logger's handlers with its own.
+WORKER_LOGGING = """
+import django, logging, sys
+django.setup()
+from celery.utils.log import get_task_logger
+from config import celery_app
+celery_app.log.setup(loglevel="INFO", logfile=None, redirect_stdouts=False, colorize=False)
+logging.getLogger("svc.tasks").error("failed for %s", sys.argv[1])
+get_task_logger("webhooks.tasks").error("task failed for %s", sys.argv[1])
+"""
+
+
+def test_a_celery_worker_log_line_is_redacted(tmp_path):
+    key = generate_key(PROGRAM_KEY_PREFIX)
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": f"sqlite:///{tmp_path}/db"}
+    worker = subprocess.run(
+        [sys.executable, "-c", WORKER_LOGGING, f"jane@corp.example {key}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    )
+    assert worker.returncode == 0, worker.stderr
+    assert key not in worker.stderr and "jane@corp.example" not in worker.stderr
+    assert worker.stderr.count("j***@corp.example aff_[redacted]") == 2, worker.stderr
