@@ -477,9 +477,9 @@ def _sale_rule_step(
         return _rule_step(rule, status=decided.action, text=text)
     text = "flagged only; the commission is paid as usual unless held"
     if rule == Rule.SELF_REFERRAL and sale.customer is not None and sale.partner is not None:
-        reason = self_referral(customer_email=sale.customer.email, partner_email=sale.partner.email)
-        if reason:
-            text = f"{text} ({reason}, as the addresses read now)"
+        matched = self_referral(customer_email=sale.customer.email, partner_email=sale.partner.email)
+        if matched:
+            text = f"{text} ({matched}, as the addresses read now)"
     return _rule_step(rule, status="flagged", text=text)
 
 
