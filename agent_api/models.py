@@ -1,10 +1,10 @@
 from django.db import models
 from django.utils import timezone
 
-from programs.models import AgentKey, Workspace
+from programs.models import AgentKey, SameWorkspace, Workspace
 
 
-class AgentAuditEntry(models.Model):
+class AgentAuditEntry(SameWorkspace, models.Model):
     """One write made through the agent API: which key, what it did to which object, the object before and after.
     Written in the transaction of the write itself, so there is no write without its entry."""
 
@@ -20,6 +20,8 @@ class AgentAuditEntry(models.Model):
     request_id = models.CharField(max_length=64, blank=True, default="")
     idempotency_key = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    workspace_relations = ("workspace", "key")
 
     class Meta:
         verbose_name_plural = "agent audit entries"

@@ -2,6 +2,8 @@ from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 
+from programs.admin import WorkspaceChoicesAdmin
+
 from .approval import CommissionNotApprovable, commission_approve_early
 from .models import (
     Commission,
@@ -49,7 +51,7 @@ class CommissionReviewInline(admin.TabularInline):
 
 
 @admin.register(Commission)
-class CommissionAdmin(admin.ModelAdmin):
+class CommissionAdmin(WorkspaceChoicesAdmin):
     """Read-mostly: status and money move only through services, so the ledger stays consistent. A commission a
     fraud rule held is released or voided here with the actions below (each writes its review and ledger entry)."""
 
@@ -163,7 +165,7 @@ class CommissionAdmin(admin.ModelAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(admin.ModelAdmin):
+class LedgerEntryAdmin(WorkspaceChoicesAdmin):
     list_display = [
         "id",
         "partner",
@@ -224,7 +226,7 @@ class WithdrawalAdmin(admin.ModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(WorkspaceChoicesAdmin):
     list_display = ["id", "audience", "kind", "partner", "workspace", "commission", "created_at", "read_at"]
     list_filter = ["audience", "kind"]
     raw_id_fields = ["partner", "workspace", "commission"]

@@ -3,7 +3,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.currency import Currency
-from programs.models import CommissionType, Partner, Program, Workspace
+from programs.models import CommissionType, Partner, Program, SameWorkspace, Workspace
 
 
 class CommissionStatus(models.TextChoices):
@@ -14,7 +14,7 @@ class CommissionStatus(models.TextChoices):
     REVERSED = "reversed", "Reversed"
 
 
-class Commission(models.Model):
+class Commission(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="commissions")
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="commissions")
     # The sale and customer are named, not imported: tracking depends on commissions, never the reverse.
@@ -51,6 +51,8 @@ class Commission(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
+    workspace_relations = ("program", "partner", "sale", "customer")
+
     class Meta:
         indexes = [
             models.Index(fields=["status", "hold_until"], name="commission_due"),
@@ -79,7 +81,7 @@ class Commission(models.Model):
         return f"commission #{self.pk} ({self.status})"
 
 
-class CommissionReview(models.Model):
+class CommissionReview(SameWorkspace, models.Model):
     """One decision on a commission's hold: held (by a rule or an owner), released or voided, by whom and why.
     Written in the decision's own transaction, with its ledger entry; never updated or deleted."""
 
@@ -100,6 +102,8 @@ class CommissionReview(models.Model):
     # "refund" for a hold a refund ended.
     actor = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    workspace_relations = ("program", "commission")
 
     class Meta:
         indexes = [models.Index(fields=["program", "-created_at"], name="review_program_time")]
@@ -126,7 +130,7 @@ class ProductCommissionRate(models.Model):
         return f"{self.product_id}: {self.commission_rate} {self.commission_type}"
 
 
-class LedgerEntry(models.Model):
+class LedgerEntry(SameWorkspace, models.Model):
     """Append-only partner balance: the balance is the sum of amounts. Never updated or deleted."""
 
     class Kind(models.TextChoices):
@@ -147,6 +151,8 @@ class LedgerEntry(models.Model):
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     memo = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    workspace_relations = ("partner", "program", "commission")
 
     class Meta:
         indexes = [models.Index(fields=["partner", "currency"], name="ledger_partner_currency")]
@@ -182,7 +188,7 @@ class Withdrawal(models.Model):
         return f"withdrawal #{self.pk} {self.amount_cents} {self.currency} ({self.status})"
 
 
-class Notification(models.Model):
+class Notification(SameWorkspace, models.Model):
     class Audience(models.TextChoices):
         PARTNER = "partner", "Partner (in-app)"
         ADVERTISER = "advertiser", "Advertiser"
@@ -202,6 +208,8 @@ class Notification(models.Model):
     message = models.TextField()
     read_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    workspace_relations = ("commission", "workspace", "partner")
 
     class Meta:
         constraints = [

@@ -13,7 +13,7 @@ from django.utils import timezone
 from core import messages
 from core.tasks import enqueue
 from fraud.rules import Fired
-from programs.models import RECURRING_TYPES, Partner, Program
+from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
 from webhooks.payloads import refund_data
@@ -43,6 +43,9 @@ def commission_policy(*, program: Program, product_id: str) -> tuple[str, Decima
     return program.commission_type, program.commission_rate
 
 
+SALE_OF_ANOTHER_PROGRAM = "Sale #{sale} and customer #{customer} must both be rows of program #{program}"
+
+
 @dataclass(frozen=True)
 class SaleCommission:
     """What a sale's commission settlement came to: its commission, or why it pays nothing."""
@@ -56,6 +59,7 @@ class SettledSale(Protocol):
     """What commission_settle reads of a sale (tracking's SaleEvent)."""
 
     pk: Any
+    program_id: Any
     partner_id: Any
     product_id: str
     sale_date: datetime
@@ -100,7 +104,13 @@ def commission_settle(
     pays nothing. `first_sale_at` is the customer's first live sale; `now` is when the commission is created
     and its hold starts. `flags`: the fraud rules that fired; one that holds puts the commission on hold as it is
     created (pending, even with hold_days 0: nothing is credited until an owner releases it). Raises
-    IntegrityError when the sale already has its commission."""
+    IntegrityError when the sale already has its commission, CrossWorkspace when the sale or the customer is
+    another program's."""
+    # Rows of one program are rows of one workspace, compared without a query. The partner is not read here: it
+    # is the one attribution found through this program's link, and a link or an enrolment never holds another
+    # workspace's partner (programs.models.same_workspace, in their clean() and services).
+    if sale.program_id != program.pk or customer.program_id != program.pk:
+        raise CrossWorkspace(SALE_OF_ANOTHER_PROGRAM.format(sale=sale.pk, customer=customer.pk, program=program.pk))
     commission_type, rate = commission_policy(program=program, product_id=sale.product_id)
     first_commissioned_at = None
     if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:

@@ -1,9 +1,11 @@
+import copy
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db import transaction
+from django.db.models import QuerySet
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
@@ -17,6 +19,7 @@ from .models import (
     ProgramKey,
     ReferralLink,
     Workspace,
+    workspace_id_of,
 )
 from .services import (
     AgentKeyInvalid,
@@ -26,6 +29,43 @@ from .services import (
     program_key_mark_rotation,
     program_key_regenerate,
 )
+
+# The lookup from a row to its workspace, by the first of these fields the model has (workspace_id_of's rule).
+_WORKSPACE_LOOKUPS = (
+    ("workspace", "workspace_id"),
+    ("program", "program__workspace_id"),
+    ("partner", "partner__workspace_id"),
+    ("commission", "commission__program__workspace_id"),
+)
+
+
+def workspace_rows(queryset: QuerySet, workspace_id: int) -> QuerySet:
+    """The rows of `queryset` that belong to the workspace; all of them for a model no workspace owns."""
+    if queryset.model is Workspace:
+        return queryset.filter(pk=workspace_id)
+    names = {field.name for field in queryset.model._meta.get_fields()}
+    for field, lookup in _WORKSPACE_LOOKUPS:
+        if field in names:
+            return queryset.filter(**{lookup: workspace_id})
+    return queryset
+
+
+class WorkspaceChoicesAdmin(admin.ModelAdmin):
+    """For a row that ties objects together: its change form offers, and accepts, only objects of the row's
+    workspace in every related-object field (selects, raw ids, many-to-many alike). An add form has no workspace
+    until its fields are chosen, so there the model's clean() refuses a mix (programs.models.same_workspace)."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        workspace_id = workspace_id_of(obj) if obj is not None else None
+        if workspace_id is not None:
+            for name, field in list(form.base_fields.items()):
+                if isinstance(field, forms.ModelChoiceField) and field.queryset is not None:
+                    # A copy: a field declared on the form class is shared by every form built from it.
+                    scoped = copy.deepcopy(field)
+                    scoped.queryset = workspace_rows(field.queryset, workspace_id)
+                    form.base_fields[name] = scoped
+        return form
 
 
 class MembershipInline(admin.TabularInline):
@@ -214,7 +254,7 @@ class RevokedFilter(admin.SimpleListFilter):
 
 
 @admin.register(AgentKey)
-class AgentKeyAdmin(admin.ModelAdmin):
+class AgentKeyAdmin(WorkspaceChoicesAdmin):
     """Operators issue agent keys here (or with `manage.py agent_key`); the key is shown once after saving.
     Revocation goes through the action so it always uses the service."""
 
@@ -265,7 +305,7 @@ class PartnerAdmin(admin.ModelAdmin):
 
 
 @admin.register(PartnerProgram)
-class PartnerProgramAdmin(admin.ModelAdmin):
+class PartnerProgramAdmin(WorkspaceChoicesAdmin):
     list_display = [
         "id",
         "partner",
@@ -279,7 +319,7 @@ class PartnerProgramAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReferralLink)
-class ReferralLinkAdmin(admin.ModelAdmin):
+class ReferralLinkAdmin(WorkspaceChoicesAdmin):
     list_display = ["id", "short_link", "partner", "program", "is_active", "clicks", "last_clicked"]
     list_filter = ["is_active"]
     search_fields = ["short_link"]

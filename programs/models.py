@@ -1,8 +1,10 @@
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import ClassVar
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -21,6 +23,103 @@ class Workspace(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --- One workspace per relation --------------------------------------------------------------------------------
+# A row that ties objects together (an enrolment, a link, a commission, a ledger entry, an event) ties objects of
+# one workspace: a partner of one workspace is never in another's program. The rows' clean() checks it (so every
+# admin form does, raw-id fields included) and so do the services that write them.
+
+CROSS_WORKSPACE = "{name} #{pk} belongs to workspace {workspace}, not to workspace {expected} of {anchor} #{anchor_pk}"
+
+
+class CrossWorkspace(ValidationError):
+    """Objects of different workspaces in one relation; the message names both."""
+
+
+def workspace_id_of(obj: models.Model) -> int | None:
+    """The workspace a row belongs to: its own (a program, partner, agent key), else its program's (a link, a
+    customer, an event, a commission), else its partner's or its commission's. None when nothing says."""
+    if isinstance(obj, Workspace):
+        return obj.pk
+    own = getattr(obj, "workspace_id", None)
+    if own is not None:
+        return own
+    for via in ("program", "partner", "commission"):
+        if getattr(obj, f"{via}_id", None) is not None:
+            return workspace_id_of(getattr(obj, via))
+    return None
+
+
+def same_workspace(**objects: models.Model | None) -> None:
+    """Raises CrossWorkspace unless every object given (None: not set, skipped) belongs to the workspace of the
+    first one that says which; the keywords only order them."""
+    anchor: tuple[models.Model, int] | None = None
+    for obj in objects.values():
+        workspace_id = workspace_id_of(obj) if obj is not None else None
+        if obj is None or workspace_id is None:
+            continue
+        if anchor is None:
+            anchor = (obj, workspace_id)
+        elif workspace_id != anchor[1]:
+            raise CrossWorkspace(
+                CROSS_WORKSPACE.format(
+                    name=str(obj._meta.verbose_name).capitalize(),
+                    pk=obj.pk,
+                    workspace=workspace_id,
+                    expected=anchor[1],
+                    anchor=anchor[0]._meta.verbose_name,
+                    anchor_pk=anchor[0].pk,
+                )
+            )
+
+
+def related_set(instance: models.Model, *fields: str) -> dict[str, models.Model | None]:
+    """The objects the instance's foreign keys name, None for a key not set or naming no row (which the field's
+    own validation reports)."""
+    related: dict[str, models.Model | None] = {}
+    for field in fields:
+        try:
+            related[field] = getattr(instance, field) if getattr(instance, f"{field}_id") is not None else None
+        except ObjectDoesNotExist:
+            related[field] = None
+    return related
+
+
+WORKSPACE_MOVE_REFUSED = "{name} #{pk} has {related} in workspace {workspace}, so it stays in that workspace"
+
+
+def workspace_move_check(instance: models.Model, *related_names: str) -> None:
+    """For a row others point at (a program, a partner): its workspace may change only while no row of
+    `related_names` ties it to its workspace, as moving it would leave those rows tying two workspaces."""
+    if instance.pk is None:
+        return
+    stored = type(instance)._default_manager.filter(pk=instance.pk).values_list("workspace_id", flat=True).first()
+    if stored is None or stored == getattr(instance, "workspace_id", None):
+        return
+    for name in related_names:
+        related = getattr(instance, name)
+        if related.exists():
+            raise CrossWorkspace(
+                WORKSPACE_MOVE_REFUSED.format(
+                    name=str(instance._meta.verbose_name).capitalize(),
+                    pk=instance.pk,
+                    related=related.model._meta.verbose_name_plural,
+                    workspace=stored,
+                )
+            )
+
+
+class SameWorkspace:
+    """Model mixin: clean() refuses a row whose related objects (`workspace_relations`, foreign key names, the
+    first the reference) belong to different workspaces."""
+
+    workspace_relations: ClassVar[tuple[str, ...]] = ()
+
+    def clean(self) -> None:
+        super().clean()  # type: ignore[misc]
+        assert isinstance(self, models.Model)
+        same_workspace(**related_set(self, *self.workspace_relations))
 
 
 class Role(models.TextChoices):
@@ -134,6 +233,10 @@ class Program(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})"
+
+    def clean(self) -> None:
+        super().clean()
+        workspace_move_check(self, "partner_links", "links", "agent_keys", "commissions")
 
     @property
     def cookie_window_days(self) -> int:
@@ -278,8 +381,12 @@ class Partner(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        super().clean()
+        workspace_move_check(self, "program_links", "links", "commissions", "ledger", "withdrawals")
 
-class PartnerProgram(models.Model):
+
+class PartnerProgram(SameWorkspace, models.Model):
     """A partner's membership in a program, with its running counts (real events only). Sales and revenue are
     gross (refunds do not change them); what the partner's commissions pay is read from the commissions."""
 
@@ -291,6 +398,8 @@ class PartnerProgram(models.Model):
     revenue_cents = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
+    workspace_relations = ("program", "partner")
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["partner", "program"], name="partner_program_unique")]
 
@@ -298,7 +407,7 @@ class PartnerProgram(models.Model):
         return f"{self.partner} in {self.program}"
 
 
-class ReferralLink(models.Model):
+class ReferralLink(SameWorkspace, models.Model):
     short_link = models.CharField(max_length=100, unique=True)
     # Both nullable so a half-configured link is representable; tracking refuses it with a clear error.
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="links")
@@ -310,6 +419,8 @@ class ReferralLink(models.Model):
     clicks = models.PositiveBigIntegerField(default=0)
     last_clicked = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    workspace_relations = ("program", "partner")
 
     def __str__(self) -> str:
         return self.short_link

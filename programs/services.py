@@ -30,6 +30,7 @@ from .models import (
     AGENT_SCOPES,
     PERCENT_TYPES,
     AgentKey,
+    CrossWorkspace,
     Partner,
     PartnerProgram,
     Program,
@@ -37,6 +38,7 @@ from .models import (
     ReferralLink,
     RetiredProgramKey,
     Workspace,
+    same_workspace,
 )
 
 
@@ -245,10 +247,9 @@ def partner_update(*, partner_id: int, name: str | None = None, email: str | Non
 
 
 def partner_enroll(*, partner: Partner, program: Program) -> tuple[PartnerProgram, bool]:
-    """Enrolls the partner in the program (same workspace); True when it was not enrolled before. The unique
-    (partner, program) constraint makes two concurrent enrolments one."""
-    if partner.workspace_id != program.workspace_id:
-        raise ValueError("partner and program belong to different workspaces")
+    """Enrolls the partner in the program; True when it was not enrolled before. The unique (partner, program)
+    constraint makes two concurrent enrolments one. Raises CrossWorkspace for a partner of another workspace."""
+    same_workspace(program=program, partner=partner)
     with transaction.atomic():
         enrolment, created = PartnerProgram.objects.get_or_create(partner=partner, program=program)
         if created:
@@ -294,10 +295,11 @@ def referral_link_create(*, program: Program, partner: Partner, short_link: str 
     """A live link of an enrolled partner (tracking refuses a link whose partner is not in its program).
     A chosen short_link already taken raises ShortLinkTaken; the unique constraint decides, so two concurrent
     creates of one code make one link. A generated code is retried on the rare collision."""
-    if (
-        partner.workspace_id != program.workspace_id
-        or not PartnerProgram.objects.filter(partner=partner, program=program).exists()
-    ):
+    try:
+        same_workspace(program=program, partner=partner)
+    except CrossWorkspace as error:
+        raise PartnerNotEnrolled(error.message) from None
+    if not PartnerProgram.objects.filter(partner=partner, program=program).exists():
         raise PartnerNotEnrolled("the partner is not enrolled in the program")
     if short_link is not None and not SHORT_LINK_PATTERN.fullmatch(short_link):
         raise ShortLinkInvalid("short_link must be 1 to 100 of A-Z a-z 0-9 _ -")

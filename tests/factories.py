@@ -91,8 +91,9 @@ class PartnerProgramFactory(factory.django.DjangoModelFactory[PartnerProgram]):
     class Meta:
         model = PartnerProgram
 
-    partner = factory.SubFactory(PartnerFactory)
     program = factory.SubFactory(ProgramFactory)
+    # A partner of the program's workspace: an enrolment never ties two workspaces (programs.models.same_workspace).
+    partner = factory.SubFactory(PartnerFactory, workspace=factory.SelfAttribute("..program.workspace"))
 
 
 class ReferralLinkFactory(factory.django.DjangoModelFactory[ReferralLink]):

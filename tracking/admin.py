@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
 from core.admin import ReadOnlyAdmin
+from programs.admin import WorkspaceChoicesAdmin
 
 from .models import (
     ClickEvent,
@@ -17,7 +18,7 @@ from .stripe.services import processor_events_replay
 
 
 @admin.register(Customer)
-class CustomerAdmin(admin.ModelAdmin):
+class CustomerAdmin(WorkspaceChoicesAdmin):
     list_display = [
         "id",
         "click_id",
@@ -33,7 +34,7 @@ class CustomerAdmin(admin.ModelAdmin):
 
 
 @admin.register(ClickEvent)
-class ClickEventAdmin(admin.ModelAdmin):
+class ClickEventAdmin(WorkspaceChoicesAdmin):
     list_display = [
         "id",
         "program",
@@ -54,7 +55,7 @@ class ClickEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(LeadEvent)
-class LeadEventAdmin(admin.ModelAdmin):
+class LeadEventAdmin(WorkspaceChoicesAdmin):
     list_display = ["id", "program", "click_id", "customer_key", "provisional", "lead_timestamp", "is_test"]
     list_filter = ["provisional", "is_test"]
     search_fields = ["click_id", "customer_key", "email"]
@@ -62,7 +63,7 @@ class LeadEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(SaleEvent)
-class SaleEventAdmin(admin.ModelAdmin):
+class SaleEventAdmin(WorkspaceChoicesAdmin):
     list_display = [
         "id",
         "program",

@@ -4,7 +4,7 @@ from django.utils import timezone as dj_timezone
 
 from core.currency import Currency
 from core.expressions import Negated
-from programs.models import Partner, Program, ReferralLink
+from programs.models import Partner, Program, ReferralLink, SameWorkspace
 
 
 class CustomerStatus(models.TextChoices):
@@ -13,7 +13,7 @@ class CustomerStatus(models.TextChoices):
     CONVERTED = "converted", "Paid"
 
 
-class Customer(models.Model):
+class Customer(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="customers")
     click_id = models.CharField(max_length=255, unique=True)
     # NULL until a lead settles: "not saved yet" differs from any caller's id.
@@ -34,6 +34,8 @@ class Customer(models.Model):
     click_flags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
+    workspace_relations = ("program", "first_partner", "first_link")
+
     class Meta:
         indexes = [
             # The visitor_velocity rule counts a visitor's customers in a window.
@@ -51,7 +53,7 @@ class Customer(models.Model):
         return self.click_id
 
 
-class ClickEvent(models.Model):
+class ClickEvent(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="click_events")
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, related_name="+")
     link = models.ForeignKey(ReferralLink, on_delete=models.SET_NULL, null=True, related_name="+")
@@ -82,6 +84,8 @@ class ClickEvent(models.Model):
     click_timestamp = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
 
+    workspace_relations = ("program", "partner", "link", "customer")
+
     class Meta:
         indexes = [
             # The duplicate_click rule's probe: a counted click of the visitor on the link within the window.
@@ -108,7 +112,7 @@ class ClickEvent(models.Model):
         return f"click #{self.pk} {self.click_id}"
 
 
-class LeadEvent(models.Model):
+class LeadEvent(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="lead_events")
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="leads")
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, related_name="+")
@@ -124,6 +128,8 @@ class LeadEvent(models.Model):
     is_test = models.BooleanField(default=False)
     lead_timestamp = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
+
+    workspace_relations = ("program", "customer", "partner")
 
     class Meta:
         indexes = [
@@ -150,7 +156,7 @@ class SubscriptionInterval(models.TextChoices):
     ANNUAL = "annual"
 
 
-class SaleEvent(models.Model):
+class SaleEvent(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="sale_events")
     customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="sales")
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -183,6 +189,8 @@ class SaleEvent(models.Model):
     is_test = models.BooleanField(default=False)
     sale_date = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)
+
+    workspace_relations = ("program", "customer", "partner")
 
     class Meta:
         indexes = [
