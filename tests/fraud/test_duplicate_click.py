@@ -136,7 +136,7 @@ def test_cosmetic_changes_to_one_browsers_user_agent_are_one_visitor(api_client,
         CHROME_UA.lower(),
         f"{CHROME_UA};",
         f"{CHROME_UA} ; ",
-        f"  {CHROME_UA}\t",
+        f'  "{CHROME_UA}."\t',
         CHROME_UA.replace("; ", ";"),
         CHROME_UA.replace("(KHTML, like Gecko)", "( KHTML ,like Gecko )").replace(" ", "\u00a0", 1),
     ]

@@ -60,6 +60,7 @@ class TestVisitorHash:
         assert user_agent_normalised("Mozilla/5.0  (X11 ;  Linux)  Gecko/1 ;") == "mozilla/5.0(x11;linux)gecko/1"
         assert user_agent_normalised("") == ""
         assert user_agent_normalised(" ; ") == ""
+        assert user_agent_normalised('"Mozilla/5.0 (X11)."') == "mozilla/5.0(x11)"
 
     def test_ip_and_user_agent_cannot_be_shifted_into_each_other(self):
         assert visitor_hash(ip="1.2.3.4", user_agent="5 agent") != visitor_hash(ip="1.2.3.45", user_agent=" agent")
