@@ -259,7 +259,7 @@ PROVIDER_ALIASES: dict[str, tuple[str, ...]] = {
 CANONICAL_DOMAIN = {alias: canonical for canonical, aliases in PROVIDER_ALIASES.items() for alias in aliases}
 # Characters a provider ignores in the name, by canonical domain.
 IGNORED_IN_NAME: dict[str, str] = {"gmail.com": ".", "proton.me": ".-_"}
-# Where a disposable or tagged address starts, besides the generic '+', by domain.
+# Yahoo's domains, where '-' starts the keyword of a disposable address (besides the generic '+').
 YAHOO_DOMAINS = frozenset(
     {
         "yahoo.com",
