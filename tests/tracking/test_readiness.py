@@ -395,20 +395,28 @@ class TestBotClicks:
         verdict = self.readiness(api_client, program)
 
         bots = next(check for check in verdict["checks"] if check["id"] == "bot_clicks")
+        # Crawlers beside counted clicks are ordinary traffic: named, but they hold nothing at a warning.
         assert bots == {
             "id": "bot_clicks",
-            "status": "warn",
+            "status": "pass",
             "title": "Clicks set aside as bots",
             "detail": "4 live click(s) of the last 7 days set aside as bots (never counted, never attributed), by "
             f'user agent: "{GOOGLEBOT_UA}" (3), "{FACEBOOK_UA}" (1)',
             "next_step": BOT_NEXT_STEP,
         }
         assert verdict["checks"][-1] == bots
-        assert (verdict["ready"], verdict["status"], verdict["next_step"]) == (
-            True,
-            "ready_with_warnings",
-            BOT_NEXT_STEP,
-        )
+        assert (verdict["ready"], verdict["status"]) == (True, "ready")
+
+    def test_bot_clicks_with_no_counted_click_beside_them_are_a_warning(self, api_client, program):
+        link = ReferralLinkFactory(program=program)
+        self.click(api_client, link, user_agent=GOOGLEBOT_UA)
+
+        verdict = self.readiness(api_client, program)
+
+        assert statuses(verdict)["bot_clicks"] == "warn"
+        assert statuses(verdict)["clicks_received"] == "fail"
+        bots = next(check for check in verdict["checks"] if check["id"] == "bot_clicks")
+        assert f'"{GOOGLEBOT_UA}" (1)' in bots["detail"]
 
     def test_a_server_side_click_is_not_set_aside_nor_named(self, api_client, program):
         link = ReferralLinkFactory(program=program)
