@@ -61,7 +61,7 @@ class TestPathIdText:
 
 @pytest.fixture
 def program() -> Program:
-    return ProgramFactory()
+    return ProgramFactory.create()
 
 
 @pytest.fixture
