@@ -47,7 +47,7 @@ fmt: $(STAMP)
 	$(BIN)/ruff format .
 
 worker: $(STAMP)
-	$(BIN)/celery -A config worker -l info
+	$(BIN)/celery -A config worker -Q celery,webhooks -l info
 
 beat: $(STAMP)
 	$(BIN)/celery -A config beat -l info

@@ -150,6 +150,15 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True
 # Tests give their worker a queue of its own so no stray worker takes its tasks.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
+# Webhook fan-out and delivery tasks go to a queue of their own (webhooks.queue.task_route), so the beat jobs on the
+# default queue (the reconciler, refund notices, rollups) never wait behind a webhook backlog. Workers consume both:
+# `celery worker -Q celery,webhooks`. Unset, it is named after the default queue: "webhooks" beside "celery",
+# "<queue>-webhooks" beside any other (so each test worker's queue has its own webhook queue).
+WEBHOOK_QUEUE = env.str(
+    "CELERY_WEBHOOK_QUEUE",
+    default="webhooks" if CELERY_TASK_DEFAULT_QUEUE == "celery" else f"{CELERY_TASK_DEFAULT_QUEUE}-webhooks",
+)
+CELERY_TASK_ROUTES = ["webhooks.queue.task_route"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 120
@@ -204,6 +213,12 @@ WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=Fals
 # Seconds between sweeps: they fan out the events no endpoint was known to want when they were written (in
 # batches) and those a broker outage held back, and send the retries that are due.
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
+# The most delivery messages the webhook queue holds: a sweep (or a fan-out) queues due deliveries only into the
+# room left below it, so a backlog waits in the database, not in the broker.
+WEBHOOK_QUEUE_MAX = env_int("WEBHOOK_QUEUE_MAX", 1000, minimum=1)
+# A queued delivery is claimed for this long: no sweep queues it again meanwhile. A message the broker lost is
+# queued again once its claim runs out.
+WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 300, minimum=1)
 # Seconds a server process keeps whether a program has an enabled endpoint (0: asks every time). An event of a
 # program with one is fanned out at once; the others wait for the sweep. Endpoint changes clear the answer in the
 # process that made them; other processes may send a new endpoint's first events up to this long plus a sweep late.

@@ -29,9 +29,9 @@ def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], T
     return shared_task(name=name, **options)
 
 
-def enqueue(task: Task, *args: object, countdown: float | None = None) -> None:
+def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
     """Sends a task (to run `countdown` seconds from now, if given); a broker outage is logged and never reaches
-    the caller's response."""
+    the caller's response. Returns whether it was sent."""
     try:
         if countdown is None:
             task.apply_async(args=args, retry=False)
@@ -39,3 +39,5 @@ def enqueue(task: Task, *args: object, countdown: float | None = None) -> None:
             task.apply_async(args=args, retry=False, countdown=countdown)
     except Exception:
         logger.exception("task.enqueue_failed", extra={"task": task.name})
+        return False
+    return True

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 
 from config import celery_app
 
@@ -30,7 +31,11 @@ def celery_worker_process(transactional_db):
     database = connection.settings_dict
     database_url = f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
     previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
-    with celery_worker_running(queue=queue, database_url=database_url, redis_url=redis_url) as worker:
+    with (
+        celery_worker_running(queue=queue, database_url=database_url, redis_url=redis_url) as worker,
+        # webhooks.queue.task_route reads it as each task is sent.
+        override_settings(WEBHOOK_QUEUE=webhook_queue_of(queue)),
+    ):
         celery_app.conf.task_always_eager = False
         celery_app.conf.task_default_queue = queue
         try:
@@ -39,14 +44,23 @@ def celery_worker_process(transactional_db):
             celery_app.conf.task_always_eager, celery_app.conf.task_default_queue = previous
 
 
+def webhook_queue_of(queue: str) -> str:
+    """The webhook queue that goes with a default queue other than "celery" (config/settings.py WEBHOOK_QUEUE)."""
+    return f"{queue}-webhooks"
+
+
 @contextmanager
-def celery_worker_running(*, queue: str, database_url: str, redis_url: str) -> Iterator[subprocess.Popen]:
-    """A worker consuming only `queue`, yielded once it answers a ping; stopped when the block ends."""
+def celery_worker_running(
+    *, queue: str, database_url: str, redis_url: str, concurrency: int = 1
+) -> Iterator[subprocess.Popen]:
+    """A worker consuming only `queue` and its webhook queue, yielded once it answers a ping; stopped when the
+    block ends. One process (the solo pool) unless `concurrency` asks for more."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "CELERY_QUEUE": queue,
+        "CELERY_WEBHOOK_QUEUE": webhook_queue_of(queue),
         "CELERY_TASK_ALWAYS_EAGER": "false",
         "LOG_LEVEL": "INFO",
     }
@@ -59,10 +73,9 @@ def celery_worker_running(*, queue: str, database_url: str, redis_url: str) -> I
             "-A",
             "config",
             "worker",
-            "--pool",
-            "solo",
+            *(["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]),
             "-Q",
-            queue,
+            f"{queue},{webhook_queue_of(queue)}",
             "-n",
             f"{queue}@%h",
             "--without-gossip",

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .dispatch import broker_holds_messages, fan_out_request
 from .models import WebhookEndpoint, WebhookEvent
 from .queue import FAN_OUT, queue
 
@@ -49,7 +50,7 @@ def event_new(
 
 def event_saved(event: WebhookEvent) -> WebhookEvent:
     """Call once the event's row is inserted. After the transaction commits, when an endpoint may want the
-    event, its fan-out is queued, so it goes out at once; otherwise (and if that message is lost) the sweep fans
+    event, a fan-out is requested, so it goes out at once; otherwise (and if that message is lost) the sweep fans
     it out within WEBHOOK_SWEEP_SECONDS. Queuing a Celery message costs about a millisecond, so the many events
     no endpoint wants are not queued one by one: the sweep fans them out in batches."""
     transaction.on_commit(lambda: _fan_out_soon(program_id=event.program_id, event_id=event.pk))
@@ -59,8 +60,14 @@ def event_saved(event: WebhookEvent) -> WebhookEvent:
 def _fan_out_soon(*, program_id: int, event_id: int) -> None:
     # After the commit: a failure here must not fail the change's response; the sweep fans the event out.
     try:
-        if program_has_endpoints(program_id):
-            queue(FAN_OUT, event_id)
+        if not program_has_endpoints(program_id):
+            return
+        if broker_holds_messages():
+            # One message for every event written until a worker takes it, not one per event: the queue holds
+            # the same few messages however fast events come (webhooks.dispatch).
+            fan_out_request()
+        else:
+            queue(FAN_OUT, event_id)  # runs here, now
     except Exception:
         logger.exception("webhooks.fan_out_not_queued", extra={"event_id": event_id})
 

@@ -9,8 +9,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .dispatch import deliveries_queue
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from .queue import DELIVER, queue
 
 logger = logging.getLogger("svc.webhooks")
 
@@ -47,7 +47,8 @@ def _candidates(program_ids: set[int], workspace_of: dict[int, int]) -> list[Web
 
 def events_fan_out(*, event_ids: list[int], now: datetime | None = None, queue_deliveries: bool = True) -> list[int]:
     """Creates the events' deliveries, once however many tasks and sweeps try at the same time (each event row is
-    claimed, skipping those another run holds, and (event, endpoint) is unique); queues them after commit. In a
+    claimed, skipping those another run holds, and (event, endpoint) is unique); queues them after commit, as far
+    as the webhook queue has room (webhooks.dispatch; a sweep queues the others). In a
     few statements whatever the number of events, so an event no endpoint wants costs a share of one UPDATE.
     Returns the new deliveries' ids."""
     now = now or timezone.now()
@@ -81,7 +82,7 @@ def events_fan_out(*, event_ids: list[int], now: datetime | None = None, queue_d
             )
         )
         if queue_deliveries:
-            transaction.on_commit(lambda: deliveries_enqueue(delivery_ids))
+            transaction.on_commit(lambda: deliveries_queue(ids=delivery_ids))
     return delivery_ids
 
 
@@ -101,15 +102,9 @@ def event_fan_out(*, event_id: int, now: datetime | None = None) -> list[int]:
     return events_fan_out(event_ids=[event_id], now=now)
 
 
-def deliveries_enqueue(delivery_ids: list[int]) -> None:
-    for delivery_id in delivery_ids:
-        queue(DELIVER, delivery_id)
-
-
-def webhooks_sweep(*, now: datetime | None = None, batch_size: int = 500) -> tuple[int, int]:
-    """Fans out the events not fanned out yet and queues the deliveries that are due and not being sent.
-    Returns (events fanned out, deliveries queued)."""
-    now = now or timezone.now()
+def events_fan_out_pending(*, now: datetime, batch_size: int = 500) -> int:
+    """Fans out, in batches, every event not fanned out yet (their deliveries are left for deliveries_queue).
+    Returns how many events were fanned out."""
     fanned = 0
     after = 0
     while True:
@@ -120,22 +115,23 @@ def webhooks_sweep(*, now: datetime | None = None, batch_size: int = 500) -> tup
         )
         if ids:
             try:
-                # Not queued here: they are due, so the pass below queues them with the other due ones.
                 events_fan_out(event_ids=ids, now=now, queue_deliveries=False)
                 fanned += len(ids)
             except Exception:
                 logger.exception("webhooks.fan_out_failed", extra={"event_ids": f"{ids[0]}..{ids[-1]}"})
         if len(ids) < batch_size:
-            break
+            return fanned
         after = ids[-1]
-    due = list(
-        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-        .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[: batch_size * 4]
-    )
-    deliveries_enqueue(due)
-    return fanned, len(due)
+
+
+def webhooks_sweep(*, now: datetime | None = None, batch_size: int = 500) -> tuple[int, int]:
+    """Fans out the events not fanned out yet, then queues the deliveries that are due and neither being sent nor
+    queued already, oldest due first, as many as the webhook queue has room for (webhooks.dispatch): a backlog
+    waits in the database and goes out as workers drain the queue. Returns (events fanned out, deliveries
+    queued)."""
+    now = now or timezone.now()
+    fanned = events_fan_out_pending(now=now, batch_size=batch_size)
+    return fanned, len(deliveries_queue(now=now))
 
 
 def webhook_events_prune(*, now: datetime | None = None, batch_size: int = 5000) -> int:

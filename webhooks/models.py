@@ -123,7 +123,8 @@ class DeliveryStatus(models.TextChoices):
 class WebhookDelivery(models.Model):
     """One event to one endpoint: retried until it succeeds, its retries run out, or the endpoint is disabled.
     A worker takes an attempt by a conditional UPDATE of leased_until (webhooks.delivery), so two workers never
-    send the same delivery at once, and a delivery that succeeded is not sent again unless its owner resends it."""
+    send the same delivery at once, and a delivery that succeeded is not sent again unless its owner resends it.
+    It is queued to the broker only under a claim (queued_until, webhooks.dispatch), so it is queued once."""
 
     event = models.ForeignKey(WebhookEvent, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
@@ -135,6 +136,8 @@ class WebhookDelivery(models.Model):
     resent = models.BooleanField(default=False)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     leased_until = models.DateTimeField(null=True, blank=True)
+    # Queued to the broker and not taken by a worker yet: no sweep queues it again until then (webhooks.dispatch).
+    queued_until = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     delivered_at = models.DateTimeField(null=True, blank=True)
@@ -146,6 +149,10 @@ class WebhookDelivery(models.Model):
         constraints = [models.UniqueConstraint(fields=["event", "endpoint"], name="webhook_delivery_once")]
         indexes = [
             models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="webhook_delivery_due"),
+            # The claims outstanding: what the broker may hold (few rows, cleared as workers take them).
+            models.Index(
+                fields=["queued_until"], condition=Q(queued_until__isnull=False), name="webhook_delivery_queued"
+            ),
             models.Index(fields=["endpoint", "-created_at", "-id"], name="webhook_delivery_endpoint"),
             models.Index(fields=["endpoint", "status", "-created_at"], name="webhook_delivery_status"),
         ]

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from . import messages
 from .addresses import UrlRefused, url_check
+from .dispatch import deliveries_queue
 from .events import endpoints_changed, event_emit
-from .fanout import deliveries_enqueue
 from .models import ALL_EVENT_TYPES, DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .payloads import EXAMPLE_DATA
 from .signing import secret_encrypt, secret_generate
@@ -140,9 +140,9 @@ def _resend(deliveries: Any, now: datetime) -> list[int]:
     ids = list(deliveries.values_list("pk", flat=True))
     if ids:
         WebhookDelivery.objects.filter(pk__in=ids).update(
-            status=DeliveryStatus.PENDING, next_attempt_at=now, scheduled_attempts=0, resent=True
+            status=DeliveryStatus.PENDING, next_attempt_at=now, scheduled_attempts=0, resent=True, queued_until=None
         )
-        transaction.on_commit(lambda: deliveries_enqueue(ids))
+        transaction.on_commit(lambda: deliveries_queue(ids=ids))
     return ids
 
 

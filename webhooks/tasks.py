@@ -3,6 +3,7 @@ from django.conf import settings
 from core.tasks import service_task
 
 from .delivery import delivery_attempt
+from .dispatch import fan_out_request_taken
 from .fanout import event_fan_out, webhook_events_prune, webhooks_sweep
 from .notices import endpoint_disabled_notify
 
@@ -21,6 +22,15 @@ def webhook_event_fan_out_task(event_id: int) -> int:
 )
 def webhook_delivery_attempt_task(delivery_id: int) -> bool:
     return delivery_attempt(delivery_id=delivery_id) is not None
+
+
+# Requested when events an endpoint may want commit (webhooks.events): one at a time, it fans out every event written
+# until it starts and queues what is due, as the sweep does.
+@service_task("webhooks.fan_out_pending")
+def webhook_events_fan_out_pending_task() -> int:
+    fan_out_request_taken()
+    fanned, queued = webhooks_sweep()
+    return fanned + queued
 
 
 @service_task("webhooks.sweep")

@@ -1,0 +1,145 @@
+"""Queuing deliveries to the broker: each once, under a claim, and never more than the queue's bound.
+
+A delivery is queued only after it is claimed: one UPDATE of queued_until on rows that are pending, due, not
+leased and not claimed, taken FOR UPDATE SKIP LOCKED so concurrent sweeps claim different rows. While the claim
+lasts (WEBHOOK_QUEUE_CLAIM_SECONDS) no sweep queues the delivery again; the worker that takes the message clears
+it as it leases the attempt (webhooks.delivery). A message the broker lost leaves its claim to run out, and the
+next sweep queues the delivery again. The lease, not the claim, keeps two attempts of one delivery from running at
+once: a message queued twice still sends once.
+
+The webhook queue holds at most WEBHOOK_QUEUE_MAX messages. Every queuing runs under one lock (a PostgreSQL
+advisory lock, held until its messages are sent), reads how many messages the queue holds and how many claims are
+outstanding, and claims only the room left below the bound; the other due deliveries wait in the database for a
+later sweep."""
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import ChannelError
+
+from .models import DeliveryStatus, WebhookDelivery
+from .queue import DELIVER, FAN_OUT_PENDING, queue
+
+logger = logging.getLogger("svc.webhooks")
+
+# The advisory lock every queuing of deliveries takes (any fixed number no other lock of the project uses).
+QUEUING_LOCK = 2_204_917_311
+# How long a requested fan-out keeps others from being requested: the task clears it when it starts, so this only
+# matters when its message is lost (beat's sweep fans the events out meanwhile).
+FAN_OUT_REQUEST_SECONDS = 60
+
+
+@contextmanager
+def _queuing_lock() -> Iterator[None]:
+    """One queuing at a time, so each reads the queue with every earlier one's messages already in it. Not needed
+    elsewhere: SQLite takes its write lock for the whole transaction."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [QUEUING_LOCK])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [QUEUING_LOCK])
+
+
+def broker_holds_messages() -> bool:
+    """False when tasks run in-process (no Redis): a sent task has already run when sending returns."""
+    return not current_app.conf.task_always_eager
+
+
+def queue_depth() -> int:
+    """Messages waiting in the webhook queue (those a worker has taken, or holds for a countdown, are not)."""
+    with current_app.pool.acquire(block=True) as broker:
+        try:
+            return broker.default_channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
+        except ChannelError:
+            return 0  # not declared yet (Redis drops an empty queue's list)
+
+
+def claims_outstanding(now: datetime) -> int:
+    return WebhookDelivery.objects.filter(queued_until__gt=now).count()
+
+
+def queue_room(now: datetime) -> int:
+    """How many deliveries may be queued now: WEBHOOK_QUEUE_MAX less the larger of what the queue holds (stale
+    messages and fan-outs included) and the claims outstanding (those sent but not yet in the queue's count: taken
+    by a worker, held for a countdown, lost). None is queued while the broker cannot be read."""
+    bound = settings.WEBHOOK_QUEUE_MAX
+    if not broker_holds_messages():
+        return bound
+    try:
+        depth = queue_depth()
+    except Exception:
+        logger.exception("webhooks.queue_unreadable")
+        return 0
+    return max(bound - max(depth, claims_outstanding(now)), 0)
+
+
+def deliveries_queue(
+    *, ids: list[int] | None = None, now: datetime | None = None, countdown: float | None = None
+) -> list[int]:
+    """Claims and queues deliveries that are pending, due (within `countdown` seconds, when the message waits
+    that long), not being sent and not queued already: those of `ids`, or any, oldest due first; as many as the
+    queue has room for. The others stay for a later sweep. Returns the ids queued."""
+    if ids is not None and not ids:
+        return []
+    now = now or timezone.now()
+    due_by = now + timedelta(seconds=countdown or 0)
+    claim_until = due_by + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS)
+    candidates = (
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=due_by)
+        .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
+        .filter(Q(queued_until__isnull=True) | Q(queued_until__lte=now))
+    )
+    if ids is not None:
+        candidates = candidates.filter(pk__in=ids)
+    with _queuing_lock():
+        room = queue_room(now)
+        if not room:
+            return []
+        with transaction.atomic():
+            claimed = list(
+                candidates.select_for_update(skip_locked=True)
+                .order_by("next_attempt_at", "pk")
+                .values_list("pk", flat=True)[:room]
+            )
+            WebhookDelivery.objects.filter(pk__in=claimed).update(queued_until=claim_until)
+        unsent = {pk for pk in claimed if not queue(DELIVER, pk, countdown=countdown)}
+        if unsent:
+            # The broker refused them: a later sweep queues them, without waiting for the claims to run out.
+            WebhookDelivery.objects.filter(pk__in=unsent, queued_until=claim_until).update(queued_until=None)
+    return [pk for pk in claimed if pk not in unsent]
+
+
+def claim_drop(*, delivery_id: int) -> None:
+    """A worker took the delivery's message but made no attempt (not due yet, being sent, finished): the claim
+    that message held goes, so a sweep queues the delivery once it is due instead of after the claim runs out."""
+    WebhookDelivery.objects.filter(pk=delivery_id, queued_until__isnull=False).update(queued_until=None)
+
+
+def _fan_out_request_key() -> str:
+    return f"webhooks:fan-out-requested:{settings.WEBHOOK_QUEUE}"
+
+
+def fan_out_request() -> None:
+    """Asks a worker to fan out the events not fanned out yet (and queue what is due, webhooks.fanout). One
+    request waits in the queue at a time, however many events are written meanwhile: its task reads them all."""
+    key = _fan_out_request_key()
+    if cache.add(key, 1, timeout=FAN_OUT_REQUEST_SECONDS) and not queue(FAN_OUT_PENDING):
+        cache.delete(key)
+
+
+def fan_out_request_taken() -> None:
+    """The requested fan-out starts: an event written from now on asks for another."""
+    cache.delete(_fan_out_request_key())
