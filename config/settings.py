@@ -164,6 +164,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 100
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker (and beat) waits for the broker however long an outage lasts: celery's default gives up after 100 tries
+# (about 50 minutes) and the worker exits. Only consumers read it; a request's publish is bound by max_retries below.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+if CELERY_BROKER_URL.startswith("redis://"):
+    # kombu's Redis transport, guarded so that a worker holding messages survives Redis dropping (see core/broker.py).
+    CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
 # A broker outage must not hang a request that enqueues a notification.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
 CELERY_TASK_PUBLISH_RETRY = False

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from config import celery_app
 from fraud.config import program_rules_clear
 from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
+from tests.redis_server import own_redis  # noqa: F401  (fixture: a Redis of the test's own, to stop and start)
 from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
 from tracking.link_cache import link_cache_clear
