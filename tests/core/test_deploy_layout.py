@@ -108,3 +108,20 @@ def test_haproxy_accepts_the_config(tls, tmp_path):
         [binary, "-c", "-f", str(HAPROXY_CONFIG)], env=env, capture_output=True, text=True, timeout=30
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_worker_and_beat_are_restarted_and_checked_on_their_own():
+    for name in ("worker", "beat"):
+        assert SERVICES[name]["restart"] == "unless-stopped", name
+        assert SERVICES[name]["healthcheck"]["test"][0] == "CMD-SHELL", name
+    worker = SERVICES["worker"]
+    assert worker["command"][-2:] == ["-Q", "celery,webhooks"], "the worker consumes every queue"
+    assert "inspect ping --destination celery@$$HOSTNAME" in worker["healthcheck"]["test"][1]
+    beat_schedule = SERVICES["beat"]["command"][SERVICES["beat"]["command"].index("--schedule") + 1]
+    assert beat_schedule.startswith("/tmp/celerybeat-schedule")
+    assert "-name 'celerybeat-schedule*'" in SERVICES["beat"]["healthcheck"]["test"][1]
+    units = {name: (ROOT / "deploy" / "systemd" / f"svc-{name}.service").read_text() for name in ("worker", "beat")}
+    for name, unit in units.items():
+        assert "\nRestart=always\n" in unit and "\nStartLimitIntervalSec=0\n" in unit, name
+        assert f"celery -A config {name} " in unit, name
+    assert "-Q celery,webhooks\n" in units["worker"]
