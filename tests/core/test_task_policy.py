@@ -22,6 +22,7 @@ REGISTERED_NAMES = {
     "agent_api.purge_idempotency_records",
     "programs.purge_request_log",
     "webhooks.fan_out",
+    "webhooks.fan_out_pending",
     "webhooks.deliver",
     "webhooks.sweep",
     "webhooks.prune_events",
