@@ -59,7 +59,8 @@ def broker_holds_messages() -> bool:
 
 
 def queue_depth() -> int:
-    """Messages waiting in the webhook queue (those a worker has taken, or holds for a countdown, are not)."""
+    """Messages waiting in the webhook queue (not those a worker has taken: running, prefetched, or held until a
+    countdown ends)."""
     with current_app.connection_or_acquire() as broker:
         try:
             return broker.default_channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
