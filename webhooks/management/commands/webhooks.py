@@ -5,8 +5,9 @@ from webhooks.fanout import webhook_events_prune, webhooks_sweep
 
 class Command(BaseCommand):
     help = (
-        "sweep: fans out events not yet fanned out and sends every delivery that is due (beat does this every "
-        "WEBHOOK_SWEEP_SECONDS; without Redis, run it to make retries). prune: drops events older than "
+        "sweep: fans out events not yet fanned out and queues the deliveries that are due, as many as the webhook "
+        "queue has room for (WEBHOOK_QUEUE_MAX; beat does this every WEBHOOK_SWEEP_SECONDS; without Redis, run it "
+        "to make retries). prune: drops events older than "
         "WEBHOOK_EVENT_RETENTION_DAYS with their deliveries and log (beat does this hourly)."
     )
 
