@@ -43,7 +43,8 @@ def holds(server: RedisServer, task_ids: set[str], since: float) -> bool:
     """The worker holds the messages of all these tasks, unacknowledged, each taken from the queue after `since`.
     kombu records a message it takes in Redis (the "unacked" hash, with the time in "unacked_index"): one taken but
     not yet recorded would be lost with Redis, a window of kombu's own that this test does not probe."""
-    taken_at = dict(server.client.zrange("unacked_index", 0, -1, withscores=True))
+    index: Any = server.client.zrange("unacked_index", 0, -1, withscores=True)  # [(tag, time taken)]
+    taken_at = dict(index)
     held = {
         json.loads(raw)[0]["headers"]["id"]
         for tag, raw in server.client.hgetall("unacked").items()
