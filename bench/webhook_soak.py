@@ -17,7 +17,9 @@ of the reconciler beat sent: when it was sent, when a worker finished it. Exits 
 duplicated, or the last came later than a minute after the load.
 
 Environment: SOAK_SECONDS (600), SOAK_RATE (40), SOAK_DRAIN_SECONDS (180), SOAK_WORKER_CONCURRENCY (4),
-SOAK_EVENT_TYPES (sale.created: one delivery per sale and endpoint), SOAK_KEEP_LOGS (true keeps the processes'
+SOAK_EVENT_TYPES (sale.created: one delivery per sale and endpoint; `*` for every type, so a sale makes sale.created
+and commission.created), SOAK_SALES_PER_10 (10: every request a sale; 3 sends 3 sales and 7 clicks of new visitors in
+every 10 requests, traffic as an integrator's backend sends it), SOAK_KEEP_LOGS (true keeps the processes'
 logs; they are kept anyway when the run got as far as its report)."""
 
 import json
@@ -60,6 +62,7 @@ SOAK_SECONDS = env_int("SOAK_SECONDS", 600)
 SOAK_RATE = env_int("SOAK_RATE", 40)
 SOAK_DRAIN_SECONDS = env_int("SOAK_DRAIN_SECONDS", 180)
 WORKER_CONCURRENCY = env_int("SOAK_WORKER_CONCURRENCY", 4)
+SALES_PER_10 = env_int("SOAK_SALES_PER_10", 10)
 # What the two endpoints subscribe to (comma-separated; "*" for every type).
 EVENT_TYPES = (os.environ.get("SOAK_EVENT_TYPES") or "sale.created").split(",")
 
@@ -146,7 +149,7 @@ for name in ("a", "b"):
     WebhookEndpointFactory(
         program=program, url=f"http://127.0.0.1:{port}/endpoint-{{name}}", event_types={event_types!r}
     )
-print(json.dumps({{"key": program.raw_api_key, "program": program.pk}}))
+print(json.dumps({{"key": program.raw_api_key, "program": program.pk, "code": link.short_link}}))
 """
 
 
@@ -157,8 +160,9 @@ def run_checked(command: list[str], env: dict[str, str], **kwargs) -> str:
     return done.stdout
 
 
-def load(url: str, key: str, seconds: int, rate: int) -> Counter:
-    """Posts `rate` sales a second for `seconds`, each to a customer of the program; counts the statuses."""
+def load(url: str, key: str, code: str, seconds: int, rate: int) -> Counter:
+    """Posts `rate` requests a second for `seconds`: of every 10, SALES_PER_10 sales, each to a customer of the
+    program, and clicks on its link by new visitors (an address and browser build each); counts the statuses."""
     statuses: Counter = Counter()
     lock = threading.Lock()
     local = threading.local()
@@ -168,9 +172,18 @@ def load(url: str, key: str, seconds: int, rate: int) -> Counter:
         client = getattr(local, "client", None)
         if client is None:
             client = local.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-        body = {"transaction_id": f"soak-{run}-{n}", "amount_cents": 4900, "customer_key": f"user-{n % CUSTOMERS}"}
+        if n % 10 < SALES_PER_10:
+            path = "/api/v1/track/sale"
+            body = {"transaction_id": f"soak-{run}-{n}", "amount_cents": 4900, "customer_key": f"user-{n % CUSTOMERS}"}
+        else:
+            path = "/api/v1/track/click"
+            body = {
+                "affiliate_url": f"https://shop.example.com/pricing?aff={code}",
+                "visitor_ip": f"198.51.{n // 250 % 250}.{n % 250 + 1}",
+                "user_agent": f"Mozilla/5.0 (X11; Linux x86_64) Chrome/{100 + n % 40}.0.{n} Safari/537.36",
+            }
         try:
-            status = client.post("/api/v1/track/sale", json=body).status_code
+            status = client.post(path, json=body).status_code
         except httpx.HTTPError as error:
             status = type(error).__name__
         with lock:
@@ -185,7 +198,7 @@ def load(url: str, key: str, seconds: int, rate: int) -> Counter:
                 time.sleep(pause)
             pool.submit(post, n)
             if n and n % (rate * 60) == 0:
-                log(f"  {n} sales sent, {dict(statuses)}")
+                log(f"  {n} requests sent, {dict(statuses)}")
     return statuses
 
 
@@ -267,6 +280,7 @@ def main() -> int:
         "seconds": SOAK_SECONDS,
         "event_types": EVENT_TYPES,
         "worker_concurrency": WORKER_CONCURRENCY,
+        "sales_per_10_requests": SALES_PER_10,
     }
     try:
         log(f"database {DB_NAME}, redis :{redis_port}, receiver :{receiver.port}")
@@ -322,9 +336,9 @@ def main() -> int:
             time.sleep(0.5)
         time.sleep(5)  # the worker and beat boot
         sampler = DepthSampler(redis_url)
-        log(f"load: {SOAK_RATE} sales/s for {SOAK_SECONDS} s")
+        log(f"load: {SOAK_RATE} requests/s ({SALES_PER_10} in 10 sales) for {SOAK_SECONDS} s")
         load_started = time.time()
-        statuses = load(url, seeded["key"], SOAK_SECONDS, SOAK_RATE)
+        statuses = load(url, seeded["key"], seeded["code"], SOAK_SECONDS, SOAK_RATE)
         load_ended = time.time()
         log(f"load ended: {dict(statuses)}; draining")
         drain_deadline = time.monotonic() + SOAK_DRAIN_SECONDS
@@ -346,7 +360,7 @@ def main() -> int:
         lags = [run["lag_seconds"] for run in during if run["lag_seconds"] is not None]
         report.update(
             {
-                "sales": dict(Counter({str(k): v for k, v in statuses.items()})),
+                "requests": dict(Counter({str(k): v for k, v in statuses.items()})),
                 "load_seconds": round(load_ended - load_started, 1),
                 "deliveries": counts,
                 "expected_deliveries": expected,

@@ -351,6 +351,9 @@ LOGGING = {
         # write past the redaction; its records go through the one handler above instead.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # httpx writes a line for every request the worker sends; each delivery's attempt is already in the
+        # delivery log, and a line per webhook is the worker's busiest output under a backlog.
+        "httpx": {"level": "WARNING"},
     },
 }
 
