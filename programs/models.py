@@ -8,6 +8,8 @@ from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.signals import m2m_changed
+from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.functional import cached_property
 
@@ -452,3 +454,23 @@ class ApiCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.route} {self.status}"
+
+
+@receiver(m2m_changed, sender=AgentKey.programs.through)
+def agent_key_programs_same_workspace(
+    sender: type[models.Model], instance: models.Model, action: str, reverse: bool, pk_set: set[int] | None, **_: object
+) -> None:
+    """A key's programs are of its workspace however they are added: admin checks its form, and code calling
+    key.programs.add() or program.agent_keys.add() is held to the same rule here, before any row is written."""
+    if action != "pre_add" or not pk_set:
+        return
+    if reverse:
+        assert isinstance(instance, Program)
+        key = AgentKey.objects.filter(pk__in=pk_set).exclude(workspace_id=instance.workspace_id).order_by("pk").first()
+        if key is not None:
+            same_workspace(program=instance, key=key)
+        return
+    assert isinstance(instance, AgentKey)
+    program = Program.objects.filter(pk__in=pk_set).exclude(workspace_id=instance.workspace_id).order_by("pk").first()
+    if program is not None:
+        same_workspace(key=instance, program=program)

@@ -4,6 +4,7 @@ services, never lets another workspace's object in (a 404, as for an unknown id)
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 
 from agent_api.models import AgentAuditEntry
@@ -149,6 +150,25 @@ class TestModels:
         row = AgentAuditEntry(workspace=program.workspace, key=key, key_masked=key.masked, action="a", object_type="o")
         [message] = refused_by_full_clean(row)
         assert message.startswith(f"Agent key #{key.pk} belongs to workspace {key.workspace_id}")
+
+    def test_an_agent_keys_programs_are_of_its_workspace_however_they_are_added(self, program):
+        key, _ = agent_key_create(workspace=WorkspaceFactory(), name="bot", scopes=["programs:read"])
+        home = ProgramFactory(workspace=key.workspace)
+        refusal = f"Program #{program.pk} belongs to workspace {program.workspace_id}, not to workspace "
+        # add() writes in the caller's transaction: each refusal gets a savepoint of its own, as a caller would.
+        with pytest.raises(ValidationError, match=refusal), transaction.atomic():
+            key.programs.add(home, program)
+        with pytest.raises(ValidationError, match=refusal), transaction.atomic():
+            key.programs.set([program])
+        with (
+            pytest.raises(ValidationError, match=f"Agent key #{key.pk} belongs to workspace {key.workspace_id}"),
+            transaction.atomic(),
+        ):
+            program.agent_keys.add(key)
+        assert list(key.programs.all()) == []
+        key.programs.add(home)
+        home.agent_keys.add(key)
+        assert list(key.programs.all()) == [home]
 
     def test_a_program_or_partner_with_relations_stays_in_its_workspace(self, program):
         enrolment = PartnerProgramFactory(program=program, partner__workspace=program.workspace)
