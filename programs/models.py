@@ -35,6 +35,9 @@ class Workspace(models.Model):
 CROSS_WORKSPACE = "{name} #{pk} belongs to workspace {workspace}, not to workspace {expected} of {anchor} #{anchor_pk}"
 
 
+AGENT_KEY_WITHOUT_WORKSPACE = "Agent key #{pk} belongs to no workspace, so it cannot be limited to programs"
+
+
 class CrossWorkspace(ValidationError):
     """Objects of different workspaces in one relation; the message names both."""
 
@@ -471,6 +474,10 @@ def agent_key_programs_same_workspace(
             same_workspace(program=instance, key=key)
         return
     assert isinstance(instance, AgentKey)
-    program = Program.objects.filter(pk__in=pk_set).exclude(workspace_id=instance.workspace_id).order_by("pk").first()
+    workspace_id = instance.workspace_id
+    if workspace_id is None:
+        # A key issued before keys were bound to a workspace never authenticates; it has no programs to limit to.
+        raise CrossWorkspace(AGENT_KEY_WITHOUT_WORKSPACE.format(pk=instance.pk))
+    program = Program.objects.filter(pk__in=pk_set).exclude(workspace_id=workspace_id).order_by("pk").first()
     if program is not None:
         same_workspace(key=instance, program=program)

@@ -13,6 +13,7 @@ from commissions.services import SALE_OF_ANOTHER_PROGRAM, commission_settle
 from programs.models import (
     CROSS_WORKSPACE,
     WORKSPACE_MOVE_REFUSED,
+    AgentKey,
     CrossWorkspace,
     PartnerProgram,
     ReferralLink,
@@ -169,6 +170,14 @@ class TestModels:
         key.programs.add(home)
         home.agent_keys.add(key)
         assert list(key.programs.all()) == [home]
+
+    def test_a_key_bound_to_no_workspace_takes_no_programs(self, program):
+        key, _ = agent_key_create(workspace=program.workspace, name="old", scopes=["programs:read"])
+        AgentKey.objects.filter(pk=key.pk).update(workspace=None)
+        key.refresh_from_db()
+        with pytest.raises(ValidationError, match=f"Agent key #{key.pk} belongs to no workspace"), transaction.atomic():
+            key.programs.add(program)
+        assert not key.programs.exists()
 
     def test_a_program_or_partner_with_relations_stays_in_its_workspace(self, program):
         enrolment = PartnerProgramFactory(program=program, partner__workspace=program.workspace)
