@@ -31,6 +31,8 @@ class Device:
 EMPTY_GEO = Geo()
 # The device_type of a user agent that ua-parser knows as a bot or crawler (the bot rule reads it).
 BOT_DEVICE = "bot"
+# A user agent that is no browser, phone, tablet or crawler ua-parser knows.
+OTHER_DEVICE = "other"
 
 
 @lru_cache(maxsize=1)
@@ -87,7 +89,7 @@ def device_for_user_agent(user_agent: str) -> Device:
     elif parsed.is_pc:
         device_type = "desktop"
     else:
-        device_type = "other"
+        device_type = OTHER_DEVICE
     return Device(
         device_type=device_type,
         device_os=(parsed.os.family or "")[:64],

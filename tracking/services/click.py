@@ -16,7 +16,7 @@ from core.text import storable_text
 from fraud.rules import Traffic, agent_judged
 from programs.models import Program, ProgramKey
 
-from ..enrichment import BOT_DEVICE, device_for_user_agent, geo_for_ip
+from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
 from ..link_cache import link_target_get
 from ..models import ClickEvent, Customer
 from ..quality import DUPLICATE_SQL, ClickQuality, click_quality, duplicate_found, duplicate_params
@@ -29,8 +29,6 @@ from .common import (
 )
 
 MAX_URL_LENGTH = 4096
-# tracking.enrichment's device_type for a user agent that is no browser, phone or tablet it knows.
-OTHER_DEVICE = "other"
 
 
 def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
