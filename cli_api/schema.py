@@ -95,7 +95,7 @@ STATUS_OK = data_of(
     {
         "program": serializers.DictField(),
         "key": serializers.DictField(),
-        "readiness": serializers.DictField(help_text="The readiness verdict (tracking.readiness)"),
+        "readiness": serializers.DictField(help_text="The readiness verdict (tracking.insight.readiness)"),
     },
 )
 TEST_EVENT_OK = data_of(

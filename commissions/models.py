@@ -59,7 +59,7 @@ class Commission(SameWorkspace, models.Model):
             # The dashboard's commissions list, newest first, whole or by status.
             models.Index(fields=["program", "-created_at", "-id"], name="commission_program_time"),
             models.Index(fields=["program", "status", "-created_at", "-id"], name="commission_program_status"),
-            # The rollup task finds the sales whose commission changed lately (tracking.rollups).
+            # The rollup task finds the sales whose commission changed lately (tracking.insight.rollups).
             models.Index(fields=["updated_at"], name="commission_updated_at"),
             # The review queue: a program's held commissions, newest first.
             models.Index(

@@ -185,7 +185,7 @@ CELERY_BEAT_SCHEDULE = {
     "purge-request-log": {"task": "programs.purge_request_log", "schedule": 3600.0},
 }
 
-# --- Rollups (tracking.rollups) ---------------------------------------------------------------------
+# --- Rollups (tracking.insight.rollups) ---------------------------------------------------------------------
 # Seconds between rollup runs: how stale a report may be about changes to events already counted (a settled
 # lead, a refund, a void). New events are always counted at once (the reads add them live).
 ROLLUP_INTERVAL_SECONDS = env_int("ROLLUP_INTERVAL_SECONDS", 60, minimum=1)

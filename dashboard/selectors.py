@@ -6,22 +6,23 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
 from commissions.models import Commission, CommissionReview
+from core.api.query import TimeBounds, day_start, iso
 from fraud.rules import Traffic
 from programs.models import ROLE_ACTIONS, ApiCall, KeyRotation, Partner, PartnerProgram, Program
 from programs.selectors import program_live_key_get, program_settings_data
-from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
-from tracking.rollups import (
+from tracking.insight.rollups import (
     Watermarks,
     rollup_read,
     rollup_sums,
     rows_with_delta,
 )
+from tracking.models import ClickEvent, DailyRollup, LeadEvent, ProcessorEvent, SaleEvent
 from tracking.selectors import marked_as, marked_clicks
 from tracking.services.tracker import referrer_domain_of, utm_params_of
 
@@ -36,14 +37,6 @@ COUNTED_CLICKS = Q(traffic=Traffic.HUMAN)
 SOURCES_CLICK_LIMIT = 10_000
 SOURCES_TOP = 20
 NO_PARTNER_NAME = "(no partner)"
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def day_start(day: date) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=UTC)
 
 
 # --- Status -----------------------------------------------------------------------------------------------
@@ -68,7 +61,7 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
     last = (
         Program.objects.filter(pk=program.pk)
         .annotate(
-            # A counted click: a crawler or a prefetch hitting a link is not tracking at work (tracking.readiness).
+            # A counted click: a crawler or a prefetch hitting a link is not tracking at work (readiness).
             last_click=latest(ClickEvent, "click_timestamp", COUNTED_CLICKS),
             last_lead=latest(LeadEvent, "lead_timestamp"),
             last_sale=latest(SaleEvent, "sale_date"),
@@ -105,24 +98,6 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
 
 
 # --- Events list ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TimeBounds:
-    """Inclusive bounds on an event's own time field; None means open."""
-
-    start: datetime | None = None
-    end: datetime | None = None
-    # A date given as the upper bound covers its whole day: the bound is the next midnight, exclusive.
-    end_exclusive: bool = False
-
-    def q(self, field: str) -> Q:
-        condition = Q()
-        if self.start is not None:
-            condition &= Q(**{f"{field}__gte": self.start})
-        if self.end is not None:
-            condition &= Q(**{f"{field}__lt" if self.end_exclusive else f"{field}__lte": self.end})
-        return condition
 
 
 def _click_item(row: dict[str, Any]) -> dict[str, Any]:
@@ -283,7 +258,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
     inclusive range. Revenue is the sales' amount_cents; commission is what their commissions still pay
     (commissions.selectors.payable_cents, the definition every page uses).
     Amounts are summed as stored, whatever their currency.
-    Read from the daily rollups plus the live delta of the events not folded in yet (tracking.rollups): the
+    Read from the daily rollups plus the live delta of the events not folded in yet (tracking.insight.rollups): the
     cost follows the days and partners in range, not the number of events."""
 
     def read(marks: Watermarks) -> list[dict[str, Any]]:

@@ -23,11 +23,12 @@ from rest_framework.exceptions import ValidationError
 
 from commissions.models import Commission, CommissionStatus
 from commissions.selectors import commissions_with_money
+from core.api.query import present
 from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
 from core.pagination import CappedPaginator
 from core.urls import public_url
-from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer, present
+from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer
 from dashboard.selectors import api_calls_list
 from programs.calllog import api_calls_flush
 from programs.models import (
@@ -44,8 +45,8 @@ from programs.models import (
 )
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
-from tracking.explain import customer_explain, sale_explain
-from tracking.rollups import (
+from tracking.insight.explain import customer_explain, sale_explain
+from tracking.insight.rollups import (
     Watermarks,
     clicks_not_on_counters,
     partner_commission_cents,
@@ -287,7 +288,7 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
         .order_by("-revenue_cents", "partner__name", "pk")
     )
 
-    # Counters and rollups are read together with the clicks and sales not in them yet (tracking.rollups), again
+    # Counters and rollups are read together with the clicks and sales not in them yet (tracking.insight.rollups), again
     # if a rollup run commits meanwhile.
     def read(marks: Watermarks) -> dict[str, Any]:
         page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
@@ -427,8 +428,8 @@ EXPLAIN_SELECTOR_LABELS = {
 
 @program_page
 def program_explain(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
-    """Attribution explained (tracking.explain) for ?transaction_id=, ?click_id= or ?customer_key=; with none, the
-    form to ask (?by=<selector>&value=)."""
+    """Attribution explained (tracking.insight.explain): for ?transaction_id=, ?click_id= or ?customer_key=; with
+    none, the form to ask (?by=<selector>&value=)."""
     given = present({name: request.GET.get(name, "").strip() for name in EXPLAIN_SELECTOR_LABELS})
     by = request.GET.get("by", "")
     if not given and by in EXPLAIN_SELECTOR_LABELS:  # the page's own form: ?by=<selector>&value=

@@ -144,8 +144,8 @@ class ProcessorEventAdmin(admin.ModelAdmin):
 
 @admin.register(DailyRollup)
 class DailyRollupAdmin(ReadOnlyAdmin):
-    """Written only by the rollup task (tracking.rollups): an edit would make the reports disagree with a recount
-    (`manage.py rollup verify`)."""
+    """Written only by the rollup task (tracking.insight.rollups): an edit would make the reports disagree with a
+    recount (`manage.py rollup verify`)."""
 
     list_display = ["program", "day", "is_test", "partner_id", "link_id", "clicks", "leads", "attributed_sales"]
     list_filter = ["is_test", "day"]

@@ -18,10 +18,10 @@ from commissions.selectors import commission_ledger, commission_refund_steps, co
 from commissions.services import CommissionActionRefused, commission_hold, commission_release, commission_void
 from core import messages as core_messages
 from core.api.fields import StrictCharField
+from core.api.query import Instant, InstantField, QueryIntegerField
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError, NotFoundError
 from core.ids import MAX_BIGINT, id_parse
-from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from fraud.rules import Rule
 from programs.models import AgentKey
 from tracking.selectors import flagged_by

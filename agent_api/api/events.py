@@ -12,9 +12,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.api.fields import spec_messages
+from core.api.query import Instant, InstantField, QueryIntegerField, TimeBounds, iso
 from core.ids import MAX_BIGINT
-from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
-from dashboard.selectors import TimeBounds, iso
 from fraud.rules import Traffic
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
 from tracking.services.tracker import UTM_FIELDS, utm_params_of

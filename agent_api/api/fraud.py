@@ -14,10 +14,9 @@ from rest_framework.response import Response
 
 from core import messages as core_messages
 from core.api.fields import StrictBooleanField, StrictIntegerField
+from core.api.query import QueryIntegerField, iso
 from core.errors import BadRequestError, NotFoundError
 from core.ids import MAX_BIGINT
-from dashboard.api.serializers import QueryIntegerField
-from dashboard.selectors import iso
 from fraud.config import RuleConfig, program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from programs.models import Program

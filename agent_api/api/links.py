@@ -11,10 +11,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.api.fields import StrictCharField, spec_messages
+from core.api.query import QueryIntegerField
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from core.ids import MAX_BIGINT
-from dashboard.api.serializers import QueryIntegerField
 from programs.models import ReferralLink
 from programs.services import (
     SHORT_LINK_PATTERN,
@@ -24,7 +24,7 @@ from programs.services import (
     referral_link_create,
     referral_link_deactivate,
 )
-from tracking.rollups import ClickCount, link_click_counts
+from tracking.insight.rollups import ClickCount, link_click_counts
 
 from .. import messages
 from ..selectors import agent_link_get, agent_links, agent_partner_get, agent_program_get
@@ -38,7 +38,7 @@ LINK_ID = OpenApiParameter("link_id", int, OpenApiParameter.PATH, description="L
 
 def link_out(link: ReferralLink, counts: ClickCount | None = None) -> dict[str, Any]:
     """The link as the API shows it; its clicks and latest click are the counters plus the clicks the rollup task
-    has not added to them yet (tracking.rollups.link_click_counts), read here when not given."""
+    has not added to them yet (tracking.insight.rollups.link_click_counts), read here when not given."""
     if counts is None:
         counts = link_click_counts([link.pk]).get(link.pk, ClickCount(link.clicks, link.last_clicked))
     return {

@@ -21,10 +21,10 @@ from rest_framework.response import Response
 from commissions.models import Withdrawal
 from commissions.selectors import ledger_balances, open_withdrawals_by_partner
 from commissions.services import withdrawal_mark_paid
+from core.api.query import QueryIntegerField
 from core.api.schema import PLATFORM_ERROR
 from core.errors import ConflictError
 from core.ids import MAX_BIGINT
-from dashboard.api.serializers import QueryIntegerField
 from programs.models import AgentKey
 
 from .. import messages

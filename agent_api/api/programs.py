@@ -8,12 +8,13 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
+from core.api.query import present
 from core.urls import public_url
-from dashboard.api.serializers import PERFORMANCE_OK, DayRangeQuerySerializer, present
+from dashboard.api.serializers import PERFORMANCE_OK, DayRangeQuerySerializer
 from dashboard.selectors import tracking_performance_get
 from programs.models import Program, ProgramKey
 from programs.selectors import program_live_key_get, program_settings_data
-from tracking.readiness import readiness_compute
+from tracking.insight.readiness import readiness_compute
 
 from ..selectors import agent_program_get, agent_programs
 from . import serializers as s

@@ -17,10 +17,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.api.fields import StrictBooleanField, StrictCharField
+from core.api.query import Instant, InstantField, QueryIntegerField
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from core.ids import MAX_BIGINT
-from dashboard.api.serializers import Instant, InstantField, QueryIntegerField
 from programs.models import AgentKey
 from webhooks import messages as webhook_messages
 from webhooks.models import DeliveryStatus, EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent

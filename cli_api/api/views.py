@@ -12,16 +12,16 @@ from rest_framework.response import Response
 from core.api import ratelimit
 from core.api.base import BaseApi
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
 from core.urls import public_url
 from dashboard.api import serializers as dashboard_docs
-from dashboard.api.serializers import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from dashboard.api.views import explain_body, logs_page
 from programs.api.base import ProgramKeyApi
 from programs.api.serializers import CliInitInputSerializer
 from programs.models import Action, Program, ProgramKey
 from programs.selectors import rate_number
-from tracking.readiness import readiness_compute
+from tracking.insight.readiness import readiness_compute
 from webhooks import messages as webhook_messages
 from webhooks.listen import LISTEN_PAGE_MAX, webhook_event_cursor, webhook_events_after
 from webhooks.models import EventType, WebhookEvent

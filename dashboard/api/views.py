@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from core import messages
 from core.api import ratelimit
 from core.api.envelopes import TYPED
+from core.api.query import present
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
 from core.errors import ApiError, UnauthorizedError
@@ -32,8 +33,8 @@ from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
 from programs.calllog import api_calls_flush
 from programs.models import Action
 from programs.selectors import membership_get
-from tracking.explain import customer_explain, sale_explain
-from tracking.readiness import readiness_compute
+from tracking.insight.explain import customer_explain, sale_explain
+from tracking.insight.readiness import readiness_compute
 from tracking.services.verification import synthetic_event_send, verification_run
 
 from . import serializers as s
@@ -78,7 +79,7 @@ class TrackingEventsListApi(ProgramMemberApi):
         responses={200: s.EVENTS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        query = _validated(s.EventsQuerySerializer(data=s.present(request.query_params)))
+        query = _validated(s.EventsQuerySerializer(data=present(request.query_params)))
         items, pagination = tracking_events_list(
             program=self.program,
             event_type=query.get("eventType"),
@@ -99,7 +100,7 @@ class TrackingPerformanceGetApi(ProgramMemberApi):
     )
     def get(self, request, program_id: str):
         today = timezone.now().date()
-        query = _validated(s.DayRangeQuerySerializer(data=s.present(request.query_params), context={"today": today}))
+        query = _validated(s.DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
         return Response({"data": tracking_performance_get(program=self.program, **query)})
 
 
@@ -138,7 +139,7 @@ class TrackingExplainGetApi(ProgramMemberApi):
 
 def logs_page(*, program_id: int, query_params) -> dict[str, Any]:
     """A page of the program's request log as a response body (the dashboard route and the CLI route's)."""
-    query = _validated(s.LogsQuerySerializer(data=s.present(query_params)))
+    query = _validated(s.LogsQuerySerializer(data=present(query_params)))
     # Rows this process has queued are written first, so a call just answered here is listed.
     api_calls_flush()
     items, next_cursor = api_calls_list(program_id=program_id, **query)
@@ -147,7 +148,7 @@ def logs_page(*, program_id: int, query_params) -> dict[str, Any]:
 
 def explain_body(*, program, query_params) -> dict[str, Any]:
     """The explanation asked for by ?transaction_id=|click_id=|customer_key= as a response body."""
-    query = _validated(s.ExplainQuerySerializer(data=s.present(query_params)))
+    query = _validated(s.ExplainQuerySerializer(data=present(query_params)))
     if query.get("transaction_id"):
         return {"data": sale_explain(program=program, transaction_id=query["transaction_id"])}
     return {
@@ -282,5 +283,5 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
     )
     def get(self, request):
         today = timezone.now().date()
-        query = _validated(s.DayRangeQuerySerializer(data=s.present(request.query_params), context={"today": today}))
+        query = _validated(s.DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
         return Response({"data": click_sources_get(program=self.required_program_key.program, **query)})

@@ -9,7 +9,7 @@ import pytest
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bad_request, platform_error
-from tracking.explain import EXPLAIN_SALE_NOT_FOUND
+from tracking.insight.explain import EXPLAIN_SALE_NOT_FOUND
 
 from .conftest import bearer, error_of
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from programs.services import program_key_mark_rotation
 from tests.factories import ReferralLinkFactory
 from tests.helpers import platform_error
-from tracking.readiness import readiness_compute
+from tracking.insight.readiness import readiness_compute
 
 from .conftest import STATUS, bearer, error_of
 

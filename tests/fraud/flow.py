@@ -12,7 +12,7 @@ from commissions.models import Commission, LedgerEntry
 from dashboard.selectors import tracking_performance_get
 from programs.models import PartnerProgram
 from tests.helpers import bearer
-from tracking.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
+from tracking.insight.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
 
 CLICK_URL = "/api/v1/track/click"
 LEAD_URL = "/api/v1/track/lead"

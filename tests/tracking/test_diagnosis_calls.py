@@ -1,4 +1,4 @@
-"""Readiness names the mistakes read from the request log (tracking.diagnosis.calls): each is made over HTTP as
+"""Readiness names the mistakes read from the request log (tracking.insight.diagnosis.calls): each is made over HTTP as
 an integrator would, then GET /api/v1/programs/me/readiness with the program key names it with its fix."""
 
 from datetime import timedelta
@@ -14,8 +14,8 @@ from svc_cli.main import app
 from tests.factories import CustomerFactory, ProgramFactory
 from tests.helpers import bearer
 from tests.tracking.sales import post_sale, sale_body
-from tracking.diagnosis import Mistake, calls
-from tracking.readiness import FAIL, PASS, Check, Verdict, readiness_verdict
+from tracking.insight.diagnosis import Mistake, calls
+from tracking.insight.readiness import FAIL, PASS, Check, Verdict, readiness_verdict
 
 pytestmark = pytest.mark.django_db
 

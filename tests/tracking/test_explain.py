@@ -1,4 +1,4 @@
-"""tracking.explain: why a sale or a customer was credited as it was. Sales are made the way integrators make
+"""tracking.insight.explain: why a sale or a customer was credited as it was. Sales are made the way integrators make
 them (POST /api/v1/track/sale and /refund, signed Stripe webhooks), so attributed_by is what the sale path
 recorded."""
 
@@ -14,7 +14,7 @@ from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
 from tests.stripe_payloads import ACCOUNT, checkout_session, event, post_event
 from tests.tracking.sales import REFUND_URL, post_sale, sale_body
-from tracking.explain import NOT_RECORDED, customer_explain, sale_explain
+from tracking.insight.explain import NOT_RECORDED, customer_explain, sale_explain
 from tracking.models import Customer, LeadEvent, ProcessorEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db

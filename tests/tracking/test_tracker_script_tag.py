@@ -4,7 +4,7 @@ import pytest
 
 from dashboard.views import integration_snippets
 from tests.factories import ProgramFactory
-from tracking.readiness import readiness_compute
+from tracking.insight.readiness import readiness_compute
 from tracking.services.tracker import tracker_script_tag
 
 

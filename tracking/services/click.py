@@ -281,7 +281,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         event.customer, event.click_id = customer, customer.click_id
         event.save()
         # No counter is updated here: the rollup task adds the clicks to the link and partner counters
-        # (tracking.rollups), so the clicks of a popular link never queue on its row lock.
+        # (tracking.insight.rollups), so the clicks of a popular link never queue on its row lock.
     return ClickRecorded(
         click_id=customer.click_id,
         partner_code=link.short_link,

@@ -223,7 +223,7 @@ def sale_record_for_customer(
                 is_test=False,
                 request_id=request_id,
                 transaction_id=fields.get("processor_event_id"),
-                # What tracking.explain tells of a sale refused here (nothing else of it is stored).
+                # What tracking.insight.explain tells of a sale refused here (nothing else of it is stored).
                 click_id=customer.click_id,
                 click_age_days=round(age_days, 2),
                 window_days=program.cookie_window_days,

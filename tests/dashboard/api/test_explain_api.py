@@ -7,7 +7,7 @@ from core import messages
 from programs.models import Role
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory, UserFactory
 from tests.helpers import bad_request, platform_error
-from tracking.explain import EXPLAIN_CUSTOMER_NOT_FOUND, EXPLAIN_SALE_NOT_FOUND
+from tracking.insight.explain import EXPLAIN_CUSTOMER_NOT_FOUND, EXPLAIN_SALE_NOT_FOUND
 
 pytestmark = pytest.mark.django_db
 

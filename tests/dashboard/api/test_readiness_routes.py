@@ -13,7 +13,7 @@ from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
-from tracking.readiness import readiness_compute
+from tracking.insight.readiness import readiness_compute
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import pytest
 
 from commissions.services import commission_hold
 from tests.factories import CommissionFactory, CustomerFactory, ReferralLinkFactory, SaleFactory
-from tracking.explain import EXPLAIN_SALE_NOT_FOUND
+from tracking.insight.explain import EXPLAIN_SALE_NOT_FOUND
 from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db

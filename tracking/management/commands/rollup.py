@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from tracking.rollups import rollups_catch_up, rollups_verify
+from tracking.insight.rollups import rollups_catch_up, rollups_verify
 
 
 class Command(BaseCommand):

@@ -14,10 +14,8 @@ from core import messages
 from fraud.rules import Traffic
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
-
-from .diagnosis import Mistake, mistakes_find
-from .models import ClickEvent, DailyRollup, ProcessorEvent
-from .rollups import (
+from tracking.insight.diagnosis import Mistake, mistakes_find
+from tracking.insight.rollups import (
     ALL_COLUMNS,
     CLICK,
     KIND_MODELS,
@@ -30,8 +28,9 @@ from .rollups import (
     rollup_sums,
     rows_with_delta,
 )
-from .selectors import MARKED_CLICKS, NEWEST_FIRST
-from .services.tracker import tracker_script_tag
+from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
+from tracking.selectors import MARKED_CLICKS, NEWEST_FIRST
+from tracking.services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 ENROL_PARTNER = "Enrol each link's partner in the program (admin → Partner programs)."
@@ -156,7 +155,7 @@ def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
 
 
 def readiness_counts(*, program: Program, now: datetime | None = None) -> ReadinessCounts:
-    """Counts from the daily rollups plus their live delta (tracking.rollups), last times from the indexes: the
+    """Counts from the daily rollups plus their live delta (tracking.insight.rollups), last times from the indexes: the
     cost does not grow with the number of events. The user agents of recent bot clicks are read (one query more)
     only when there are some."""
     now = now or timezone.now()
@@ -403,7 +402,7 @@ def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None
 
 
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
-    """Counts, checks and the mistakes seen in recent calls (tracking.diagnosis) for one program. `key`, when
+    """Counts, checks and the mistakes seen in recent calls (tracking.insight.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is."""
     now = timezone.now()
     counts = readiness_counts(program=program, now=now)

@@ -36,9 +36,8 @@ from django.utils import timezone
 from commissions.models import Commission
 from commissions.selectors import payable_cents
 from programs.models import Partner, PartnerProgram, ReferralLink
-
-from .models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
-from .quality import racing_duplicates_mark
+from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
+from tracking.quality import racing_duplicates_mark
 
 CLICK, LEAD, SALE = "click", "lead", "sale"
 KINDS = (CLICK, LEAD, SALE)

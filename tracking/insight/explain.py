@@ -28,9 +28,8 @@ from core.errors import NotFoundError
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
-
-from .models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
-from .services.sale import SECONDS_PER_DAY
+from tracking.models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
+from tracking.services.sale import SECONDS_PER_DAY
 
 EXPLAIN_SALE_NOT_FOUND = "Sale not found for transaction_id"
 EXPLAIN_CUSTOMER_NOT_FOUND = "Customer not found for click_id or customer_key"
