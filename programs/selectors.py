@@ -2,6 +2,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import QuerySet
 
 from .keys import digests_match, key_digest
 from .models import Membership, Program, ProgramKey
@@ -17,9 +18,14 @@ def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
     return key
 
 
+def live_keys() -> QuerySet[ProgramKey]:
+    """Every program's live key: the one rule for "the live key", filtered, prefetched or joined by its users."""
+    return ProgramKey.objects.filter(mode=ProgramKey.Mode.LIVE)
+
+
 def program_live_key_get(*, program_id: int) -> ProgramKey | None:
     """The program's live key, or None. At most one exists (program_key_one_per_mode), so no ORDER BY."""
-    return next(iter(ProgramKey.objects.filter(program_id=program_id, mode=ProgramKey.Mode.LIVE)[:1]), None)
+    return next(iter(live_keys().filter(program_id=program_id)[:1]), None)
 
 
 def membership_get(*, user: User | AnonymousUser, program: Program) -> Membership | None:
