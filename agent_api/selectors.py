@@ -11,7 +11,7 @@ from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, Program, ReferralLink
 from tracking.models import ClickEvent
-from tracking.selectors import marked_clicks
+from tracking.selectors.clicks import marked_clicks
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from . import messages

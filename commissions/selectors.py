@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import BigIntegerField, Case, F, Q, QuerySet, Sum, Value, When
 
-from programs.models import Program
+from programs.models import Partner, PartnerProgram, Program
 
-from .models import Commission, CommissionStatus, LedgerEntry, NotificationOutbox, Withdrawal
+from .models import Commission, CommissionReview, CommissionStatus, LedgerEntry, NotificationOutbox, Withdrawal
 
 
 class CommissionMoney(TypedDict):
@@ -121,3 +121,36 @@ def commission_refund_steps(*, commission_id: int) -> QuerySet[NotificationOutbo
 def commission_ledger(*, commission_id: int) -> QuerySet[LedgerEntry]:
     """The ledger entries of a commission (its credit and refund clawbacks), oldest first."""
     return LedgerEntry.objects.filter(commission_id=commission_id).order_by("created_at", "pk")
+
+
+# --- The review tab (fraud rules) ----------------------------------------------------------------------------
+
+# The held commissions' rule filter value for an owner's hold (hold_rule "").
+OWNER_HOLD = "owner"
+# Partners offered in a review filter (a program with more is filtered by the first ones by name).
+REVIEW_PARTNERS_CAP = 500
+
+
+def held_commissions_list(
+    *, program_id: int, rule: str | None = None, partner_id: int | None = None
+) -> QuerySet[Commission]:
+    """The program's held commissions, newest first (the commission_program_held index), with partner and sale.
+    `rule`: the rule that held them, OWNER_HOLD for an owner's hold."""
+    rows = Commission.objects.filter(program_id=program_id, held_at__isnull=False)
+    if rule is not None:
+        rows = rows.filter(hold_rule="" if rule == OWNER_HOLD else rule)
+    if partner_id is not None:
+        rows = rows.filter(partner_id=partner_id)
+    return rows.select_related("partner", "sale").order_by("-created_at", "-id")
+
+
+def reviews_recent(*, program_id: int, limit: int) -> list[CommissionReview]:
+    """The program's latest hold decisions, newest first, each with its commission's partner."""
+    rows = CommissionReview.objects.filter(program_id=program_id).select_related("commission__partner")
+    return list(rows.order_by("-created_at", "-id")[:limit])
+
+
+def review_partners(*, program_id: int) -> list[Partner]:
+    """The program's enrolled partners by name, for the review filters."""
+    enrolled = PartnerProgram.objects.filter(program_id=program_id).values("partner_id")
+    return list(Partner.objects.filter(pk__in=enrolled).only("pk", "name").order_by("name", "pk")[:REVIEW_PARTNERS_CAP])

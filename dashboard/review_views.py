@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 
 from commissions.models import Commission, CommissionStatus
+from commissions.selectors import OWNER_HOLD, held_commissions_list, review_partners, reviews_recent
 from commissions.services import CommissionActionRefused, commission_release, commission_void
 from core import messages as core_messages
 from core.errors import BadRequestError
@@ -24,9 +25,9 @@ from core.pagination import CappedPaginator
 from fraud.config import program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, Rule
 from programs.models import Action
-from tracking.selectors import MARKED_KINDS, VISITOR_SHOWN
+from tracking.selectors.clicks import MARKED_KINDS, VISITOR_SHOWN, flagged_clicks_list
 
-from . import messages, selectors
+from . import messages
 from .review_forms import ReleaseForm, RuleForm, VoidForm
 from .views import ProgramAccess, money
 from .webhook_views import program_action
@@ -49,7 +50,7 @@ def _held_filters(request: HttpRequest) -> dict[str, str]:
     rule = request.GET.get("rule", "")
     partner = request.GET.get("partner", "")
     return {
-        "rule": rule if rule in SPECS or rule == selectors.OWNER_HOLD else "",
+        "rule": rule if rule in SPECS or rule == OWNER_HOLD else "",
         "partner": partner if id_parse(partner) else "",
     }
 
@@ -88,14 +89,14 @@ def program_review(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     held_filters = _held_filters(request)
     click_filters = _click_filters(request)
 
-    held = selectors.held_commissions_list(
+    held = held_commissions_list(
         program_id=program_id,
         rule=held_filters["rule"] or None,
         partner_id=id_parse(held_filters["partner"]),
     )
     held_page = CappedPaginator(held, HELD_PER_PAGE).get_page(request.GET.get("held_page"))
     kind = click_filters["kind"]
-    clicks = selectors.flagged_clicks_list(
+    clicks = flagged_clicks_list(
         program_id=program_id,
         kind=kind or None,
         partner_id=id_parse(click_filters["click_partner"]),
@@ -122,10 +123,10 @@ def program_review(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             keep_for_held=[(name, value) for name, value in click_state.items() if value],
             keep_for_clicks=[(name, value) for name, value in held_state.items() if value],
             back="?" + request.GET.urlencode() if request.GET else "",
-            decisions=selectors.reviews_recent(program_id=program_id, limit=DECISIONS_SHOWN),
-            partners=selectors.review_partners(program_id=program_id),
+            decisions=reviews_recent(program_id=program_id, limit=DECISIONS_SHOWN),
+            partners=review_partners(program_id=program_id),
             rule_labels=_rule_labels(),
-            owner_hold=selectors.OWNER_HOLD,
+            owner_hold=OWNER_HOLD,
             click_kinds=MARKED_KINDS.items(),
             visitor_shown=VISITOR_SHOWN,
             decisions_shown=DECISIONS_SHOWN,

@@ -29,8 +29,7 @@ from core.ids import page_number_parse
 from core.pagination import CappedPaginator
 from core.urls import public_url
 from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer
-from dashboard.selectors import api_calls_list
-from programs.calllog import api_calls_flush
+from programs.calllog import api_calls_list
 from programs.models import (
     PERCENT_TYPES,
     RECURRING_TYPES,
@@ -396,7 +395,6 @@ def program_logs(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     next_query = ""
     status = 200
     if serializer.is_valid():
-        api_calls_flush()
         rows, next_cursor = api_calls_list(program_id=access.program.pk, **serializer.validated_data)
         if next_cursor:
             next_query = urlencode({**present(given), "cursor": next_cursor})

@@ -6,20 +6,24 @@ Cheap on the hot path: a call's row is queued in the process and written with ot
 REQUEST_LOG_BATCH rows are queued or the oldest has waited REQUEST_LOG_FLUSH_SECONDS (a daemon thread flushes a
 quiet process, and the queue is flushed at exit). A failure to write is logged and never changes an answer; rows
 of a crashed process are lost, which a diagnosis log can afford. With REQUEST_LOG_BATCH = 1 (the tests) each row
-is written at once."""
+is written at once.
+
+Read back a page at a time, filtered (api_calls_list): the dashboard's logs page and route, and the CLI's."""
 
 import atexit
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
+from core.api.query import iso
 from core.redaction import email_mask, redact
 
 from .models import ApiCall, ProgramKey
@@ -208,3 +212,75 @@ def api_calls_purge(*, now: datetime | None = None) -> int:
         extra, _ = ApiCall.objects.filter(program_id=row["program_id"], id__lt=cutoff).delete()
         deleted += extra
     return deleted
+
+
+# --- Reading the log ------------------------------------------------------------------------------------------
+
+LOGS_PAGE_SIZE_MAX = 100
+
+
+@dataclass(frozen=True)
+class LogsFilter:
+    """Filters of the request log. `status`: a class ("4xx") or an exact code ("404")."""
+
+    status: str = ""
+    route: str = ""
+    error_code: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def q(self) -> Q:
+        condition = Q()
+        if self.status.endswith("xx"):
+            low = int(self.status[0]) * 100
+            condition &= Q(status__gte=low, status__lt=low + 100)
+        elif self.status:
+            condition &= Q(status=int(self.status))
+        if self.route:
+            condition &= Q(route=self.route)
+        if self.error_code:
+            condition &= Q(error_code=self.error_code)
+        if self.since is not None:
+            condition &= Q(created_at__gte=self.since)
+        if self.until is not None:
+            condition &= Q(created_at__lte=self.until)
+        return condition
+
+
+_API_CALL_FIELDS = (
+    "id",
+    "created_at",
+    "method",
+    "route",
+    "status",
+    "error_code",
+    "message",
+    "request_id",
+    "key_masked",
+    "key_mode",
+    "latency_ms",
+    "excerpt",
+)
+
+
+def api_calls_list(
+    *, program_id: int, filters: LogsFilter, limit: int, cursor: int | None = None, after: int | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The program's logged calls and the cursor of the next page (None on the last). Newest first, older pages
+    by `cursor` (the id the previous page ended after); with `after`, the rows newer than that id, oldest first
+    (what a follower has not seen yet). One query per page: limit + 1 rows tell whether another page exists.
+    Rows this process has queued are written first (api_calls_flush), so a call just answered here is listed."""
+    api_calls_flush()
+    rows = ApiCall.objects.filter(filters.q(), program_id=program_id)
+    if after is not None:
+        rows = rows.filter(id__gt=after).order_by("id")
+    else:
+        rows = rows.order_by("-id")
+        if cursor is not None:
+            rows = rows.filter(id__lt=cursor)
+    items = list(rows.values(*_API_CALL_FIELDS)[: limit + 1])
+    more = len(items) > limit
+    items = items[:limit]
+    for item in items:
+        item["created_at"] = iso(item["created_at"])
+    return items, (str(items[-1]["id"]) if more else None)

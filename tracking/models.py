@@ -94,8 +94,8 @@ class ClickEvent(SameWorkspace, models.Model):
                 condition=Q(traffic=""),
                 name="click_counted_visitor_link",
             ),
-            # The clicks the rules marked, newest first (tracking.selectors.marked_clicks): by (-id), which no other
-            # index orders by, so a program with few marked clicks never has its page read off the primary key.
+            # The clicks the rules marked, newest first (tracking.selectors.clicks.marked_clicks): by (-id), which no
+            # other index orders by, so a program with few marked clicks never has its page read off the primary key.
             models.Index(
                 F("program"),
                 Negated(F("id")),

@@ -24,7 +24,7 @@ from core.errors import BadRequestError, ConflictError, NotFoundError
 from core.ids import MAX_BIGINT, id_parse
 from fraud.rules import Rule
 from programs.models import AgentKey
-from tracking.selectors import flagged_by
+from tracking.selectors.clicks import flagged_by
 
 from .. import messages
 from ..selectors import agent_program_get, agent_programs, commission_reviews, visible_get

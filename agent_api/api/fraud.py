@@ -21,7 +21,7 @@ from fraud.config import RuleConfig, program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from programs.models import Program
 from tracking.models import ClickEvent
-from tracking.selectors import MARKED_KINDS, VISITOR_SHOWN, marked_as, marked_clicks_before
+from tracking.selectors.clicks import MARKED_KINDS, VISITOR_SHOWN, marked_as, marked_clicks_before
 
 from .. import messages
 from ..selectors import agent_program_get, program_flagged_clicks

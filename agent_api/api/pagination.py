@@ -58,8 +58,8 @@ def page_of(
     older_than: Callable[[QuerySet[M], int], QuerySet[M]] | None = None,
 ) -> tuple[list[M], str | None]:
     """One page of the queryset, newest first, and the cursor of the next page (None on the last). `older_than`:
-    the queryset keeps an order of its own, newest first by id (tracking.selectors.marked_clicks), and this narrows
-    it to the ids below the cursor."""
+    the queryset keeps an order of its own, newest first by id (tracking.selectors.clicks.marked_clicks), and this
+    narrows it to the ids below the cursor."""
     limit: int = query.get("limit", LIMIT_DEFAULT)
     if older_than is None:
         queryset = queryset.order_by("-pk")

@@ -11,10 +11,10 @@ from rest_framework.response import Response
 from core.api.query import present
 from core.urls import public_url
 from dashboard.api.serializers import PERFORMANCE_OK, DayRangeQuerySerializer
-from dashboard.selectors import tracking_performance_get
 from programs.models import Program, ProgramKey
 from programs.selectors import program_live_key_get, program_settings_data
 from tracking.insight.readiness import readiness_compute
+from tracking.selectors.performance import tracking_performance_get
 
 from ..selectors import agent_program_get, agent_programs
 from . import serializers as s

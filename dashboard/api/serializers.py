@@ -19,8 +19,9 @@ from core.api.query import (
     QueryIntegerField,
     TimeBounds,
 )
-from dashboard.selectors import EVENT_TYPES, LOGS_PAGE_SIZE_MAX, LogsFilter
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
+from programs.calllog import LOGS_PAGE_SIZE_MAX, LogsFilter
+from tracking.selectors.events import EVENT_TYPES
 from tracking.services.verification import SYNTHETIC_EVENT_TYPES
 
 PAGE_SIZE_MAX = 100

@@ -20,21 +20,17 @@ from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
 from core.errors import ApiError, UnauthorizedError
 from core.urls import public_url
-from dashboard.selectors import (
-    api_calls_list,
-    click_sources_get,
-    tracking_events_list,
-    tracking_performance_get,
-    tracking_status_get,
-    tracking_test_events_get,
-)
 from programs.api.base import ProgramKeyApi, ProgramMemberApi
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
-from programs.calllog import api_calls_flush
+from programs.calllog import api_calls_list
 from programs.models import Action
 from programs.selectors import membership_get
 from tracking.insight.explain import customer_explain, sale_explain
 from tracking.insight.readiness import readiness_compute
+from tracking.selectors.events import tracking_events_list
+from tracking.selectors.performance import tracking_performance_get
+from tracking.selectors.sources import click_sources_get
+from tracking.selectors.status import tracking_status_get, tracking_test_events_get
 from tracking.services.verification import synthetic_event_send, verification_run
 
 from . import serializers as s
@@ -140,8 +136,6 @@ class TrackingExplainGetApi(ProgramMemberApi):
 def logs_page(*, program_id: int, query_params) -> dict[str, Any]:
     """A page of the program's request log as a response body (the dashboard route and the CLI route's)."""
     query = _validated(s.LogsQuerySerializer(data=present(query_params)))
-    # Rows this process has queued are written first, so a call just answered here is listed.
-    api_calls_flush()
     items, next_cursor = api_calls_list(program_id=program_id, **query)
     return {"data": items, "meta": {"next_cursor": next_cursor}}
 

@@ -6,7 +6,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from agent_api import messages
-from dashboard.selectors import tracking_performance_get
 from tests.agent_api.conftest import agent_for
 from tests.factories import (
     CommissionFactory,
@@ -20,6 +19,7 @@ from tests.factories import (
 )
 from tests.helpers import platform_error
 from tracking.models import ClickEvent, LeadEvent
+from tracking.selectors.performance import tracking_performance_get
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,6 @@ from django.db import connection
 from commissions.models import Commission
 from commissions.selectors import commission_payable_by_partner
 from commissions.services import commission_void
-from dashboard.selectors import tracking_performance_get
 from programs.models import PartnerProgram, ReferralLink
 from tests.event_activity import ACTIVITY_NOW, click, lead, sale
 from tests.factories import UserFactory
@@ -21,6 +20,7 @@ from tracking.insight.readiness import readiness_compute
 from tracking.insight.rollups import link_click_counts, rollup_read, rollups_update, rollups_verify
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
 from tracking.retention import raw_clicks_prune
+from tracking.selectors.performance import tracking_performance_get
 from tracking.services.refund import refund_record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]

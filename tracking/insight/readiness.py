@@ -29,7 +29,7 @@ from tracking.insight.rollups import (
     rows_with_delta,
 )
 from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
-from tracking.selectors import MARKED_CLICKS, NEWEST_FIRST
+from tracking.selectors.clicks import MARKED_CLICKS, NEWEST_FIRST
 from tracking.services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"

@@ -6,12 +6,12 @@ from unittest import mock
 import pytest
 
 from core import messages
-from dashboard import selectors
 from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory
 from tests.helpers import REQUEST_LOG_ROW, bad_request, bearer, platform_error
 from tracking.models import ClickEvent
+from tracking.selectors import sources
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
@@ -122,7 +122,7 @@ def test_it_keeps_the_top_20(api_client, program):
 
 
 def test_it_counts_only_the_newest_clicks_up_to_the_cap(api_client, program, monkeypatch):
-    monkeypatch.setattr(selectors, "SOURCES_CLICK_LIMIT", 3)
+    monkeypatch.setattr(sources, "SOURCES_CLICK_LIMIT", 3)
     clicks(program, 2, referrer="https://old.example/", when=NOW - timedelta(hours=2))
     clicks(program, 3, referrer="https://new.example/", when=NOW - timedelta(hours=1))
     data = api_client.get(URL, **bearer(program.raw_api_key)).json()["data"]

@@ -1,13 +1,14 @@
-"""Reads of the clicks the fraud rules marked, shared by the dashboard's Review tab and the agent API."""
+"""Which clicks count, and reads of the clicks the fraud rules marked (the dashboard's Review tab, the agent API)."""
 
 from django.db import connection
 from django.db.models import F, Q, QuerySet
 
 from core.expressions import Negated
 from fraud.rules import Rule, Traffic
+from tracking.models import ClickEvent
 
-from .models import ClickEvent
-
+# Clicks that count in metrics (fraud.rules.Traffic.HUMAN): duplicates, bots and prefetches are listed, not counted.
+COUNTED_CLICKS = Q(traffic=Traffic.HUMAN)
 # The condition of the partial index click_program_flagged: a page of a program's marked clicks scans it only.
 MARKED_CLICKS = ~Q(traffic="") | ~Q(flags=[])
 # Newest first, in the index's own order (program, (-id)). Ordered by -id instead, the planner may walk the
@@ -39,6 +40,26 @@ def marked_clicks(*, program_id: int) -> QuerySet[ClickEvent]:
 def marked_clicks_before(clicks: QuerySet[ClickEvent], click_id: int) -> QuerySet[ClickEvent]:
     """The clicks older (by id) than `click_id`, as a range of the index rather than a filter on it."""
     return clicks.alias(newest_first=NEWEST_FIRST).filter(newest_first__gt=-click_id)
+
+
+# Flagged clicks: the click_program_flagged index's own condition, so the planner can use it.
+def flagged_clicks_list(
+    *,
+    program_id: int,
+    kind: str | None = None,
+    partner_id: int | None = None,
+    link_code: str | None = None,
+) -> QuerySet[ClickEvent]:
+    """The program's clicks that a rule marked (not counted, or flagged), newest first, with partner and link.
+    `kind`: one of MARKED_KINDS."""
+    rows = marked_clicks(program_id=program_id)
+    if kind is not None:
+        rows = rows.filter(marked_as(kind))
+    if partner_id is not None:
+        rows = rows.filter(partner_id=partner_id)
+    if link_code is not None:
+        rows = rows.filter(link__short_link=link_code)
+    return rows.select_related("partner", "link")
 
 
 def flagged_by(rule: str) -> Q:
