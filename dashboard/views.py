@@ -28,7 +28,7 @@ from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
 from core.pagination import CappedPaginator
 from core.urls import public_url
-from dashboard.api.serializers import ExplainQuerySerializer, LogsQuerySerializer
+from programs.api.calllog import LogsQuerySerializer
 from programs.calllog import api_calls_list
 from programs.models import (
     PERCENT_TYPES,
@@ -44,7 +44,8 @@ from programs.models import (
 )
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
-from tracking.insight.explain import customer_explain, sale_explain
+from tracking.api.queries import ExplainQuerySerializer
+from tracking.insight.explain import explanation_get
 from tracking.insight.rollups import (
     Watermarks,
     clicks_not_on_counters,
@@ -442,10 +443,7 @@ def program_explain(request: HttpRequest, access: ProgramAccess) -> HttpResponse
             error, status = _first_error(ValidationError(serializer.errors)), 400
         else:
             try:
-                if selector == "transaction_id":
-                    explanation = sale_explain(program=access.program, transaction_id=value)
-                else:
-                    explanation = customer_explain(program=access.program, **{selector: value})
+                explanation = explanation_get(program=access.program, **serializer.validated_data)
             except NotFoundError as exc:
                 error, status = exc.message, 404
     return render(

@@ -10,9 +10,10 @@ from rest_framework.response import Response
 
 from core.api.query import present
 from core.urls import public_url
-from dashboard.api.serializers import PERFORMANCE_OK, DayRangeQuerySerializer
 from programs.models import Program, ProgramKey
 from programs.selectors import program_live_key_get, program_settings_data
+from tracking.api.queries import DAY_RANGE, DayRangeQuerySerializer
+from tracking.api.schema import PERFORMANCE_OK
 from tracking.insight.readiness import readiness_compute
 from tracking.selectors.performance import tracking_performance_get
 
@@ -22,10 +23,6 @@ from .base import AgentApi, query_of
 from .pagination import PageQuerySerializer, page_of
 
 PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
-DAY_RANGE = [
-    OpenApiParameter("dateFrom", str, description="YYYY-MM-DD, inclusive (default: 29 days before dateTo)"),
-    OpenApiParameter("dateTo", str, description="YYYY-MM-DD, inclusive (default: today, UTC); range ≤ 366 days"),
-]
 
 
 def program_out(program: Program, live_key: ProgramKey | None) -> dict[str, Any]:

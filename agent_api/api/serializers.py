@@ -4,8 +4,8 @@ from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
-from dashboard.api.serializers import READINESS_VERDICT
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
+from tracking.api.schema import READINESS_VERDICT
 
 ERROR_DESCRIPTIONS = {
     400: "invalid_request: a bad parameter or body; the message names it",

@@ -15,12 +15,15 @@ from core.api.fields import LeanSerializer, StrictCharField, spec_messages
 from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
 from core.urls import public_url
-from dashboard.api import serializers as dashboard_docs
-from dashboard.api.views import explain_body, logs_page
 from programs.api.base import ProgramKeyApi
+from programs.api.calllog import LOGS_OK, LogsQuerySerializer
 from programs.api.serializers import CliInitInputSerializer
+from programs.calllog import api_calls_list
 from programs.models import Action, Program, ProgramKey
 from programs.selectors import rate_number
+from tracking.api.queries import ExplainQuerySerializer
+from tracking.api.schema import EXPLAIN_OK
+from tracking.insight.explain import explanation_get
 from tracking.insight.readiness import readiness_compute
 from webhooks import messages as webhook_messages
 from webhooks.listen import LISTEN_PAGE_MAX, webhook_event_cursor, webhook_events_after
@@ -253,11 +256,14 @@ class CliLogsApi(CliProgramKeyApi):
 
     @extend_schema(
         summary="The request log of the key's program, newest first (svc logs)",
-        parameters=[dashboard_docs.LogsQuerySerializer],
-        responses={200: dashboard_docs.LOGS_OK, **docs.errors(400, 401)},
+        parameters=[LogsQuerySerializer],
+        responses={200: LOGS_OK, **docs.errors(400, 401)},
     )
     def get(self, request):
-        return Response(logs_page(program_id=self.required_program_key.program_id, query_params=request.query_params))
+        query = LogsQuerySerializer(data=present(request.query_params))
+        query.is_valid(raise_exception=True)
+        items, next_cursor = api_calls_list(program_id=self.required_program_key.program_id, **query.validated_data)
+        return Response({"data": items, "meta": {"next_cursor": next_cursor}})
 
 
 class CliExplainApi(CliProgramKeyApi):
@@ -268,11 +274,13 @@ class CliExplainApi(CliProgramKeyApi):
 
     @extend_schema(
         summary="Attribution explained for a sale or a customer of the key's program (svc explain)",
-        parameters=[dashboard_docs.ExplainQuerySerializer],
-        responses={200: dashboard_docs.EXPLAIN_OK, **docs.errors(400, 401, 404)},
+        parameters=[ExplainQuerySerializer],
+        responses={200: EXPLAIN_OK, **docs.errors(400, 401, 404)},
     )
     def get(self, request):
-        return Response(explain_body(program=self.required_program_key.program, query_params=request.query_params))
+        query = ExplainQuerySerializer(data=present(request.query_params))
+        query.is_valid(raise_exception=True)
+        return Response({"data": explanation_get(program=self.required_program_key.program, **query.validated_data)})
 
 
 # --- svc listen / svc trigger: the program's webhook events (login token; docs/cli.md) ---------------------------

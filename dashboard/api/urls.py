@@ -1,8 +1,6 @@
 from django.urls import path
 
 from .views import (
-    ProgramClickSourcesGetApi,
-    ProgramReadinessGetApi,
     TrackingEventsListApi,
     TrackingExplainGetApi,
     TrackingLogsListApi,
@@ -30,6 +28,4 @@ urlpatterns = [
     ),
     path("api/tracking/test", TrackingTestEventSendApi.as_view(), name="tracking-test"),
     path("api/tracking/check-test-events", TrackingTestEventsCheckApi.as_view(), name="tracking-check-test-events"),
-    path("api/v1/programs/me/readiness", ProgramReadinessGetApi.as_view(), name="program-readiness"),
-    path("api/v1/programs/me/analytics/sources", ProgramClickSourcesGetApi.as_view(), name="program-click-sources"),
 ]

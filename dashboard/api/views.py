@@ -1,5 +1,4 @@
-"""The dashboard API (/api/tracking/*; signed-in session only) and the two program-key report routes
-(/api/v1/programs/me/readiness, /api/v1/programs/me/analytics/sources).
+"""The dashboard API (/api/tracking/*; signed-in session only).
 
 Dashboard routes take the program from the path, or from `program_id` in the body of the two POST routes
 without one, and need an active membership whose role allows the route's action (programs.permissions).
@@ -9,38 +8,28 @@ platform envelope; POST and PATCH need the CSRF token (SessionAuthentication enf
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from core import messages
-from core.api import ratelimit
-from core.api.envelopes import TYPED
 from core.api.query import present
-from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
 from core.clientip import client_ip
-from core.errors import ApiError, UnauthorizedError
 from core.urls import public_url
-from programs.api.base import ProgramKeyApi, ProgramMemberApi
+from programs.api.base import ProgramMemberApi
+from programs.api.calllog import LOGS_OK, LogsQuerySerializer
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
 from programs.calllog import api_calls_list
 from programs.models import Action
 from programs.selectors import membership_get
-from tracking.insight.explain import customer_explain, sale_explain
+from tracking.api.queries import DAY_RANGE, DayRangeQuerySerializer, EventsQuerySerializer, ExplainQuerySerializer
+from tracking.api.schema import EXPLAIN_OK, PERFORMANCE_OK
+from tracking.insight.explain import explanation_get
 from tracking.insight.readiness import readiness_compute
 from tracking.selectors.events import tracking_events_list
 from tracking.selectors.performance import tracking_performance_get
-from tracking.selectors.sources import click_sources_get
 from tracking.selectors.status import tracking_status_get, tracking_test_events_get
 from tracking.services.verification import synthetic_event_send, verification_run
 
 from . import serializers as s
-
-READINESS_RETRY_AFTER_SECONDS = 10
-
-DAY_RANGE = [
-    OpenApiParameter("dateFrom", str, description="YYYY-MM-DD, inclusive (default: 29 days before dateTo)"),
-    OpenApiParameter("dateTo", str, description="YYYY-MM-DD, inclusive (default: today, UTC); range ≤ 366 days"),
-]
 
 
 def _validated(serializer) -> dict[str, Any]:
@@ -71,11 +60,11 @@ class TrackingEventsListApi(ProgramMemberApi):
 
     @extend_schema(
         summary="Live clicks, leads and conversions, newest first (each type capped at 3 × pageSize)",
-        parameters=[PROGRAM_ID, s.EventsQuerySerializer],
+        parameters=[PROGRAM_ID, EventsQuerySerializer],
         responses={200: s.EVENTS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        query = _validated(s.EventsQuerySerializer(data=present(request.query_params)))
+        query = _validated(EventsQuerySerializer(data=present(request.query_params)))
         items, pagination = tracking_events_list(
             program=self.program,
             event_type=query.get("eventType"),
@@ -92,11 +81,11 @@ class TrackingPerformanceGetApi(ProgramMemberApi):
     @extend_schema(
         summary="Clicks, leads, sales, revenue and commission per UTC day and per partner",
         parameters=[PROGRAM_ID, *DAY_RANGE],
-        responses={200: s.PERFORMANCE_OK, **MEMBER_ERRORS},
+        responses={200: PERFORMANCE_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         today = timezone.now().date()
-        query = _validated(s.DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
+        query = _validated(DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
         return Response({"data": tracking_performance_get(program=self.program, **query)})
 
 
@@ -126,30 +115,12 @@ class TrackingExplainGetApi(ProgramMemberApi):
         "decided something are named (`rules`): a duplicate, bot or prefetch click, a paid_ads flag, and a sale's "
         "flagged or held commission (`review`: the hold, what the owner can do, the decisions taken). A bot's or "
         "a prefetch's click id has no customer: it is explained as the click alone (`kind: click`).",
-        parameters=[PROGRAM_ID, s.ExplainQuerySerializer],
-        responses={200: s.EXPLAIN_OK, **MEMBER_ERRORS},
+        parameters=[PROGRAM_ID, ExplainQuerySerializer],
+        responses={200: EXPLAIN_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        return Response(explain_body(program=self.program, query_params=request.query_params))
-
-
-def logs_page(*, program_id: int, query_params) -> dict[str, Any]:
-    """A page of the program's request log as a response body (the dashboard route and the CLI route's)."""
-    query = _validated(s.LogsQuerySerializer(data=present(query_params)))
-    items, next_cursor = api_calls_list(program_id=program_id, **query)
-    return {"data": items, "meta": {"next_cursor": next_cursor}}
-
-
-def explain_body(*, program, query_params) -> dict[str, Any]:
-    """The explanation asked for by ?transaction_id=|click_id=|customer_key= as a response body."""
-    query = _validated(s.ExplainQuerySerializer(data=present(query_params)))
-    if query.get("transaction_id"):
-        return {"data": sale_explain(program=program, transaction_id=query["transaction_id"])}
-    return {
-        "data": customer_explain(
-            program=program, click_id=query.get("click_id"), customer_key=query.get("customer_key")
-        )
-    }
+        query = _validated(ExplainQuerySerializer(data=present(request.query_params)))
+        return Response({"data": explanation_get(program=self.program, **query)})
 
 
 class TrackingLogsListApi(ProgramMemberApi):
@@ -161,11 +132,13 @@ class TrackingLogsListApi(ProgramMemberApi):
         "route, status, error code and message, request id, the key's mask and mode, latency and an allow-listed "
         "excerpt of the body. `meta.next_cursor` is the `cursor` of the next (older) page; `after` lists the "
         "rows newer than an id, oldest first.",
-        parameters=[PROGRAM_ID, s.LogsQuerySerializer],
-        responses={200: s.LOGS_OK, **MEMBER_ERRORS},
+        parameters=[PROGRAM_ID, LogsQuerySerializer],
+        responses={200: LOGS_OK, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        return Response(logs_page(program_id=self.program.pk, query_params=request.query_params))
+        query = _validated(LogsQuerySerializer(data=present(request.query_params)))
+        items, next_cursor = api_calls_list(program_id=self.program.pk, **query)
+        return Response({"data": items, "meta": {"next_cursor": next_cursor}})
 
 
 class TrackingVerificationRunApi(ProgramMemberApi):
@@ -218,64 +191,3 @@ class TrackingTestEventsCheckApi(ProgramMemberApi):
         now = timezone.now()
         since = data["since"].value if data.get("since") else now - s.TEST_EVENTS_DEFAULT_WINDOW
         return Response({"data": tracking_test_events_get(program=self.program, since=since, now=now)})
-
-
-# --- Program-key report routes ------------------------------------------------------------------------------
-
-
-class ProgramReadinessGetApi(ProgramKeyApi):
-    """The verdict for the key's program (a test key works too), with no `success` field. Errors use the
-    typed envelope: 401 invalid_key (the three auth messages, ending with a period), 500 internal_error
-    with retry_after_seconds."""
-
-    envelope = TYPED
-    rate_scope = ratelimit.READINESS
-    failure_message = messages.READINESS_FAILED
-
-    def authentication_failed(self, message: str) -> ApiError:
-        return UnauthorizedError(f"{message}.", code="invalid_key")
-
-    def shape_error(self, error: ApiError) -> ApiError:
-        error = super().shape_error(error)
-        if error.status >= 500:
-            error.code = "internal_error"
-            error.extra.setdefault("retry_after_seconds", READINESS_RETRY_AFTER_SECONDS)
-        return error
-
-    @extend_schema(
-        summary="Readiness verdict of the key's program",
-        responses={
-            200: s.READINESS_VERDICT,
-            401: OpenApiResponse(TYPED_ERROR, description="invalid_key, or api_key_rotation_required"),
-            429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
-            500: OpenApiResponse(TYPED_ERROR, description="internal_error, retry_after_seconds 10"),
-        },
-    )
-    def get(self, request):
-        key = self.required_program_key
-        return Response(readiness_compute(program=key.program, key=key, base_url=_base_url(request)))
-
-
-class ProgramClickSourcesGetApi(ProgramKeyApi):
-    """Top referrer domains and utm_source values of the key's program's live clicks (a test key reads its
-    program's live clicks too: test clicks never count in reports)."""
-
-    rate_scope = ratelimit.ANALYTICS_SOURCES
-    blank_query_means_absent = True
-    failure_message = messages.CLICK_SOURCES_FAILED
-
-    @extend_schema(
-        summary="Click sources: top referrer domains and utm_source values",
-        parameters=DAY_RANGE,
-        responses={
-            200: s.SOURCES_OK,
-            400: OpenApiResponse(PLATFORM_ERROR, description="Bad dateFrom/dateTo"),
-            401: OpenApiResponse(PLATFORM_ERROR, description="Missing or invalid key; retired key (typed envelope)"),
-            429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
-            500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
-        },
-    )
-    def get(self, request):
-        today = timezone.now().date()
-        query = _validated(s.DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
-        return Response({"data": click_sources_get(program=self.required_program_key.program, **query)})

@@ -61,7 +61,7 @@ class TestLogs:
         assert api_client.get(LOGS, **bearer(login_token)).status_code == 401
 
     def test_its_500_carries_the_request_id(self, api_client, program):
-        with mock.patch("dashboard.api.views.api_calls_list", side_effect=RuntimeError("boom")):
+        with mock.patch("cli_api.api.views.api_calls_list", side_effect=RuntimeError("boom")):
             response = api_client.get(LOGS, HTTP_X_REQUEST_ID="req-logs-001", **bearer(program.raw_api_key))
         assert response.status_code == 500
         assert response.json() == platform_error(

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from .reports import ProgramClickSourcesGetApi, ProgramReadinessGetApi
 from .tracker import TrackerConfigGetApi, VisitTrackApi, tracker_script_get
 from .views import ClickTrackApi, LeadTrackApi, RefundTrackApi, SaleTrackApi
 
@@ -11,4 +12,6 @@ urlpatterns = [
     path("api/v1/track/visit", VisitTrackApi.as_view(), name="track-visit"),
     path("api/v1/track/config", TrackerConfigGetApi.as_view(), name="track-config"),
     path("js/svc-tracker.js", tracker_script_get, name="tracker-script"),
+    path("api/v1/programs/me/readiness", ProgramReadinessGetApi.as_view(), name="program-readiness"),
+    path("api/v1/programs/me/analytics/sources", ProgramClickSourcesGetApi.as_view(), name="program-click-sources"),
 ]

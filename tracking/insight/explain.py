@@ -789,3 +789,20 @@ def _customer_window(*, program: Program, customer: Customer, now: datetime) -> 
         "open": open_now,
         "text": text,
     }
+
+
+# --- Either, as asked ------------------------------------------------------------------------------------------
+
+
+def explanation_get(
+    *,
+    program: Program,
+    transaction_id: str | None = None,
+    click_id: str | None = None,
+    customer_key: str | None = None,
+) -> dict[str, Any]:
+    """The explanation asked for by one selector (tracking.api.queries.ExplainQuerySerializer): the sale with this
+    transaction_id, else the customer with this click_id or customer_key."""
+    if transaction_id:
+        return sale_explain(program=program, transaction_id=transaction_id)
+    return customer_explain(program=program, click_id=click_id, customer_key=customer_key)

@@ -184,7 +184,7 @@ def test_it_refuses_bad_ranges(api_client, program, params, message):
 
 
 def test_a_failure_is_a_500_in_the_platform_envelope(api_client, program):
-    with mock.patch("dashboard.api.views.click_sources_get", side_effect=RuntimeError("password=hunter2")):
+    with mock.patch("tracking.api.reports.click_sources_get", side_effect=RuntimeError("password=hunter2")):
         response = api_client.get(URL, **bearer(program.raw_api_key))
     assert response.status_code == 500
     assert response.json() == platform_error(500, "InternalServerError", "Failed to load click sources")

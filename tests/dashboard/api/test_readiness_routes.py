@@ -91,7 +91,7 @@ class TestProgramKeyRoute:
         assert response.has_header("Deprecation") and response.has_header("Sunset")
 
     def test_a_failure_is_a_typed_500_with_retry_after(self, api_client, program):
-        with mock.patch("dashboard.api.views.readiness_compute", side_effect=RuntimeError("password=hunter2")):
+        with mock.patch("tracking.api.reports.readiness_compute", side_effect=RuntimeError("password=hunter2")):
             response = api_client.get(URL, **bearer(program.raw_api_key))
         assert response.status_code == 500
         assert response.json() == {

@@ -1,0 +1,349 @@
+"""The shapes the answers of tracking's read routes take in the OpenAPI description, shared by every surface that
+serves them: the readiness verdict, the performance report, the click sources, the explanations."""
+
+from drf_spectacular.utils import PolymorphicProxySerializer, inline_serializer
+from rest_framework import serializers
+
+_TIME = serializers.DateTimeField(allow_null=True)
+
+_RANGE = inline_serializer("DayRange", fields={"from": serializers.DateField(), "to": serializers.DateField()})
+_NUMBERS: dict[str, serializers.Field] = {
+    "clicks": serializers.IntegerField(),
+    "leads": serializers.IntegerField(),
+    "sales": serializers.IntegerField(),
+    "revenue_cents": serializers.IntegerField(),
+    "commission_cents": serializers.IntegerField(),
+}
+
+PERFORMANCE_OK = inline_serializer(
+    "TrackingPerformanceResult",
+    fields={
+        "data": inline_serializer(
+            "TrackingPerformance",
+            fields={
+                "range": _RANGE,
+                "totals": inline_serializer("PerformanceTotals", fields=_NUMBERS),
+                "by_day": serializers.ListField(
+                    child=inline_serializer("PerformanceDay", fields={"date": serializers.DateField(), **_NUMBERS})
+                ),
+                "by_partner": serializers.ListField(
+                    child=inline_serializer(
+                        "PerformancePartner",
+                        fields={
+                            "partner_id": serializers.IntegerField(allow_null=True),
+                            "partner_name": serializers.CharField(),
+                            **_NUMBERS,
+                        },
+                    )
+                ),
+            },
+        )
+    },
+)
+
+READINESS_VERDICT = inline_serializer(
+    "ReadinessVerdict",
+    fields={
+        "program_id": serializers.IntegerField(),
+        "ready": serializers.BooleanField(help_text="No check fails"),
+        "status": serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"]),
+        "next_step": serializers.CharField(
+            help_text="The most recent mistake's fix, else the first failing (else warning) check's next step"
+        ),
+        "checked_at": serializers.DateTimeField(),
+        "counts": serializers.DictField(child=serializers.IntegerField()),
+        "last_event_at": inline_serializer(
+            "ReadinessLastEventAt", fields={"click": _TIME, "lead": _TIME, "sale": _TIME}
+        ),
+        "checks": serializers.ListField(
+            child=inline_serializer(
+                "ReadinessCheck",
+                fields={
+                    "id": serializers.CharField(),
+                    "status": serializers.ChoiceField(choices=["pass", "warn", "fail"]),
+                    "title": serializers.CharField(),
+                    "detail": serializers.CharField(),
+                    "next_step": serializers.CharField(),
+                },
+            )
+        ),
+        "mistakes": serializers.ListField(
+            help_text="Integration mistakes seen in the last 7 days of calls, most recent first",
+            child=inline_serializer(
+                "ReadinessMistake",
+                fields={
+                    "code": serializers.CharField(help_text="Stable, e.g. sale_customer_key_without_lead"),
+                    "title": serializers.CharField(),
+                    "count": serializers.IntegerField(help_text="How often in the window"),
+                    "last_seen_at": serializers.DateTimeField(allow_null=True),
+                    "fix": serializers.CharField(),
+                    "docs": serializers.CharField(help_text="A docs path, or empty"),
+                },
+            ),
+        ),
+    },
+)
+
+SOURCES_OK = inline_serializer(
+    "ClickSourcesResult",
+    fields={
+        "data": inline_serializer(
+            "ClickSources",
+            fields={
+                "range": _RANGE,
+                "referrer_domains": serializers.ListField(
+                    child=inline_serializer(
+                        "ReferrerDomain",
+                        fields={"domain": serializers.CharField(), "clicks": serializers.IntegerField()},
+                    )
+                ),
+                "utm_sources": serializers.ListField(
+                    child=inline_serializer(
+                        "UtmSource",
+                        fields={"utm_source": serializers.CharField(), "clicks": serializers.IntegerField()},
+                    )
+                ),
+                "sample": inline_serializer(
+                    "ClickSourcesSample",
+                    fields={
+                        "clicks": serializers.IntegerField(help_text="Clicks counted"),
+                        "limit": serializers.IntegerField(),
+                        "truncated": serializers.BooleanField(help_text="More clicks in range than the limit"),
+                    },
+                ),
+            },
+        )
+    },
+)
+
+_NAMED = inline_serializer("ExplainPartner", fields={"id": serializers.IntegerField(), "name": serializers.CharField()})
+_LINK = inline_serializer(
+    "ExplainLink", fields={"id": serializers.IntegerField(), "short_link": serializers.CharField()}
+)
+_WINDOW_FIELDS: dict[str, serializers.Field] = {
+    "window_days": serializers.IntegerField(help_text="The program's attribution window (cookie_duration)"),
+    "click_age_days": serializers.FloatField(allow_null=True, help_text="Days from the click to the sale"),
+    "within": serializers.BooleanField(),
+    "text": serializers.CharField(),
+}
+_FRAUD_RULE = inline_serializer(
+    "ExplainFraudRule",
+    fields={
+        "rule": serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)"),
+        "description": serializers.CharField(help_text="What the rule checks"),
+        "status": serializers.ChoiceField(
+            choices=["not_counted", "never_attributed", "flagged", "held", "released", "voided", "ended"],
+            help_text="held: it holds the commission now; released, voided or ended (by a refund): its hold's last "
+            "decision",
+        ),
+        "text": serializers.CharField(help_text="<rule>: what it found, in one line"),
+    },
+)
+_FRAUD_RULES = serializers.ListField(child=_FRAUD_RULE, help_text="The fraud rules that decided something")
+_REVIEW = inline_serializer(
+    "ExplainReview",
+    allow_null=True,
+    fields={
+        "held": serializers.BooleanField(help_text="On hold: neither approved nor credited until released"),
+        "hold_rule": serializers.CharField(help_text="The rule that holds it; empty for an owner's hold"),
+        "hold_reason": serializers.CharField(),
+        "held_at": _TIME,
+        "flags": serializers.ListField(child=serializers.CharField(), help_text="Every rule that fired on the sale"),
+        "rules": _FRAUD_RULES,
+        "actions": serializers.CharField(help_text="What the owner can do while it is held (empty otherwise)"),
+        "text": serializers.CharField(),
+        "history": serializers.ListField(
+            child=serializers.DictField(), help_text="Decisions, oldest first: action, rule, reason, actor, created_at"
+        ),
+    },
+)
+EXPLAIN_SALE = inline_serializer(
+    "SaleExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["sale"]),
+        "transaction_id": serializers.CharField(),
+        "recorded": serializers.BooleanField(help_text="False for a sale refused after the window (not stored)"),
+        "outcome": serializers.ChoiceField(
+            choices=[
+                "commission",
+                "no_commission",
+                "commission_pending",
+                "no_partner",
+                "unattributed",
+                "test",
+                "attribution_window_expired",
+            ]
+        ),
+        "summary": serializers.CharField(),
+        "sale": inline_serializer(
+            "ExplainedSale",
+            allow_null=True,
+            fields={
+                "id": serializers.IntegerField(),
+                "transaction_id": serializers.CharField(allow_null=True),
+                "amount_cents": serializers.IntegerField(),
+                "currency": serializers.CharField(),
+                "sale_type": serializers.CharField(),
+                "is_recurring": serializers.BooleanField(),
+                "product_id": serializers.CharField(),
+                "provider": serializers.CharField(),
+                "sale_date": serializers.DateTimeField(),
+                "is_test": serializers.BooleanField(),
+            },
+        ),
+        "attribution": inline_serializer(
+            "ExplainAttribution",
+            fields={
+                "path": serializers.ChoiceField(choices=["api", "stripe", "unknown"]),
+                "matched_rule": serializers.CharField(
+                    help_text="customer_key, click_id, stripe:<step>; or why none is known"
+                ),
+                "rules": serializers.ListField(
+                    child=inline_serializer(
+                        "ExplainRule",
+                        fields={
+                            "rule": serializers.CharField(),
+                            "description": serializers.CharField(),
+                            "status": serializers.ChoiceField(choices=["matched", "no_match", "not_tried", "unknown"]),
+                        },
+                    ),
+                    help_text="The path's lookup order (the sale endpoint's two, or the five Stripe steps)",
+                ),
+                "click": inline_serializer(
+                    "ExplainClick",
+                    allow_null=True,
+                    fields={
+                        "click_id": serializers.CharField(),
+                        "link": _LINK,
+                        "partner": _NAMED,
+                        "first_clicked_at": serializers.DateTimeField(),
+                        "clicked_at": serializers.DateTimeField(help_text="The click that counted for the sale"),
+                        "rules": _FRAUD_RULES,
+                    },
+                ),
+                "window": inline_serializer(
+                    "ExplainSaleWindow",
+                    allow_null=True,
+                    fields={
+                        **_WINDOW_FIELDS,
+                        "applied": serializers.BooleanField(
+                            help_text="False when the customer had converted before: the sale follows the customer"
+                        ),
+                    },
+                ),
+            },
+        ),
+        "partner": _NAMED,
+        "processor_event": serializers.DictField(allow_null=True, help_text="event_id, event_type, outcome"),
+        "commission": inline_serializer(
+            "ExplainCommission",
+            allow_null=True,
+            fields={
+                "policy": serializers.DictField(
+                    help_text="source (program or product), product_id, commission_type, rate, recurring, "
+                    "duration_months, hold_days"
+                ),
+                "arithmetic": serializers.DictField(
+                    help_text="sale_amount_cents, rate, computed_cents, matches_commission, text"
+                ),
+                "id": serializers.IntegerField(allow_null=True),
+                "amount_cents": serializers.IntegerField(allow_null=True),
+                "currency": serializers.CharField(),
+                "status": serializers.CharField(allow_null=True),
+                "credited": serializers.BooleanField(),
+                "hold_until": _TIME,
+                "approved_at": _TIME,
+                "no_commission_reason": serializers.CharField(),
+                "no_commission_text": serializers.CharField(),
+            },
+        ),
+        "review": _REVIEW,
+        "refunds": inline_serializer(
+            "ExplainRefunds",
+            fields={
+                "count": serializers.IntegerField(),
+                "sale_refunded_cents": serializers.IntegerField(),
+                "deducted_cents": serializers.IntegerField(),
+                "refund_ids": serializers.ListField(child=serializers.CharField()),
+                "steps": serializers.ListField(
+                    child=serializers.DictField(), help_text="step, reason, reversed, was_paid_out, created_at"
+                ),
+                "text": serializers.CharField(),
+            },
+        ),
+        "ledger": inline_serializer(
+            "ExplainLedger",
+            fields={
+                "entries": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="id, kind, amount_cents, currency, memo, created_at, running_total_cents",
+                ),
+                "total_cents": serializers.IntegerField(),
+            },
+        ),
+    },
+)
+EXPLAIN_CUSTOMER = inline_serializer(
+    "CustomerExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["customer"]),
+        "customer": serializers.DictField(
+            help_text="id, click_id, customer_key, status, is_test, first_clicked_at, last_clicked_at, "
+            "first_sale_at, stripe_customer_id"
+        ),
+        "partner": _NAMED,
+        "link": _LINK,
+        "clicks": serializers.DictField(
+            help_text="count, counted (not duplicates, bots or prefetches), and the recent ones (clicked_at, link, "
+            "page_url, traffic, flags, rules)"
+        ),
+        "rules": _FRAUD_RULES,
+        "leads": serializers.ListField(child=serializers.DictField()),
+        "sales": serializers.ListField(
+            child=serializers.DictField(),
+            help_text="Each sale summarised; explain.transaction_id is its own explanation's selector",
+        ),
+        "window": inline_serializer(
+            "ExplainCustomerWindow",
+            fields={
+                "window_days": serializers.IntegerField(),
+                "click_age_days": serializers.FloatField(help_text="Age of the latest click now"),
+                "converted": serializers.BooleanField(),
+                "open": serializers.BooleanField(help_text="A sale now would be attributed"),
+                "text": serializers.CharField(),
+            },
+        ),
+        "refused_sales": serializers.ListField(
+            child=serializers.DictField(),
+            help_text="Sales refused after the window (transaction_id, refused_at, click_age_days, window_days)",
+        ),
+    },
+)
+EXPLAIN_CLICK = inline_serializer(
+    "ClickExplanation",
+    fields={
+        "kind": serializers.ChoiceField(choices=["click"]),
+        "click_id": serializers.CharField(),
+        "outcome": serializers.ChoiceField(choices=["bot", "prefetch", "no_customer"]),
+        "attributed": serializers.BooleanField(help_text="Always false: no customer has this click id"),
+        "summary": serializers.CharField(),
+        "traffic": serializers.CharField(help_text="How the latest click counts (bot, prefetch, duplicate, or empty)"),
+        "flags": serializers.ListField(child=serializers.CharField()),
+        "rules": _FRAUD_RULES,
+        "partner": _NAMED,
+        "link": _LINK,
+        "clicks": serializers.ListField(
+            child=serializers.DictField(), help_text="The clicks, newest first: clicked_at, link, page_url, traffic"
+        ),
+    },
+)
+EXPLAIN_OK = inline_serializer(
+    "ExplainResult",
+    fields={
+        "data": PolymorphicProxySerializer(
+            component_name="Explanation",
+            serializers={"sale": EXPLAIN_SALE, "customer": EXPLAIN_CUSTOMER, "click": EXPLAIN_CLICK},
+            resource_type_field_name="kind",
+        )
+    },
+)
