@@ -137,3 +137,61 @@ def test_webhooks_imports_no_feature_app():
     name theirs by string and its payloads are built from the rows the emitters hand it."""
     graph = app_import_graph()
     assert {target: files for target, files in graph["webhooks"].items() if target in FEATURE_APPS} == {}
+
+
+def _project_files() -> list[Path]:
+    """Every module of the project outside tests and migrations: the apps, config, bench, svc_cli, manage.py."""
+    packages = [
+        top
+        for top in sorted(ROOT.iterdir())
+        if top.is_dir() and not top.name.startswith(".") and top.name != "tests" and not top.name.endswith(".egg-info")
+    ]
+    files = [
+        path
+        for package in packages
+        for path in sorted(package.rglob("*.py"))
+        if "migrations" not in path.parts and not path.name.startswith("test")
+    ]
+    return [*files, ROOT / "manage.py"]
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """The modules imported, and each `module.name` of a `from module import name` (which may be a module)."""
+    names = _imported_modules(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _is_views_module(module: str) -> bool:
+    last = module.split(".")[-1]
+    return last == "views" or last.endswith("_views")
+
+
+def test_only_the_url_configuration_imports_dashboard():
+    """The dashboard renders pages and routes; what other surfaces share with it (read models, query and answer
+    shapes) lives in the app that owns the data, so nothing but the URL configuration needs the dashboard."""
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in _project_files()
+        if path.relative_to(ROOT).parts[0] != "dashboard"
+        and any(
+            module.split(".")[0] == "dashboard"
+            for module in _imported_modules(ast.parse(path.read_text(), filename=str(path)))
+        )
+    )
+    assert [path for path in importers if path != "config/urls.py"] == []
+
+
+def test_no_app_imports_another_apps_views():
+    """Views parse, call one service or selector, and render: what two apps share sits below the views (selectors,
+    services, query and answer shapes), never in one app's views module (views, webhook_views, review_views, ...)."""
+    found = sorted(
+        f"{path.relative_to(ROOT)}: {module}"
+        for app in APPS
+        for path in _app_files(app)
+        for module in _imported_names(ast.parse(path.read_text(), filename=str(path)))
+        if module.split(".")[0] in APPS and module.split(".")[0] != app and _is_views_module(module)
+    )
+    assert found == []
