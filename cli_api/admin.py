@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 
 from .models import CliLoginSession, CliTestFixture, CliTestRun, CliToken
@@ -6,13 +8,13 @@ from .services import cli_tokens_revoke
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -43,10 +45,10 @@ class CliTokenAdmin(admin.ModelAdmin):
     readonly_fields = ("masked", "user", "session", "created_at", "expires_at", "last_used_at", "revoked_at")
     actions = ["revoke"]
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: CliToken | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: CliToken | None = None) -> bool:
         return False
 
     @admin.display(description="State")
@@ -56,7 +58,7 @@ class CliTokenAdmin(admin.ModelAdmin):
         return "active" if obj.is_usable(timezone.now()) else "expired"
 
     @admin.action(description="Revoke the selected tokens (they stop working at once)")
-    def revoke(self, request, queryset):
+    def revoke(self, request: HttpRequest, queryset: QuerySet[CliToken]) -> None:
         count = cli_tokens_revoke(queryset=queryset)
         self.message_user(request, f"Revoked {count} token(s).")
 

@@ -2,18 +2,20 @@
 
 The spec words the 401s differently per route, so the view names its messages; this class parses and looks up."""
 
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
 
 from core.api.auth import bearer_token
 from core.errors import UnauthorizedError
 
+from .models import CliToken
 from .selectors import account_is_suspended, cli_token_get_by_raw
 from .services import cli_token_touch, suspended_error
 
 
 class LoginTokenAuthentication(BaseAuthentication):
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser | AnonymousUser, CliToken]:
         view = request.parser_context["view"]
         raw = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
         if not raw:
@@ -31,5 +33,5 @@ class LoginTokenAuthentication(BaseAuthentication):
         cli_token_touch(token=token)
         return (user or AnonymousUser(), token)
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return "Bearer"

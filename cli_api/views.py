@@ -6,6 +6,7 @@ id_token for the signed-in user, bound to this login session, and hands it with 
 login_session_complete. No token ever reaches the browser."""
 
 from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
@@ -32,7 +33,7 @@ def _refusal(session: CliLoginSession | None) -> tuple[int, str] | None:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def cli_login_confirm(request):
+def cli_login_confirm(request: HttpRequest) -> HttpResponse:
     state = request.GET.get("state", "")
     session = login_session_get(state) if state else None
     refusal = _refusal(session)
@@ -46,6 +47,7 @@ def cli_login_confirm(request):
     if request.POST.get("action") == "deny":
         login_session_deny(session=session)
         return render(request, TEMPLATE, {**context, "mode": "denied"})
+    assert request.user.is_authenticated  # login_required
     id_token = id_token_issue(user_id=request.user.pk, session_digest=session.state_digest)
     try:
         login_session_complete(state=state, id_token=id_token)

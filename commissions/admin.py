@@ -1,6 +1,9 @@
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from programs.admin import WorkspaceChoicesAdmin
 
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from .selectors import CommissionWithMoney
 
 
-def _actor(request) -> str:
+def _actor(request: HttpRequest) -> str:
     """Who decided, as the commission's review entries name an operator."""
     return f"admin:{request.user.get_username()}"
 
@@ -43,10 +46,10 @@ class CommissionReviewInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Commission | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Commission | None = None) -> bool:
         return False
 
 
@@ -99,21 +102,21 @@ class CommissionAdmin(WorkspaceChoicesAdmin):
         "created_at",
     ]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Commission | None = None) -> bool:
         return False  # a commission leaves only through a refund, which keeps the ledger and the partner told
 
     # The owner actions of the agent API, through the same services.
     actions = ["approve_now", "hold", "release", "void"]
 
     @admin.action(description="Approve selected pending commissions now (credits the partner)", permissions=["change"])
-    def approve_now(self, request, queryset):
+    def approve_now(self, request: HttpRequest, queryset: QuerySet[Commission]) -> None:
         self._act(request, queryset, lambda pk: commission_approve_early(commission_id=pk), "Approved")
 
     @admin.action(description="Place selected pending commissions on hold", permissions=["change"])
-    def hold(self, request, queryset):
+    def hold(self, request: HttpRequest, queryset: QuerySet[Commission]) -> None:
         reason = f"Held in admin by {request.user.get_username()}"
         self._act(
             request,
@@ -123,11 +126,11 @@ class CommissionAdmin(WorkspaceChoicesAdmin):
         )
 
     @admin.action(description="Release selected commissions from hold", permissions=["change"])
-    def release(self, request, queryset):
+    def release(self, request: HttpRequest, queryset: QuerySet[Commission]) -> None:
         self._act(request, queryset, lambda pk: commission_release(commission_id=pk, actor=_actor(request)), "Released")
 
     @admin.action(description="Void selected commissions (takes back what they credited)", permissions=["change"])
-    def void(self, request, queryset):
+    def void(self, request: HttpRequest, queryset: QuerySet[Commission]) -> None:
         reason = f"Voided in admin by {request.user.get_username()}"
         self._act(
             request,
@@ -136,7 +139,13 @@ class CommissionAdmin(WorkspaceChoicesAdmin):
             "Voided",
         )
 
-    def _act(self, request, queryset, action, verb: str) -> None:
+    def _act(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Commission],
+        action: Callable[[int], Commission],
+        verb: str,
+    ) -> None:
         done, refused = 0, []
         for pk in queryset.order_by("pk").values_list("pk", flat=True):
             try:
@@ -152,7 +161,7 @@ class CommissionAdmin(WorkspaceChoicesAdmin):
             text += f"; refused for {', '.join(refused)} (their status does not allow it)"
         self.message_user(request, text + ".", messages.WARNING if refused else messages.SUCCESS)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Commission]:
         return commissions_with_money(super().get_queryset(request))
 
     @admin.display(description="still pays", ordering="payable_cents")
@@ -179,10 +188,10 @@ class LedgerEntryAdmin(WorkspaceChoicesAdmin):
     list_filter = ["kind", "currency"]
     raw_id_fields = ["partner", "program", "commission"]
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: LedgerEntry | None = None) -> bool:
         return False  # append-only
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: LedgerEntry | None = None) -> bool:
         return False
 
 
@@ -198,21 +207,27 @@ class WithdrawalAdmin(admin.ModelAdmin):
     readonly_fields = ["partner", "amount_cents", "requested_cents", "currency", "status", "created_at", "updated_at"]
     actions = ["mark_paid", "cancel"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Withdrawal | None = None) -> bool:
         return False
 
     @admin.action(description="Mark selected withdrawals paid (writes the payout ledger entry)", permissions=["change"])
-    def mark_paid(self, request, queryset):
+    def mark_paid(self, request: HttpRequest, queryset: QuerySet[Withdrawal]) -> None:
         self._apply(request, queryset, withdrawal_mark_paid, "Marked {done} withdrawal(s) paid")
 
     @admin.action(description="Cancel selected withdrawals", permissions=["change"])
-    def cancel(self, request, queryset):
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Withdrawal]) -> None:
         self._apply(request, queryset, withdrawal_cancel, "Cancelled {done} withdrawal(s)")
 
-    def _apply(self, request, queryset, service, done_message: str) -> None:
+    def _apply(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Withdrawal],
+        service: Callable[..., bool],
+        done_message: str,
+    ) -> None:
         done = skipped = 0
         for withdrawal in queryset.order_by("pk"):
             if service(withdrawal=withdrawal):
@@ -236,10 +251,10 @@ class DeliveryFilter(admin.SimpleListFilter):
     title = "delivery"
     parameter_name = "delivery"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("undelivered", "Undelivered"), ("delivered", "Delivered")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[NotificationOutbox]) -> QuerySet[NotificationOutbox]:
         if self.value() in ("undelivered", "delivered"):
             return queryset.filter(delivered_at__isnull=self.value() == "undelivered")
         return queryset
@@ -276,11 +291,11 @@ class NotificationOutboxAdmin(admin.ModelAdmin):
     ]
     actions = ["deliver_now"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     @admin.action(description="Deliver selected notifications now")
-    def deliver_now(self, request, queryset):
+    def deliver_now(self, request: HttpRequest, queryset: QuerySet[NotificationOutbox]) -> None:
         delivered = failed = 0
         for outbox_id in queryset.filter(delivered_at__isnull=True).values_list("pk", flat=True):
             try:

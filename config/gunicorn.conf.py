@@ -6,6 +6,8 @@ gunicorn reads this file once, in the master, before it forks the workers."""
 import os
 import secrets
 
+from gunicorn.arbiter import Arbiter
+
 from core import limits
 from core.counter_cache import instance_counter_file, remove_counter_file
 from core.gunicorn_errors import install_json_error_pages
@@ -37,13 +39,13 @@ if _instance_id_generated:
     os.environ["INSTANCE_ID"] = f"gunicorn-{secrets.token_hex(8)}"
 
 
-def on_exit(server) -> None:
+def on_exit(server: Arbiter) -> None:
     # Embedded counters under a generated id are this run's alone: nobody reads them once it stops.
     if _instance_id_generated:
         remove_counter_file(instance_counter_file(os.environ["INSTANCE_ID"]))
 
 
-def when_ready(server) -> None:
+def when_ready(server: Arbiter) -> None:
     # `make run` asks for the address it serves on, so `manage.py demo` prints curl lines for the real port.
     target = os.environ.get("SERVER_URL_FILE")
     if target and server.LISTENERS:

@@ -68,7 +68,7 @@ def _decode(stored: Any) -> Any:
 class SQLiteCounterCache(BaseCache):
     """LOCATION is the SQLite file's path."""
 
-    def __init__(self, location: str, params: dict):
+    def __init__(self, location: str, params: dict[str, Any]) -> None:
         super().__init__(params)
         self._path = location
         self._local = threading.local()
@@ -105,7 +105,7 @@ class SQLiteCounterCache(BaseCache):
             time.sleep(wait)
             wait = min(wait * 2, _LONGEST_WAIT_SECONDS)
 
-    def _expiry(self, timeout) -> float:
+    def _expiry(self, timeout: float | None) -> float:
         seconds = self.get_backend_timeout(timeout)
         return _NEVER if seconds is None else seconds
 
@@ -115,7 +115,7 @@ class SQLiteCounterCache(BaseCache):
         self._last_cull = now
         self._execute("DELETE FROM cache WHERE expires <= ?", (now,))
 
-    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+    def add(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         now = time.time()
         self._maybe_cull(now)
@@ -131,12 +131,12 @@ class SQLiteCounterCache(BaseCache):
         )
         return cursor.rowcount == 1
 
-    def get(self, key, default=None, version=None):
+    def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         key = self.make_and_validate_key(key, version=version)
         row = self._execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
         return default if row is None else _decode(row[0])
 
-    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> None:
+    def set(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> None:
         key = self.make_and_validate_key(key, version=version)
         self._execute(
             "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
@@ -144,14 +144,14 @@ class SQLiteCounterCache(BaseCache):
             (key, _encode(value), self._expiry(timeout)),
         )
 
-    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+    def touch(self, key: str, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         cursor = self._execute(
             "UPDATE cache SET expires = ? WHERE key = ? AND expires > ?", (self._expiry(timeout), key, time.time())
         )
         return cursor.rowcount == 1
 
-    def incr(self, key, delta=1, version=None) -> int:
+    def incr(self, key: str, delta: int = 1, version: int | None = None) -> int:
         key = self.make_and_validate_key(key, version=version)
         # One statement, so two processes incrementing at once both count.
         row = self._execute(
@@ -163,11 +163,11 @@ class SQLiteCounterCache(BaseCache):
             raise ValueError(f"Key '{key}' not found")
         return row[0]
 
-    def delete(self, key, version=None) -> bool:
+    def delete(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         return self._execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
 
-    def has_key(self, key, version=None) -> bool:
+    def has_key(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         row = self._execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
         return row is not None
@@ -175,7 +175,7 @@ class SQLiteCounterCache(BaseCache):
     def clear(self) -> None:
         self._execute("DELETE FROM cache")
 
-    def close(self, **kwargs) -> None:
+    def close(self, **kwargs: Any) -> None:
         # Django closes caches after every request; the connection is kept (opening one costs more than a count).
         pass
 
@@ -189,7 +189,7 @@ class RedisCounterCache(RedisCache):
     # A count made locally after Redis failed between add and incr; django-ratelimit's windows last 60 s + 5.
     LOCAL_COUNT_SECONDS = 65
 
-    def __init__(self, server, params):
+    def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._local = LocMemCache(f"redis-counter-fallback-{id(self)}", params)
         self._last_warning = 0.0
@@ -200,14 +200,14 @@ class RedisCounterCache(RedisCache):
             self._last_warning = now
             logger.warning("ratelimit.redis_unavailable", extra={"error": type(error).__name__})
 
-    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+    def add(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         try:
             return super().add(key, value, timeout, version)
         except RedisError as error:
             self._unavailable(error)
             return self._local.add(key, value, timeout, version)
 
-    def incr(self, key, delta=1, version=None) -> int:
+    def incr(self, key: str, delta: int = 1, version: int | None = None) -> int:
         try:
             return super().incr(key, delta, version)
         except RedisError as error:
@@ -219,7 +219,7 @@ class RedisCounterCache(RedisCache):
             self._local.add(key, delta, self.LOCAL_COUNT_SECONDS, version)
             return delta
 
-    def get(self, key, default=None, version=None):
+    def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         try:
             return super().get(key, default, version)
         except RedisError as error:

@@ -4,6 +4,7 @@ this writes those answers in the platform envelope instead, so no client of the 
 The request was never routed, so the error carries the generic code of its status."""
 
 import json
+import socket
 
 from gunicorn import util
 
@@ -13,7 +14,7 @@ from core.api.envelopes import TYPED_DEFAULT_CODES
 _NAMES = {error.status: error.name for error in errors.ApiError.__subclasses__()}
 
 
-def write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:
+def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn.util.write_error's signature and framing, with a JSON body."""
     error = {
         "status": status_int,

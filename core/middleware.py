@@ -1,9 +1,11 @@
 import io
 import re
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
-from django.core.handlers.wsgi import LimitedStream
+from django.core.handlers.wsgi import LimitedStream, WSGIRequest
+from django.http import HttpRequest, HttpResponse
 
 from . import errors, limits, messages
 from .api.handler import error_response_for_route, payload_too_large
@@ -17,13 +19,15 @@ _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 class RequestIdMiddleware:
     """Gives every request an id for logs. Which responses show it is the API views' decision."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request.request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        token = current_request_id.set(request.request_id)
+        request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        # HttpRequest declares no request id: this middleware is what adds it.
+        request.request_id = request_id  # type: ignore[attr-defined]
+        token = current_request_id.set(request_id)
         try:
             return self.get_response(request)
         finally:
@@ -37,10 +41,10 @@ class RequestLimitsMiddleware:
     parameter or a header (400: PostgreSQL stores no NUL, and a NUL session cookie reaches a session lookup).
     Each answer is JSON in the route's envelope, with the route's error codes."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: WSGIRequest) -> HttpResponse:
         error = self.refusal(request)
         if error is None:
             return self.get_response(request)
@@ -50,7 +54,7 @@ class RequestLimitsMiddleware:
         response["Content-Length"] = str(len(response.content))
         return response
 
-    def refusal(self, request) -> errors.ApiError | None:
+    def refusal(self, request: WSGIRequest) -> errors.ApiError | None:
         meta = request.META
         if len(request.get_full_path()) > limits.MAX_URL_BYTES:
             return errors.UriTooLongError(messages.URI_TOO_LONG.format(limit=limits.MAX_URL_BYTES))
@@ -75,7 +79,7 @@ class RequestLimitsMiddleware:
                 return errors.BadRequestError(messages.QUERY_NOT_STORABLE.format(name=name.replace("\x00", "\\u0000")))
         return self.body_refusal(request)
 
-    def body_refusal(self, request) -> errors.ApiError | None:
+    def body_refusal(self, request: WSGIRequest) -> errors.ApiError | None:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         declared = request.META.get("CONTENT_LENGTH") or ""
         if declared:
@@ -93,7 +97,8 @@ class RequestLimitsMiddleware:
                 return errors.BadRequestError(messages.BODY_UNREADABLE)
             if len(body) > limit:
                 return payload_too_large()
-            request._stream = LimitedStream(io.BytesIO(body), len(body))
+            # Django's own WSGIRequest keeps a LimitedStream here; the stubs declare the wider BinaryIO.
+            request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[assignment]
             request.META["CONTENT_LENGTH"] = str(len(body))
         return None
 

@@ -11,7 +11,7 @@ class CappedPaginator(Paginator):
     """A Paginator that counts at most `cap` rows (SELECT COUNT(*) over a LIMIT), so a page costs the same with a
     thousand rows or ten million; past the cap the list says "10000+" and offers the first cap rows' pages."""
 
-    def __init__(self, *args, cap: int = COUNT_CAP, **kwargs):
+    def __init__(self, *args: Any, cap: int = COUNT_CAP, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cap = cap
 

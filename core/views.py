@@ -1,9 +1,10 @@
 import logging
 
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,7 +14,7 @@ logger = logging.getLogger("svc.health")
 
 
 @never_cache
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the process is up and the database answers a query."""
     try:
         with connection.cursor() as cursor:
@@ -37,5 +38,5 @@ class TrivialApi(APIView):
     authentication_classes: list = []
     permission_classes: list = []
 
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"ok": True})

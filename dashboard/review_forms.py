@@ -44,7 +44,7 @@ class RuleForm(forms.Form):
         error_messages={"required": messages.RULE_WINDOW_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID}
     )
 
-    def __init__(self, data: Mapping[str, Any] | None = None, *, rule: str, config: RuleConfig):
+    def __init__(self, data: Mapping[str, Any] | None = None, *, rule: str, config: RuleConfig) -> None:
         initial = {
             "enabled": config.enabled,
             "action": config.action,

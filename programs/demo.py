@@ -10,7 +10,7 @@ from django.db import transaction
 
 from .keys import generate_key
 from .models import LeadAuth, Membership, Partner, PartnerProgram, Program, ReferralLink, Role, Workspace
-from .services import program_create, program_key_install
+from .services import CreatedProgram, program_create, program_key_install
 
 
 def _link(code: str, partner: Partner, program: Program, *, active: bool = True) -> str:
@@ -33,7 +33,7 @@ def demo_create() -> dict[str, Any]:
             Membership.objects.create(workspace=workspace, user=user, role=role)
         users[label] = {"username": username, "password": password}
 
-    def make(name: str, **fields: Any):
+    def make(name: str, **fields: Any) -> CreatedProgram:
         return program_create(
             workspace=workspace,
             name=f"{name} {tag}",

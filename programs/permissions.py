@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
 from core import messages
 from core.errors import BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError
@@ -46,14 +47,14 @@ def body_program_id(data: Any) -> int:
     return program_id
 
 
-def require_sign_in(request) -> None:
+def require_sign_in(request: Request) -> None:
     """401 for a signed-out caller, with the session challenge rather than Bearer: a program key never
     works on these routes."""
     if not request.user.is_authenticated:
         raise UnauthorizedError(messages.AUTHENTICATION_REQUIRED, headers={"WWW-Authenticate": SESSION_CHALLENGE})
 
 
-def program_member_get(request, *, program_id: object, action: str) -> Program:
+def program_member_get(request: Request, *, program_id: object, action: str) -> Program:
     """The program when the signed-in user may do `action` on it: 401 signed out, 404 no such program,
     403 no active membership or a role without the action."""
     require_sign_in(request)
@@ -67,7 +68,8 @@ class HasProgramAction(BasePermission):
     the program id is (`program_id_from`: "path" or "body"). The sign-in is checked before the body is read,
     so a signed-out caller gets 401 whatever it sent."""
 
-    def has_permission(self, request, view) -> bool:
+    # `view` is a ProgramMemberApi (programs.api.base, which imports this module); its attributes are read here.
+    def has_permission(self, request: Request, view: Any) -> bool:
         require_sign_in(request)
         action = view.program_actions.get("GET" if request.method == "HEAD" else request.method)
         if action is None:

@@ -23,7 +23,7 @@ import secrets
 import time
 import webbrowser
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -117,7 +117,7 @@ class Output:
                 hint = f" {warning['hint']}" if warning.get("hint") else ""
                 self.err.print(f"[yellow]Warning:[/yellow] {escape(str(warning.get('message', '')))}{escape(hint)}")
 
-    def spinner(self, text: str):
+    def spinner(self, text: str) -> AbstractContextManager[Any]:
         return nullcontext() if self.json else self.err.status(text)
 
     def failure(self, failure: CliFailure) -> None:

@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
 from programs.admin import WorkspaceChoicesAdmin
@@ -84,10 +86,10 @@ class SaleEventAdmin(WorkspaceChoicesAdmin):
     # against it, revenue metrics sum it, product_id picks the commission rate, sale_date decides the attribution
     # window and the hold, the provider ids find the sale a Stripe refund belongs to. A sale records what the
     # program or Stripe reported; it is corrected by a refund through the API, never by an edit.
-    def get_readonly_fields(self, request, obj=None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: SaleEvent | None = None) -> list[str]:
         return [field.name for field in SaleEvent._meta.concrete_fields]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # sales are recorded by the sale path (dedupe, attribution, commission), never by hand
 
 
@@ -133,11 +135,11 @@ class ProcessorEventAdmin(admin.ModelAdmin):
     ]
     actions = ["replay"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     @admin.action(description="Replay (process again; a payment already recorded is not counted twice)")
-    def replay(self, request, queryset):
+    def replay(self, request: HttpRequest, queryset: QuerySet[ProcessorEvent]) -> None:
         count = processor_events_replay(event_pks=queryset.values_list("pk", flat=True))
         messages.success(request, f"Queued {count} event(s) for processing.")
 

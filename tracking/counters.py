@@ -6,12 +6,13 @@ models, and the SQL is standard (SQLite and PostgreSQL)."""
 from functools import cache
 
 from django.db import connection
+from django.db.models import Model
 
 from core.sql import UNFLUSHED
 from programs.models import PartnerProgram
 
 
-def _table(model) -> str:
+def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 

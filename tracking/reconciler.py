@@ -9,6 +9,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from commissions.models import Commission
@@ -25,7 +26,7 @@ logger = logging.getLogger("svc.commissions")
 RECONCILE_GRACE = timedelta(minutes=2)
 
 
-def sales_missing_commission(*, now: datetime, grace: timedelta = RECONCILE_GRACE):
+def sales_missing_commission(*, now: datetime, grace: timedelta = RECONCILE_GRACE) -> QuerySet[SaleEvent]:
     """Attributed live sales with a partner that have no commission and no recorded reason for none,
     stored more than `grace` ago."""
     return SaleEvent.objects.filter(

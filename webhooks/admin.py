@@ -1,4 +1,8 @@
+from typing import Any
+
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
 
@@ -43,10 +47,10 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     ]
     actions = ["rotate_secret"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: WebhookEndpoint, form: Any, change: bool) -> None:
         changes = {name: form.cleaned_data[name] for name in EDITABLE if name in form.changed_data}
         try:
             endpoint_update(endpoint_id=obj.pk, changes=changes)
@@ -54,7 +58,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
             self.message_user(request, str(refused), messages.ERROR)
 
     @admin.action(description="Rotate the signing secret (the new one is shown once)")
-    def rotate_secret(self, request, queryset) -> None:
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
         for endpoint in queryset:
             rotated = endpoint_rotate_secret(endpoint_id=endpoint.pk)
             self.message_user(
@@ -87,7 +91,7 @@ class WebhookAttemptInline(admin.TabularInline):
         "response_excerpt",
     )
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: WebhookDelivery | None = None) -> bool:
         return False
 
 
@@ -100,7 +104,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     actions = ["resend"]
 
     @admin.action(description="Resend now (same event id, fresh retry schedule)")
-    def resend(self, request, queryset) -> None:
+    def resend(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         resent = 0
         for delivery in queryset:
             try:

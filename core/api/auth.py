@@ -2,6 +2,7 @@
 Program-key authentication lives with programs (programs.api.auth)."""
 
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.request import Request
 
 
 def bearer_token(header: str) -> str | None:
@@ -15,5 +16,5 @@ def bearer_token(header: str) -> str | None:
 class DashboardSessionAuthentication(SessionAuthentication):
     """Signed-in dashboard users only. Program keys are never looked at on these routes."""
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return 'Session realm="dashboard"'

@@ -10,6 +10,7 @@ class SaleTrackApi(ProgramKeyApi):  # programs.api.base.ProgramKeyApi adds progr
 from typing import Any
 
 from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -31,15 +32,16 @@ class BaseApi(APIView):
     # CLI 500s repeat the request id in the message and details.
     request_id_in_errors: bool = False
 
-    def initial(self, request, *args: Any, **kwargs: Any) -> None:
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # A method the route does not offer is the first thing wrong with the request, whoever sends it: 405, not
         # the 401 of a missing key, and not counted against the route's rate limit.
         self.rate_usage = None
-        method = request.method.lower()
+        request_method = request.method or ""  # set on every request the server received
+        method = request_method.lower()
         if method not in self.http_method_names or not hasattr(self, method):
             if self.rate_scope is not None:
                 self.rate_usage = ratelimit.rate_limit_peek(self.rate_scope, request._request)
-            raise MethodNotAllowed(request.method)
+            raise MethodNotAllowed(request_method)
         # Rate limits come next: a refused request must not parse, authenticate or record anything.
         if self.rate_scope is not None:
             self.rate_usage = ratelimit.rate_limit_check(self.rate_scope, request._request)
@@ -57,12 +59,14 @@ class BaseApi(APIView):
     def should_send_request_id(self, response: Response) -> bool:
         return self.sends_request_id
 
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         usage = getattr(self, "rate_usage", None)
         if usage is not None:
             for name, value in usage.headers().items():
                 response.headers.setdefault(name, value)
         if self.should_send_request_id(response):
-            response["X-Request-ID"] = getattr(request, "request_id", "") or request._request.request_id
+            # RequestIdMiddleware sets request_id, which HttpRequest does not declare.
+            django_request: Any = request._request
+            response["X-Request-ID"] = getattr(request, "request_id", "") or django_request.request_id
         return response

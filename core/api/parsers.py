@@ -13,8 +13,8 @@ envelope, every body that would otherwise reach the code as something it cannot 
 
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework.parsers import BaseParser
@@ -111,7 +111,9 @@ class StrictJSONParser(BaseParser):
     media_type = "application/json"
     renderer_class = JSONRenderer
 
-    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         # RequestLimitsMiddleware refuses a declared length over the limit; reading at most one byte past it
         # here keeps the limit wherever that middleware did not run (DRF hands JSON parsers the raw stream).
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

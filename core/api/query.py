@@ -65,7 +65,9 @@ def parse_day(raw: Any) -> date | None:
 class QueryIntegerField(serializers.Field):
     """A whole number written in plain digits, within [min_value, max_value]."""
 
-    def __init__(self, *, min_value: int, max_value: int | None = None, invalid: str, too_big: str = "", **kwargs):
+    def __init__(
+        self, *, min_value: int, max_value: int | None = None, invalid: str, too_big: str = "", **kwargs: Any
+    ) -> None:
         self.min_value, self.max_value, self.invalid, self.too_big = min_value, max_value, invalid, too_big
         super().__init__(**kwargs)
 
@@ -95,7 +97,7 @@ class QueryIdAfterField(QueryIntegerField):
 class InstantField(serializers.Field):
     """An ISO 8601 date (a whole UTC day) or date-time (naive = UTC)."""
 
-    def __init__(self, *, message: str, **kwargs):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
         self.message = message
         super().__init__(**kwargs)
 
@@ -111,7 +113,7 @@ class InstantField(serializers.Field):
 
 @extend_schema_field({"type": "string", "format": "date"})
 class DayField(serializers.Field):
-    def __init__(self, *, message: str, **kwargs):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
         self.message = message
         super().__init__(**kwargs)
 

@@ -4,8 +4,10 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
 from django_ratelimit.core import get_usage
 
 from core import messages
@@ -42,7 +44,7 @@ CLI_LISTEN = RateScope("cli-listen", 120, PER_KEY)
 AGENT = RateScope("agent", 120, PER_KEY)
 
 
-def _bucket(scope: RateScope, request) -> str:
+def _bucket(scope: RateScope, request: HttpRequest) -> str:
     if scope.counted_per == PER_KEY:
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
         if token:
@@ -69,7 +71,7 @@ class RateUsage:
         }
 
 
-def _usage(scope: RateScope, request, *, increment: bool) -> tuple[int, dict | None]:
+def _usage(scope: RateScope, request: HttpRequest, *, increment: bool) -> tuple[int, dict[str, Any] | None]:
     limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
     bucket = _bucket(scope, request)
     usage = get_usage(
@@ -78,7 +80,7 @@ def _usage(scope: RateScope, request, *, increment: bool) -> tuple[int, dict | N
     return limit, usage
 
 
-def rate_limit_peek(scope: RateScope, request) -> RateUsage | None:
+def rate_limit_peek(scope: RateScope, request: HttpRequest) -> RateUsage | None:
     """The bucket's usage without counting this request: the X-RateLimit-* headers of a request refused before
     it reached the route (wrong method, over a size limit), which is not a call of the route."""
     limit, usage = _usage(scope, request, increment=False)
@@ -88,7 +90,7 @@ def rate_limit_peek(scope: RateScope, request) -> RateUsage | None:
     return RateUsage(limit=limit, remaining=max(0, limit - usage["count"]), reset_at=reset_at)
 
 
-def rate_limit_check(scope: RateScope, request) -> RateUsage | None:
+def rate_limit_check(scope: RateScope, request: HttpRequest) -> RateUsage | None:
     """Counts this request. Returns the usage for the X-RateLimit-* headers, or raises the typed
     429 when the bucket is full; the caller sends it before any work, so nothing is recorded."""
     limit, usage = _usage(scope, request, increment=True)

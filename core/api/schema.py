@@ -3,12 +3,13 @@ key rotation) appear in the generated description. The view's class attributes a
 the description follows what BaseApi really sends."""
 
 from types import SimpleNamespace
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc, get_lib_doc_excludes
-from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_serializer
+from drf_spectacular.utils import Direction, OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from core import limits
@@ -20,7 +21,7 @@ class DashboardSessionScheme(OpenApiAuthenticationExtension):
     target_class = "core.api.auth.DashboardSessionAuthentication"
     name = "dashboardSession"
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
         return {
             "type": "apiKey",
             "in": "cookie",
@@ -123,10 +124,10 @@ class ApiAutoSchema(AutoSchema):
     program-key routes, the request filter's 400/413/414/431, and minLength 1 on request strings DRF
     refuses when blank."""
 
-    def _view_policy(self, name: str, default=None):
+    def _view_policy(self, name: str, default: Any = None) -> Any:
         return getattr(self.view, name, default)
 
-    def _get_response_bodies(self, direction="response"):
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         if self._view_policy("rate_scope") is not None and "429" not in responses:
             responses["429"] = self._get_response_for_code(RATE_LIMITED, "429", direction=direction)
@@ -148,8 +149,8 @@ class ApiAutoSchema(AutoSchema):
                 responses[status] = self._get_response_for_code(described, status, direction=direction)
         return responses
 
-    def _get_response_headers_for_code(self, status_code, direction="response"):
-        headers = {}
+    def _get_response_headers_for_code(self, status_code: str, direction: Direction = "response") -> dict[str, Any]:
+        headers: dict[str, Any] = {}
         if self._view_policy("rate_scope") is not None:
             headers.update(RATE_LIMIT_HEADERS)
             if status_code == "429":
@@ -175,7 +176,7 @@ class ApiAutoSchema(AutoSchema):
         own_doc = type(self.view).__dict__.get("__doc__")
         return method_doc or (get_doc(type(self.view)) if own_doc else "")
 
-    def _get_parameters(self):
+    def _get_parameters(self) -> list[dict[str, Any]]:
         parameters = super()._get_parameters()
         # Views that read their query through dashboard.api.serializers.present() treat `?name=` as absent.
         if self._view_policy("blank_query_means_absent", False):
@@ -184,7 +185,7 @@ class ApiAutoSchema(AutoSchema):
                     parameter["schema"] = {"anyOf": [parameter["schema"], {"type": "string", "maxLength": 0}]}
         return parameters
 
-    def _map_basic_serializer(self, serializer, direction):
+    def _map_basic_serializer(self, serializer: serializers.Serializer, direction: Direction) -> dict[str, Any]:
         schema = super()._map_basic_serializer(serializer, direction)
         # A serializer may declare how many fields the route needs at least (an empty PATCH is refused).
         min_properties = getattr(serializer, "min_properties", None)
@@ -192,7 +193,9 @@ class ApiAutoSchema(AutoSchema):
             schema["minProperties"] = min_properties
         return schema
 
-    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+    def _map_serializer_field(
+        self, field: serializers.Field, direction: Direction, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         # DRF refuses "" for a CharField without allow_blank; say so where the caller sends it.
         if (

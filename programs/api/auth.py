@@ -4,11 +4,13 @@ The view says how much it needs the key (program_key_mode) and how failures read
 (authentication_failed); this class only parses and looks up."""
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from django.utils.http import http_date
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
 
 from core import messages
 from core.api.auth import bearer_token
@@ -17,6 +19,9 @@ from core.urls import public_url
 from programs.keys import key_digest
 from programs.models import ProgramKey, RetiredProgramKey
 from programs.selectors import program_key_get_by_raw
+
+if TYPE_CHECKING:
+    from programs.api.base import CallLoggedApi
 
 REQUIRED = "required"  # sale, refund, readiness, CLI program routes
 OPTIONAL = "optional"  # lead: no key means browser mode, a wrong key is refused
@@ -32,7 +37,7 @@ def _deadline(key: ProgramKey) -> datetime:
     return key.rotation_deadline
 
 
-def rotation_headers(key: ProgramKey, request) -> dict[str, str]:
+def rotation_headers(key: ProgramKey, request: Request) -> dict[str, str]:
     deadline = _deadline(key)
     marked_at = key.rotation_marked_at or deadline
     docs_url = public_url(request, ROTATION_DOCS_PATH)
@@ -43,7 +48,7 @@ def rotation_headers(key: ProgramKey, request) -> dict[str, str]:
     }
 
 
-def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
+def rotation_warning(key: ProgramKey, request: Request) -> dict[str, str]:
     deadline = _deadline(key)
     return {
         "code": "api_key_rotation_required",
@@ -54,7 +59,7 @@ def rotation_warning(key: ProgramKey, request) -> dict[str, str]:
     }
 
 
-def rotation_required_error(key: ProgramKey, request) -> TypedUnauthorizedError:
+def rotation_required_error(key: ProgramKey, request: Request) -> TypedUnauthorizedError:
     return TypedUnauthorizedError(
         messages.KEY_ROTATION_REQUIRED.format(deadline=_deadline(key).isoformat()),
         code="api_key_rotation_required",
@@ -64,7 +69,7 @@ def rotation_required_error(key: ProgramKey, request) -> TypedUnauthorizedError:
     )
 
 
-def _retired_key_note(view, token: str) -> None:
+def _retired_key_note(view: "CallLoggedApi", token: str) -> None:
     """A refused key that regeneration replaced: the request log row gets its program and a note of when (the
     answer stays the spec's). Only on this failure path, one indexed query by digest."""
     retired = next(iter(RetiredProgramKey.objects.filter(digest=key_digest(token))[:1]), None)
@@ -74,7 +79,7 @@ def _retired_key_note(view, token: str) -> None:
 
 
 class ProgramKeyAuthentication(BaseAuthentication):
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, ProgramKey] | None:
         view = request.parser_context["view"]
         mode = getattr(view, "program_key_mode", REQUIRED)
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
@@ -98,5 +103,5 @@ class ProgramKeyAuthentication(BaseAuthentication):
             raise rotation_required_error(key, request)
         return (AnonymousUser(), key)
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return "Bearer"

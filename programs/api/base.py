@@ -10,7 +10,11 @@ class SaleTrackApi(ProgramKeyApi):
 import time
 from typing import Any
 
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from core import messages
 from core.api.auth import DashboardSessionAuthentication
@@ -29,7 +33,7 @@ class CallLoggedApi(BaseApi):
     log_program_id: int | None = None
     log_note: dict[str, Any] | None = None  # added to the row's excerpt (e.g. a retired key, by auth)
 
-    def dispatch(self, request, *args: Any, **kwargs: Any):
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         started = time.monotonic()
         response = super().dispatch(request, *args, **kwargs)
         drf_request = self.request
@@ -44,7 +48,7 @@ class CallLoggedApi(BaseApi):
         match = getattr(request, "resolver_match", None)
         api_call_record(
             program_id=key.program_id if key else self.log_program_id,
-            method=request.method,
+            method=request.method or "",  # set on every request the server received
             route=match.url_name if match and match.url_name else request.path,
             status=response.status_code,
             body=getattr(response, "data", None),
@@ -80,7 +84,7 @@ class ProgramKeyApi(CallLoggedApi):
             raise self.authentication_failed(self.empty_token_message)
         return key
 
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         key = getattr(request, "_auth", None)
         if isinstance(key, ProgramKey) and key.rotation_flagged:
@@ -103,7 +107,7 @@ class ProgramMemberApi(BaseApi):
     program_actions: dict[str, str] = {}
     program: Program
 
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         # Per-user data: never kept by a shared cache.
         response["Cache-Control"] = "private, no-store"

@@ -1,8 +1,11 @@
 """OpenAPI: how program-key authentication appears in the generated description (registered by ProgramsConfig),
 and the parameters and errors shared by the program-member routes."""
 
+from typing import Any
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction, OpenApiParameter, OpenApiResponse
 
 from core.api.schema import PLATFORM_ERROR
 from programs.api import auth
@@ -12,7 +15,7 @@ class ProgramKeyScheme(OpenApiAuthenticationExtension):
     target_class = "programs.api.auth.ProgramKeyAuthentication"
     name = "programKey"
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
         return {
             "type": "http",
             "scheme": "bearer",
@@ -22,7 +25,7 @@ class ProgramKeyScheme(OpenApiAuthenticationExtension):
             ),
         }
 
-    def get_security_requirement(self, auto_schema):
+    def get_security_requirement(self, auto_schema: AutoSchema) -> dict[str, list[Any]] | list[dict[str, list[Any]]]:
         # Click never needs the key and lead works without one (browser mode): both also accept no credential.
         if getattr(auto_schema.view, "program_key_mode", auth.REQUIRED) != auth.REQUIRED:
             return [{self.name: []}, {}]
@@ -45,5 +48,5 @@ class SettingFieldExtension(OpenApiSerializerFieldExtension):
     target_class = "programs.api.serializers._Setting"
     match_subclasses = True
 
-    def map_serializer_field(self, auto_schema, direction):
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
         return self.target.schema

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Max, Model, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -115,7 +115,7 @@ def kind_grouped(kind: str, events: QuerySet[Any]) -> list[dict[str, Any]]:
 # --- Writing --------------------------------------------------------------------------------------------------
 
 
-def _table(model) -> str:
+def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 

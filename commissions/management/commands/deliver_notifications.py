@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from commissions.models import NotificationOutbox
@@ -10,7 +12,7 @@ class Command(BaseCommand):
         "in this process, without the broker. Celery beat runs the same sweep every minute."
     )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         count = notification_outbox_deliver_pending()
         left = NotificationOutbox.objects.filter(delivered_at__isnull=True).count()
         self.stdout.write(f"Delivered {count} notification outbox row(s); {left} still undelivered.")

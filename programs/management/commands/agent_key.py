@@ -1,5 +1,6 @@
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         listing = actions.add_parser("list", help="List keys (never the raw key)")
         listing.add_argument("--workspace", type=int, metavar="ID", help="Only this workspace's keys")
 
-    def handle(self, *args, action: str, **options) -> None:
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         if action == "issue":
             self.issue_key(**options)
         elif action == "revoke":
@@ -72,7 +73,7 @@ class Command(BaseCommand):
         expires_in_days: int | None,
         expires_at: str | None,
         as_json: bool,
-        **_,
+        **_: Any,
     ) -> None:
         owner = Workspace.objects.filter(pk=workspace).first()
         if owner is None:

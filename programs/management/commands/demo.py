@@ -1,8 +1,9 @@
 import json
 import os
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from programs.demo import demo_create
 
@@ -27,7 +28,7 @@ def default_base_url() -> str:
 class Command(BaseCommand):
     help = "Creates a fresh demo workspace, programs, partners, links and users, and prints their keys."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="Print one JSON object (for scripts)")
         parser.add_argument(
             "--base-url",
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             help="Used in the curl examples (default: PUBLIC_BASE_URL, else the address `make run` serves on)",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         demo = demo_create()
         if options["json"]:
             self.stdout.write(json.dumps(demo))

@@ -5,6 +5,7 @@ driving the server and reports the cost as a share of a click (its 5% budget). W
 import json
 import secrets
 import time
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--calls", type=int, default=5000, help="calls to record (default 5000)")
         parser.add_argument("--json", action="store_true", help='print {"microseconds_per_call": …, "calls": …}')
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         calls = max(1, options["calls"])
         marker = "bench-" + secrets.token_hex(8)
         started = time.perf_counter()

@@ -1,6 +1,7 @@
 from datetime import datetime
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from programs.selectors import program_live_key_get
@@ -10,11 +11,11 @@ from programs.services import program_key_mark_rotation
 class Command(BaseCommand):
     help = "Marks a program's live key for rotation. A past deadline retires it now."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("program_id", type=int)
         parser.add_argument("--deadline", required=True, help="ISO 8601 with offset, e.g. 2026-12-31T00:00:00Z")
 
-    def handle(self, *args, program_id: int, deadline: str, **options):
+    def handle(self, *args: Any, program_id: int, deadline: str, **options: Any) -> None:
         try:
             when = datetime.fromisoformat(deadline.replace("Z", "+00:00"))
         except ValueError:

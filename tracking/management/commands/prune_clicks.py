@@ -1,5 +1,7 @@
+from typing import Any
+
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tracking.retention import raw_clicks_prune
 
@@ -11,7 +13,7 @@ class Command(BaseCommand):
         "that remain. Beat runs it daily when RAW_CLICK_RETENTION_DAYS is set."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than-days",
             type=int,
@@ -19,7 +21,7 @@ class Command(BaseCommand):
             help="Keep this many days of raw clicks (default RAW_CLICK_RETENTION_DAYS: %(default)s).",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         days = options["older_than_days"]
         if days < 1:
             raise CommandError("Give --older-than-days N (at least 1), or set RAW_CLICK_RETENTION_DAYS.")

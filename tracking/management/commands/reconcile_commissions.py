@@ -1,6 +1,7 @@
 from datetime import timedelta
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from tracking.reconciler import RECONCILE_GRACE, commissions_reconcile
 
@@ -12,7 +13,7 @@ class Command(BaseCommand):
         "Celery beat runs this every minute."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--grace-seconds",
             type=int,
@@ -20,6 +21,6 @@ class Command(BaseCommand):
             help="Leave sales younger than this alone: their request may still be running (default %(default)s).",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         count = commissions_reconcile(grace=timedelta(seconds=options["grace_seconds"]))
         self.stdout.write(f"Settled {count} sale(s) missing a commission.")

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tracking.insight.rollups import rollups_catch_up, rollups_verify
 
@@ -10,10 +12,10 @@ class Command(BaseCommand):
         "on a difference."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["update", "verify"])
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         if options["action"] == "update":
             runs = rollups_catch_up()
             folded = {kind: sum(run.folded.get(kind, 0) for run in runs) for kind in ("click", "lead", "sale")}

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 
 from webhooks.fanout import webhook_events_prune, webhooks_sweep
 
@@ -11,10 +13,10 @@ class Command(BaseCommand):
         "WEBHOOK_EVENT_RETENTION_DAYS with their deliveries and log (beat does this hourly)."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["sweep", "prune"])
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         if options["action"] == "sweep":
             fanned, queued = webhooks_sweep()
             self.stdout.write(f"Fanned out {fanned} event(s); queued {queued} due delivery(ies).")
