@@ -28,8 +28,8 @@ from core.errors import NotFoundError
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
+from tracking.attribution import attribution_window
 from tracking.models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
-from tracking.services.sale import SECONDS_PER_DAY
 
 EXPLAIN_SALE_NOT_FOUND = "Sale not found for transaction_id"
 EXPLAIN_CUSTOMER_NOT_FOUND = "Customer not found for click_id or customer_key"
@@ -80,10 +80,6 @@ REVIEW_ACTIONS = (
     "Release it (it is approved and credited when its hold period has passed) or void it in the dashboard's Review "
     "tab, or with the agent API: POST /api/agent/v1/commissions/{id}/release or /void (scope commissions:write)."
 )
-
-
-def _days(later: datetime, earlier: datetime) -> float:
-    return round((later - earlier).total_seconds() / SECONDS_PER_DAY, 2)
 
 
 def _rate_text(rate: Decimal) -> str:
@@ -320,11 +316,10 @@ def _sale_window(*, program: Program, sale: SaleEvent, customer: Customer | None
         return None
     click = _click(customer=customer, at=sale.sale_date)
     assert click is not None
-    age = _days(sale.sale_date, click["clicked_at"])
-    window = program.cookie_window_days
-    # The window applies to the sale that converts the customer; later sales and renewals follow the customer.
-    applied = customer.first_sale_at is None or customer.first_sale_at >= sale.sale_date
-    within = age <= window
+    verdict = attribution_window(
+        program=program, clicked_at=click["clicked_at"], sale_at=sale.sale_date, first_sale_at=customer.first_sale_at
+    )
+    age, window, within, applied = verdict.shown_age_days, verdict.window_days, verdict.within, verdict.applies
     if applied:
         text = f"The click was {age} days old at the sale; the window is {window} days: " + (
             "within it." if within else "past it."
@@ -565,6 +560,8 @@ def _refused_sale_explain(*, program: Program, transaction_id: str, log: Trackin
     customer = _customers(program).filter(click_id=click_id).first() if click_id else None
     recorded = details.get("attributed_by") or ""
     path = "stripe" if recorded.startswith(STRIPE_PREFIX) else ("api" if recorded else "unknown")
+    # The verdict is the one the sale service logged when it refused the sale (tracking.attribution), not taken
+    # again: the click's age and the window are read back from its log row.
     age, window = details.get("click_age_days"), details.get("window_days", program.cookie_window_days)
     if age is not None:
         text = f"The click was {age} days old at the sale; the window is {window} days: past it, nothing was recorded."
@@ -766,10 +763,11 @@ def _customer_sale(sale: SaleEvent) -> dict[str, Any]:
 
 
 def _customer_window(*, program: Program, customer: Customer, now: datetime) -> dict[str, Any]:
-    window = program.cookie_window_days
-    age = _days(now, customer.last_clicked_at)
+    # A first sale now: the verdict the sale service would give it.
+    verdict = attribution_window(program=program, clicked_at=customer.last_clicked_at, sale_at=now, first_sale_at=None)
+    window, age = verdict.window_days, verdict.shown_age_days
     converted = customer.first_sale_at is not None
-    open_now = converted or age <= window
+    open_now = converted or verdict.within
     if converted:
         text = (
             f"Converted on {customer.first_sale_at:%Y-%m-%d}: later sales and renewals follow the customer, "

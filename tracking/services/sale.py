@@ -18,6 +18,7 @@ from webhooks.events import event_new, event_saved
 from webhooks.models import EventType
 from webhooks.payloads import sale_data
 
+from ..attribution import attribution_window
 from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
@@ -27,7 +28,6 @@ from .settlement import commission_create_for_sale
 logger = logging.getLogger("svc.tracking")
 
 SUPPORTED_CURRENCIES = frozenset(Currency.values)
-SECONDS_PER_DAY = 86400
 
 SaleProvider = Literal[
     "stripe", "polar", "dodo", "paddle", "lemonsqueezy", "creem", "sepay", "payos", "apipay", "x402", "other"
@@ -213,23 +213,24 @@ def sale_record_for_customer(
     The attribution window applies to the sale that converts the customer; renewals follow the customer.
     Raises ConflictError (duplicate), BadRequestError (customer has no partner; the sale is stored) and
     InternalServerError (the commission failed; the sale is stored)."""
-    if customer.first_sale_at is None:
-        age_days = (now - customer.last_clicked_at).total_seconds() / SECONDS_PER_DAY
-        if age_days > program.cookie_window_days:
-            tracking_log(
-                program_id=program.pk,
-                event="sale",
-                outcome="attribution_window_expired",
-                is_test=False,
-                request_id=request_id,
-                transaction_id=fields.get("processor_event_id"),
-                # What tracking.insight.explain tells of a sale refused here (nothing else of it is stored).
-                click_id=customer.click_id,
-                click_age_days=round(age_days, 2),
-                window_days=program.cookie_window_days,
-                attributed_by=fields.get("attributed_by", ""),
-            )
-            return SaleWindowExpired(click_age_days=age_days, window_days=program.cookie_window_days)
+    window = attribution_window(
+        program=program, clicked_at=customer.last_clicked_at, sale_at=now, first_sale_at=customer.first_sale_at
+    )
+    if window.refused:
+        tracking_log(
+            program_id=program.pk,
+            event="sale",
+            outcome="attribution_window_expired",
+            is_test=False,
+            request_id=request_id,
+            transaction_id=fields.get("processor_event_id"),
+            # What tracking.insight.explain tells of a sale refused here (nothing else of it is stored).
+            click_id=customer.click_id,
+            click_age_days=window.shown_age_days,
+            window_days=window.window_days,
+            attributed_by=fields.get("attributed_by", ""),
+        )
+        return SaleWindowExpired(click_age_days=window.age_days, window_days=window.window_days)
 
     sale_fields = {
         **fields,
