@@ -4,7 +4,7 @@ ledger entry in the same transaction, with the commission row locked."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from django.db import transaction
 from django.db.models import Min, Sum
@@ -34,13 +34,29 @@ from .tasks import notification_outbox_deliver_task
 PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 
 
-def commission_policy(*, program: Program, product_id: str) -> tuple[str, Decimal]:
+@dataclass(frozen=True)
+class CommissionPolicy:
+    """The type and rate a sale is settled with, and where they come from: the program, or the per-product
+    override matching the sale's product_id (then product_id is the override's)."""
+
+    commission_type: str
+    rate: Decimal
+    source: Literal["program", "product"] = "program"
+    product_id: str = ""
+
+
+def commission_policy(*, program: Program, product_id: str) -> CommissionPolicy:
     """The program's type and rate, or a per-product override matching the sale's product_id."""
     if product_id:
         override = ProductCommissionRate.objects.filter(program=program, product_id=product_id).first()
         if override is not None:
-            return override.commission_type, override.commission_rate
-    return program.commission_type, program.commission_rate
+            return CommissionPolicy(
+                commission_type=override.commission_type,
+                rate=override.commission_rate,
+                source="product",
+                product_id=product_id,
+            )
+    return CommissionPolicy(commission_type=program.commission_type, rate=program.commission_rate)
 
 
 SALE_OF_ANOTHER_PROGRAM = "Sale #{sale} and customer #{customer} must both be rows of program #{program}"
@@ -111,7 +127,8 @@ def commission_settle(
     # workspace's partner (programs.models.same_workspace, in their clean() and services).
     if sale.program_id != program.pk or customer.program_id != program.pk:
         raise CrossWorkspace(SALE_OF_ANOTHER_PROGRAM.format(sale=sale.pk, customer=customer.pk, program=program.pk))
-    commission_type, rate = commission_policy(program=program, product_id=sale.product_id)
+    policy = commission_policy(program=program, product_id=sale.product_id)
+    commission_type, rate = policy.commission_type, policy.rate
     first_commissioned_at = None
     if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:
         first_commissioned_at = _first_commissioned_at(customer_id=customer.pk)

@@ -22,8 +22,9 @@ from django.utils import timezone
 
 from commissions.approval import RULE_ACTOR
 from commissions.calculations import NoCommission, commission_amount
-from commissions.models import Commission, CommissionReview, ProductCommissionRate
+from commissions.models import Commission, CommissionReview
 from commissions.selectors import commission_ledger, commission_refund_steps
+from commissions.services import commission_policy
 from core.errors import NotFoundError
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
@@ -337,23 +338,17 @@ def _sale_window(*, program: Program, sale: SaleEvent, customer: Customer | None
 
 def _policy(*, program: Program, product_id: str) -> tuple[dict[str, Any], Decimal]:
     """The policy the sale is settled with (commissions.services.commission_policy), naming where it comes from."""
-    override = (
-        ProductCommissionRate.objects.filter(program=program, product_id=product_id).first() if product_id else None
-    )
-    if override is not None:
-        source, commission_type, rate = "product", override.commission_type, override.commission_rate
-    else:
-        source, commission_type, rate = "program", program.commission_type, program.commission_rate
-    policy = {
-        "source": source,
-        "product_id": product_id if override is not None else "",
-        "commission_type": commission_type,
-        "rate": _rate_text(rate),
-        "recurring": commission_type in RECURRING_TYPES,
+    policy = commission_policy(program=program, product_id=product_id)
+    out = {
+        "source": policy.source,
+        "product_id": policy.product_id,
+        "commission_type": policy.commission_type,
+        "rate": _rate_text(policy.rate),
+        "recurring": policy.commission_type in RECURRING_TYPES,
         "duration_months": program.duration_months,
         "hold_days": program.hold_days,
     }
-    return policy, Decimal(rate)
+    return out, Decimal(policy.rate)
 
 
 def _arithmetic(
