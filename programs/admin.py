@@ -21,6 +21,7 @@ from .models import (
     Workspace,
     workspace_id_of,
 )
+from .selectors import live_keys
 from .services import (
     AgentKeyInvalid,
     agent_key_issue,
@@ -155,7 +156,7 @@ class ProgramAdmin(admin.ModelAdmin):
         form = RotationForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
             deadline = form.cleaned_data["deadline"]
-            for key in ProgramKey.objects.filter(program__in=queryset, mode=ProgramKey.Mode.LIVE):
+            for key in live_keys().filter(program__in=queryset):
                 program_key_mark_rotation(key=key, deadline=deadline)
             retired = deadline <= timezone.now()
             self.message_user(

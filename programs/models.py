@@ -249,8 +249,14 @@ class Program(models.Model):
 
     @property
     def api_token_masked(self) -> str:
-        live = next((key for key in self.keys.all() if key.mode == ProgramKey.Mode.LIVE), None)
+        live = next((key for key in self.keys.all() if key.is_live), None)
         return live.masked if live else ""
+
+
+class ProgramKeyQuerySet(models.QuerySet["ProgramKey"]):
+    def live(self) -> "ProgramKeyQuerySet":
+        """Live keys: the one rule for "a program's live key" (ProgramKey.is_live for rows already read)."""
+        return self.filter(mode=ProgramKey.Mode.LIVE)
 
 
 class ProgramKey(models.Model):
@@ -270,11 +276,18 @@ class ProgramKey(models.Model):
     rotation_marked_at = models.DateTimeField(null=True, blank=True)
     rotation_deadline = models.DateTimeField(null=True, blank=True)
 
+    objects = ProgramKeyQuerySet.as_manager()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["program", "mode"], name="program_key_one_per_mode")]
 
     def __str__(self) -> str:
         return f"{self.masked} ({self.mode}, program #{self.program_id})"
+
+    @property
+    def is_live(self) -> bool:
+        """ProgramKeyQuerySet.live's rule, for keys already read (prefetched)."""
+        return self.mode == self.Mode.LIVE
 
     @property
     def masked(self) -> str:

@@ -20,7 +20,7 @@ def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
 
 def live_keys() -> QuerySet[ProgramKey]:
     """Every program's live key: the one rule for "the live key", filtered, prefetched or joined by its users."""
-    return ProgramKey.objects.filter(mode=ProgramKey.Mode.LIVE)
+    return ProgramKey.objects.live()
 
 
 def program_live_key_get(*, program_id: int) -> ProgramKey | None:
