@@ -4,7 +4,7 @@ ledger entry in the same transaction, with the commission row locked."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from django.db import transaction
 from django.db.models import Min, Sum
@@ -18,7 +18,14 @@ from webhooks.events import event_emit
 from webhooks.models import EventType
 from webhooks.payloads import refund_data
 
-from .approval import approve, commission_event_emit, commission_insert, review_entry, review_new
+from .approval import (
+    approve,
+    commission_approve_early,
+    commission_event_emit,
+    commission_insert,
+    review_entry,
+    review_new,
+)
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
 from .models import (
     Commission,
@@ -29,7 +36,11 @@ from .models import (
     ProductCommissionRate,
     Withdrawal,
 )
+from .selectors import commissions_with_money
 from .tasks import notification_outbox_deliver_task
+
+if TYPE_CHECKING:
+    from .selectors import CommissionWithMoney
 
 PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 
@@ -513,3 +524,43 @@ def commission_void(
             withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
         commission_event_emit(commission, EventType.COMMISSION_REVERSED)
     return commission
+
+
+OwnerDecision = Literal["approve", "void", "hold", "release"]
+
+
+@dataclass(frozen=True)
+class CommissionDecided:
+    """A commission as an owner's decision found it and as it left it, each with what it pays."""
+
+    before: "CommissionWithMoney"
+    after: "CommissionWithMoney"
+
+
+def _commission_with_money(commission_id: int) -> "CommissionWithMoney":
+    return commissions_with_money(Commission.objects.filter(pk=commission_id).select_related("partner", "sale")).get()
+
+
+def commission_decide(
+    *, commission_id: int, decision: OwnerDecision, actor: str, reason: str = ""
+) -> CommissionDecided:
+    """An owner's decision on a commission: approve it early, void, hold or release it. The row lock is taken
+    before the commission is read, so `before` is the state the decision found (the decision's own service takes
+    the lock again). Raises CommissionNotApprovable (approve) or CommissionActionRefused (the others) when the
+    commission's state does not allow it.
+
+    It opens no savepoint of its own (the decision's service opens one): inside a caller's transaction an error
+    leaves that transaction to be rolled back, as the agent API's writes do."""
+    with transaction.atomic(savepoint=False):
+        Commission.objects.select_for_update().filter(pk=commission_id).values_list("pk", flat=True).first()
+        before = _commission_with_money(commission_id)
+        if decision == "approve":
+            commission_approve_early(commission_id=commission_id)
+        elif decision == "void":
+            commission_void(commission_id=commission_id, reason=reason, actor=actor)
+        elif decision == "hold":
+            commission_hold(commission_id=commission_id, reason=reason, actor=actor)
+        else:
+            commission_release(commission_id=commission_id, actor=actor, reason=reason)
+        after = _commission_with_money(commission_id)
+    return CommissionDecided(before=before, after=after)
