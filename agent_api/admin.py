@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
 
@@ -34,8 +35,8 @@ class AgentIdempotencyRecordAdmin(admin.ModelAdmin):
     list_display = ["created_at", "key", "idempotency_key", "status_code"]
     readonly_fields = ["created_at", "key", "idempotency_key", "request_digest", "status_code", "response_body"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: AgentIdempotencyRecord | None = None) -> bool:
         return False

@@ -6,6 +6,7 @@ from datetime import timedelta
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
 
 from cli_api.models import LOGIN_TOKEN_PREFIX
 from core.api.auth import bearer_token
@@ -61,9 +62,9 @@ def agent_key_authenticate(raw_key: str | None) -> AgentKey:
 
 
 class AgentKeyAuthentication(BaseAuthentication):
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, AgentKey]:
         key = agent_key_authenticate(bearer_token(request.META.get("HTTP_AUTHORIZATION", "")))
         return (AnonymousUser(), key)
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="agent"'

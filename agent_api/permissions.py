@@ -1,11 +1,18 @@
 """Which scope an agent route needs: the view names it per method in `required_scopes`."""
 
+from typing import TYPE_CHECKING, cast
+
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from core.errors import ForbiddenError
 from programs.models import AgentKey
 
 from . import messages
+
+if TYPE_CHECKING:
+    from .api.base import AgentApi
 
 
 def scope_require(key: AgentKey, scope: str) -> None:
@@ -16,8 +23,8 @@ def scope_require(key: AgentKey, scope: str) -> None:
 
 
 class HasAgentScope(BasePermission):
-    def has_permission(self, request, view) -> bool:
-        scope = view.required_scopes.get("GET" if request.method == "HEAD" else request.method)
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        scope = cast("AgentApi", view).required_scopes.get("GET" if request.method == "HEAD" else request.method or "")
         if scope is not None:
-            scope_require(request.auth, scope)
+            scope_require(cast(AgentKey, request.auth), scope)
         return True

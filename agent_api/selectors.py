@@ -1,20 +1,43 @@
 """What an agent key may see: the programs of its workspace, or only those it is limited to, the partners of
-the workspace, or only those enrolled in one of its programs, the webhook endpoints (with their deliveries)
-and webhook events that belong to what it sees, and what the fraud rules found in a program it sees."""
+the workspace, or only those enrolled in one of its programs, the commissions, events, links and withdrawals of
+what it sees, the webhook endpoints (with their deliveries) and webhook events that belong to what it sees, and
+what the fraud rules found in a program it sees. Every query an agent route runs is built here."""
 
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Prefetch, Q, QuerySet
 
-from commissions.models import Commission, CommissionReview
+from commissions.models import (
+    Commission,
+    CommissionReview,
+    CommissionStatus,
+    LedgerEntry,
+    NotificationOutbox,
+    Withdrawal,
+)
+from commissions.selectors import (
+    commission_ledger,
+    commission_refund_steps,
+    commissions_with_money,
+    ledger_balances,
+    open_withdrawals_by_partner,
+)
+from core.api.query import Instant, TimeBounds
 from core.errors import NotFoundError
 from core.ids import id_parse
-from programs.models import AgentKey, Partner, Program, ReferralLink
-from tracking.models import ClickEvent
-from tracking.selectors.clicks import marked_clicks
+from programs.models import AgentKey, Partner, PartnerProgram, Program, ProgramKey, ReferralLink
+from programs.selectors import live_keys
+from tracking.models import ClickEvent, LeadEvent, SaleEvent
+from tracking.selectors.clicks import flagged_by, marked_clicks
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from . import messages
+
+if TYPE_CHECKING:
+    from commissions.selectors import CommissionWithMoney
 
 M = TypeVar("M", bound=Model)
 
@@ -111,3 +134,308 @@ def program_flagged_clicks(program: Program) -> QuerySet[ClickEvent]:
     """The clicks of a program the fraud rules marked (not counted, or flagged), each with its link. The
     condition is that of the partial index click_program_flagged, so a page is a scan of that index only."""
     return marked_clicks(program_id=program.pk).select_related("link")
+
+
+# --- programs -------------------------------------------------------------------------------------------------------
+
+
+def agent_programs_with_live_key(key: AgentKey) -> QuerySet[Program]:
+    """The programs the key may see; `program.keys` holds only the live key (at most one) on these rows."""
+    return agent_programs(key).prefetch_related(Prefetch("keys", queryset=live_keys()))
+
+
+# --- partners -------------------------------------------------------------------------------------------------------
+
+
+def agent_partners_list(key: AgentKey, *, program: Program | None = None) -> QuerySet[Partner]:
+    """The partners the key may see (only those enrolled in `program` when given), each with its enrollments in
+    the programs the key may see (`program_links`, by program id)."""
+    partners = agent_partners(key)
+    if program is not None:
+        partners = partners.filter(program_links__program=program)
+    visible = PartnerProgram.objects.order_by("program_id")
+    if key.limited_program_ids is not None:
+        visible = visible.filter(program_id__in=key.limited_program_ids)
+    return partners.prefetch_related(Prefetch("program_links", queryset=visible))
+
+
+def agent_partner_program_ids(key: AgentKey, partner: Partner) -> list[int]:
+    """The programs the partner is enrolled in, of those the key may see, by id."""
+    return sorted(
+        PartnerProgram.objects.filter(partner=partner, program__in=agent_programs(key)).values_list(
+            "program_id", flat=True
+        )
+    )
+
+
+# --- links ----------------------------------------------------------------------------------------------------------
+
+
+def agent_links_list(
+    key: AgentKey, *, program: Program | None = None, partner_id: int | None = None, active: bool | None = None
+) -> QuerySet[ReferralLink]:
+    links = agent_links(key)
+    if program is not None:
+        links = links.filter(program=program)
+    if partner_id is not None:
+        links = links.filter(partner_id=partner_id)
+    if active is not None:
+        links = links.filter(is_active=active)
+    return links
+
+
+# --- events ---------------------------------------------------------------------------------------------------------
+
+# Per type: the rows, with what their items read joined in (so a page is one query), and the event's own time.
+_EVENT_SOURCES: dict[str, tuple[Callable[[], QuerySet[Any]], str]] = {
+    "click": (lambda: ClickEvent.objects.select_related("link"), "click_timestamp"),
+    "lead": (lambda: LeadEvent.objects.all(), "lead_timestamp"),
+    "sale": (lambda: SaleEvent.objects.select_related("commission"), "sale_date"),
+}
+
+
+def agent_events(
+    key: AgentKey,
+    *,
+    event_type: str,
+    program: Program | None,
+    is_test: bool,
+    bounds: TimeBounds,
+    partner_id: int | None = None,
+) -> QuerySet[Any]:
+    """The clicks, leads or sales (`event_type`) of the programs the key may see, or of `program`, live or test,
+    whose own time is within `bounds`."""
+    rows, time_field = _EVENT_SOURCES[event_type]
+    programs = Q(program=program) if program is not None else Q(program__in=agent_programs(key))
+    events = rows().filter(programs & Q(is_test=is_test) & bounds.q(time_field))
+    if partner_id is not None:
+        events = events.filter(partner_id=partner_id)
+    return events
+
+
+def agent_flagged_clicks(
+    program: Program, *, marked: Q | None = None, partner_id: int | None = None
+) -> QuerySet[ClickEvent]:
+    """program_flagged_clicks, only those `marked` so (tracking.selectors.clicks.marked_as) and of one partner
+    when given."""
+    clicks = program_flagged_clicks(program)
+    if marked is not None:
+        clicks = clicks.filter(marked)
+    if partner_id is not None:
+        clicks = clicks.filter(partner_id=partner_id)
+    return clicks
+
+
+# --- commissions ----------------------------------------------------------------------------------------------------
+
+
+def visible_commissions(key: AgentKey) -> "QuerySet[CommissionWithMoney]":
+    """The commissions of the programs the key may see, with what they pay, their partner and sale."""
+    commissions = Commission.objects.filter(program__in=agent_programs(key)).select_related("partner", "sale")
+    return commissions_with_money(commissions)
+
+
+def _created_between(
+    commissions: "QuerySet[CommissionWithMoney]", since: Instant | None, until: Instant | None
+) -> "QuerySet[CommissionWithMoney]":
+    if since is not None:
+        commissions = commissions.filter(created_at__gte=since.value)
+    if until is not None:
+        # A date covers its whole UTC day.
+        if until.is_date:
+            commissions = commissions.filter(created_at__lt=until.value + timedelta(days=1))
+        else:
+            commissions = commissions.filter(created_at__lte=until.value)
+    return commissions
+
+
+def agent_commissions_list(
+    key: AgentKey,
+    *,
+    program: Program | None = None,
+    partner_id: int | None = None,
+    status: CommissionStatus | str | None = None,
+    held: bool | None = None,
+    hold_rule: str | None = None,
+    flagged: str | None = None,
+    created_since: Instant | None = None,
+    created_until: Instant | None = None,
+) -> "QuerySet[CommissionWithMoney]":
+    """visible_commissions, narrowed by each filter given (they combine)."""
+    commissions = visible_commissions(key)
+    if program is not None:
+        commissions = commissions.filter(program=program)
+    if partner_id is not None:
+        commissions = commissions.filter(partner_id=partner_id)
+    if status is not None:
+        commissions = commissions.filter(status=status)
+    if held is not None:
+        commissions = commissions.filter(held_at__isnull=not held)
+    if hold_rule is not None:
+        commissions = commissions.filter(hold_rule=hold_rule)
+    if flagged is not None:
+        commissions = commissions.filter(flagged_by(flagged))
+    return _created_between(commissions, created_since, created_until)
+
+
+def agent_commission_id_get(key: AgentKey, raw_id: object) -> int:
+    """The id of a commission the key may see; 404 not_found otherwise (as visible_get)."""
+    pk = id_parse(raw_id)
+    if pk is None or not visible_commissions(key).filter(pk=pk).exists():
+        raise NotFoundError(messages.COMMISSION_NOT_FOUND, code=messages.CODE_NOT_FOUND)
+    return pk
+
+
+@dataclass(frozen=True)
+class CommissionDetail:
+    """A commission with its history: its ledger entries and hold decisions, oldest first, and one step per
+    refund applied. The commission's own fields read through to it."""
+
+    commission: "CommissionWithMoney"
+    ledger: QuerySet[LedgerEntry]
+    refund_steps: QuerySet[NotificationOutbox]
+    reviews: QuerySet[CommissionReview]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.commission, name)
+
+
+def agent_commission_detail_get(key: AgentKey, raw_id: object) -> CommissionDetail:
+    """A commission the key may see (404 not_found otherwise), with its history (read when rendered)."""
+    commission = visible_get(visible_commissions(key), raw_id, messages.COMMISSION_NOT_FOUND)
+    return CommissionDetail(
+        commission=commission,
+        ledger=commission_ledger(commission_id=commission.pk),
+        refund_steps=commission_refund_steps(commission_id=commission.pk),
+        reviews=commission_reviews(commission),
+    )
+
+
+# --- payouts --------------------------------------------------------------------------------------------------------
+
+LEDGER_WHOLE = "partner"
+LEDGER_PROGRAMS = "programs"
+
+
+def visible_withdrawals(key: AgentKey) -> QuerySet[Withdrawal]:
+    """The withdrawals of the partners the key may see (a withdrawal has no program)."""
+    return Withdrawal.objects.filter(partner__in=agent_partners(key)).select_related("partner")
+
+
+def agent_withdrawals_list(
+    key: AgentKey, *, partner_id: int | None = None, status: str | None = None
+) -> QuerySet[Withdrawal]:
+    withdrawals = visible_withdrawals(key)
+    if partner_id is not None:
+        withdrawals = withdrawals.filter(partner_id=partner_id)
+    if status is not None:
+        withdrawals = withdrawals.filter(status=status)
+    return withdrawals
+
+
+@dataclass(frozen=True)
+class BalanceScope:
+    """Whose balances a call reads: `partners`, and the ledger entries of `programs`, or every entry of each
+    partner (`programs` None: LEDGER_WHOLE)."""
+
+    partners: QuerySet[Partner]
+    programs: QuerySet[Program] | None
+
+    @property
+    def ledger_scope(self) -> str:
+        return LEDGER_WHOLE if self.programs is None else LEDGER_PROGRAMS
+
+
+def agent_balance_scope(
+    key: AgentKey, *, program: Program | None = None, partner_id: int | None = None
+) -> BalanceScope:
+    """A key that sees every program reads each partner's whole ledger; a key limited to programs, or a call for
+    one program, reads only the entries of those programs (payouts and adjustments have none)."""
+    partners = agent_partners(key)
+    programs = agent_programs(key)
+    whole_ledger = key.limited_program_ids is None
+    if program is not None:
+        partners = partners.filter(program_links__program=program)
+        programs = programs.filter(pk=program.pk)
+        whole_ledger = False
+    if partner_id is not None:
+        partners = partners.filter(pk=partner_id)
+    return BalanceScope(partners=partners, programs=None if whole_ledger else programs)
+
+
+@dataclass(frozen=True)
+class CurrencyBalance:
+    currency: str
+    balance_cents: int
+    open_withdrawals_cents: int
+
+
+@dataclass(frozen=True)
+class PartnerBalance:
+    partner: Partner
+    ledger_scope: str
+    balances: list[CurrencyBalance]
+
+
+def partner_balances(scope: BalanceScope, partners: Iterable[Partner]) -> list[PartnerBalance]:
+    """Each partner's ledger balance (of the scope's ledger) and open withdrawals per currency, by currency code;
+    two grouped queries whatever the number of partners."""
+    rows = list(partners)
+    partner_ids = [partner.pk for partner in rows]
+    balances = ledger_balances(partner_ids=partner_ids, programs=scope.programs)
+    open_withdrawals = open_withdrawals_by_partner(partner_ids=partner_ids)
+    result = []
+    for partner in rows:
+        ledger = balances.get(partner.pk, {})
+        asked = open_withdrawals.get(partner.pk, {})
+        by_currency = [
+            CurrencyBalance(currency, ledger.get(currency, 0), asked.get(currency, 0))
+            for currency in sorted({*ledger, *asked})
+        ]
+        result.append(PartnerBalance(partner=partner, ledger_scope=scope.ledger_scope, balances=by_currency))
+    return result
+
+
+# --- webhooks -------------------------------------------------------------------------------------------------------
+
+
+def agent_webhook_endpoints_list(key: AgentKey, *, program: Program | None = None) -> QuerySet[WebhookEndpoint]:
+    endpoints = agent_webhook_endpoints(key)
+    if program is not None:
+        endpoints = endpoints.filter(program=program)
+    return endpoints
+
+
+def agent_webhook_deliveries_list(
+    endpoint: WebhookEndpoint, *, status: str | None = None, event_type: str | None = None
+) -> QuerySet[WebhookDelivery]:
+    deliveries = webhook_endpoint_deliveries(endpoint)
+    if status is not None:
+        deliveries = deliveries.filter(status=status)
+    if event_type is not None:
+        deliveries = deliveries.filter(event__type=event_type)
+    return deliveries
+
+
+def agent_webhook_events_list(
+    key: AgentKey, *, program: Program | None = None, event_type: str | None = None
+) -> QuerySet[WebhookEvent]:
+    events = agent_webhook_events(key)
+    if program is not None:
+        events = events.filter(program=program)
+    if event_type is not None:
+        events = events.filter(type=event_type)
+    return events
+
+
+@dataclass(frozen=True)
+class ProgramWithLiveKey:
+    """A program with its live key (None when it has none)."""
+
+    program: Program
+    live_key: ProgramKey | None
+
+
+def programs_with_live_key(programs: Iterable[Program]) -> list[ProgramWithLiveKey]:
+    """Programs read through agent_programs_with_live_key, each with the live key prefetched on it."""
+    return [ProgramWithLiveKey(program, next(iter(program.keys.all()), None)) for program in programs]

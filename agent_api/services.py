@@ -5,7 +5,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -121,7 +121,7 @@ def agent_write_run(
     return AgentWriteOutcome(status=write.status, body=body, replayed=False)
 
 
-def agent_idempotency_records_purge(*, now=None) -> int:
+def agent_idempotency_records_purge(*, now: datetime | None = None) -> int:
     """Deletes the records older than IDEMPOTENCY_RETENTION. Returns how many."""
     cutoff = (now or timezone.now()) - IDEMPOTENCY_RETENTION
     deleted, _ = AgentIdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()

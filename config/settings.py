@@ -300,6 +300,8 @@ SPECTACULAR_SETTINGS = {
         "FraudActionEnum": "fraud.rules.Action",
         "ClickTrafficEnum": "fraud.rules.Traffic",
         "CommissionReviewActionEnum": "commissions.models.CommissionReview.Action",
+        # A commission's state: the agent commission list, detail and filter share one name.
+        "AgentCommissionStatusEnum": "commissions.models.CommissionStatus",
         "FlaggedClickKindEnum": [(kind, kind) for kind in ("duplicate", "bot", "prefetch", "paid_ads")],
     },
 }

@@ -1,11 +1,13 @@
 """The base view of every agent route (/api/agent/v1/): agent-key authentication, the scope each method needs,
 one rate limit per key (120 calls a minute, X-RateLimit-* headers, the typed 429), and errors in the platform
-envelope with a stable error.code."""
+envelope with a stable error.code; the one reader of query parameters and the one reader of JSON bodies."""
 
 import re
 from collections.abc import Callable
 from typing import Any
 
+from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ratelimit
@@ -52,15 +54,31 @@ class AgentApi(BaseApi):
             error.code = f"http_{error.status}"
         return error
 
-    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         response["Cache-Control"] = "no-store"
         return response
 
 
-def query_of(serializer_class: type, request) -> dict[str, Any]:
+def query_of(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
     """The validated query parameters (400 invalid_request naming the first bad one)."""
     serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def body_of(
+    serializer_class: type[serializers.Serializer], request: Request, *, object_required: bool = True
+) -> dict[str, Any]:
+    """The validated JSON body (400 invalid_request naming the first bad field). A body that is not a JSON object
+    is refused (400 BODY_NOT_OBJECT), or, with `object_required` False, read as an empty object, so the answer
+    names the first field it lacks."""
+    data = request.data
+    if not isinstance(data, dict):
+        if object_required:
+            raise BadRequestError(messages.BODY_NOT_OBJECT, code=messages.CODE_BAD_REQUEST)
+        data = {}
+    serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
@@ -73,14 +91,14 @@ class AgentWriteApi(AgentApi):
     and honours the Idempotency-Key header (agent_api.services.agent_write_run); a replayed response carries
     `Idempotent-Replayed: true`."""
 
-    def write(self, request, perform: Callable[[], AgentWrite], seal: ResponseSeal | None = None) -> Response:
+    def write(self, request: Request, perform: Callable[[], AgentWrite], seal: ResponseSeal | None = None) -> Response:
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is not None and not _IDEMPOTENCY_KEY.fullmatch(idempotency_key):
             raise BadRequestError(messages.IDEMPOTENCY_KEY_INVALID, code=messages.CODE_BAD_REQUEST)
         outcome = agent_write_run(
             key=self.agent_key,
             perform=perform,
-            digest=request_digest(method=request.method, path=request.path, body=request.data),
+            digest=request_digest(method=request.method or "", path=request.path, body=request.data),
             idempotency_key=idempotency_key or "",
             request_id=getattr(request._request, "request_id", ""),
             seal=seal,

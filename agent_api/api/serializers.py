@@ -1,11 +1,13 @@
-"""Response shapes of the agent routes (OpenAPI)."""
+"""What every agent route answers alike: the errors it may answer (OpenAPI) and the two envelopes a body comes in,
+{"data": ...} and, for a list, {"data": [...], "next_cursor": ...}. Each envelope is a serializer class that both
+renders the body and describes it."""
 
-from drf_spectacular.utils import OpenApiResponse, inline_serializer
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from core.api.schema import PLATFORM_ERROR, TYPED_ERROR
-from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
-from tracking.api.schema import READINESS_VERDICT
 
 ERROR_DESCRIPTIONS = {
     400: "invalid_request: a bad parameter or body; the message names it",
@@ -29,23 +31,24 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     return described
 
 
-AGENT_PROGRAM_FIELDS: dict[str, serializers.Field] = {
-    **PROGRAM_SETTINGS_FIELDS,
-    "cookie_duration": serializers.IntegerField(),
-    "created_at": serializers.DateTimeField(),
-}
-NEXT_CURSOR = serializers.CharField(allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last")
+def page_serializer(
+    name: str, item: type[serializers.Serializer] | serializers.BaseSerializer
+) -> type[serializers.Serializer]:
+    """The body of a list route, {"data": [item, ...], "next_cursor": ...}, rendered from
+    {"data": rows, "next_cursor": cursor}; `name` is its schema component. `item` is the item serializer class, or a
+    serializer of many items."""
+    items = item(many=True) if isinstance(item, type) else item
+    fields: dict[str, Any] = {
+        "data": items,
+        "next_cursor": serializers.CharField(
+            allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last"
+        ),
+    }
+    module = item.__module__ if isinstance(item, type) else type(item).__module__
+    return type(f"{name}Serializer", (serializers.Serializer,), {**fields, "__module__": module})
 
-PROGRAMS_OK = inline_serializer(
-    "AgentProgramList",
-    fields={
-        "data": inline_serializer("AgentProgram", fields=AGENT_PROGRAM_FIELDS, many=True),
-        "next_cursor": NEXT_CURSOR,
-    },
-)
-PROGRAM_OK = inline_serializer(
-    "AgentProgramResult",
-    fields={
-        "data": inline_serializer("AgentProgramDetail", fields={**AGENT_PROGRAM_FIELDS, "readiness": READINESS_VERDICT})
-    },
-)
+
+def result_serializer(name: str, item: serializers.Serializer) -> type[serializers.Serializer]:
+    """The body of a route answering one object, {"data": item}, rendered from {"data": row}; `name` is its schema
+    component."""
+    return type(f"{name}Serializer", (serializers.Serializer,), {"data": item, "__module__": type(item).__module__})

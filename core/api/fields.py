@@ -1,8 +1,9 @@
-"""Strict DRF fields and a lean serializer base. DRF's defaults coerce ("100" -> 100, 5 -> "5",
-"yes" -> True); the tracking API's contract is typed JSON, so a wrong type is refused with the field's
+"""Strict DRF fields, the output field of times, and a lean serializer base. DRF's defaults coerce ("100" -> 100,
+5 -> "5", "yes" -> True); the tracking API's contract is typed JSON, so a wrong type is refused with the field's
 spec message."""
 
 import copy
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -69,3 +70,12 @@ class LeanSerializer(serializers.Serializer):
 
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: copy.copy(field) for name, field in self._declared_fields.items()}
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    """Output only: a datetime as datetime.isoformat() writes it ("2026-01-02T03:04:05.678901+00:00"), which is
+    how the JSON bodies have always rendered times; DRF's DateTimeField would write UTC as "...Z". Described as a
+    string of format date-time."""
+
+    def to_representation(self, value: datetime) -> str:
+        return value.isoformat()

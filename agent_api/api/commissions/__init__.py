@@ -1,0 +1,1 @@
+"""Agent routes for commissions: views.py (views and urlpatterns), serializers.py (what they read and answer)."""

@@ -1,0 +1,1 @@
+"""Agent route for tracked events: views.py (view and urlpatterns), serializers.py (what it reads and answers)."""

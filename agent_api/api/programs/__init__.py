@@ -1,0 +1,1 @@
+"""Agent routes for programs: views.py (views and urlpatterns), serializers.py (what they answer)."""
