@@ -7,6 +7,7 @@ from commissions.services import RefundOutcome
 from tracking.services.click import ClickRecorded
 from tracking.services.common import TestEventRecorded
 from tracking.services.lead import LeadRecorded
+from tracking.services.refund import RefundInTestMode
 from tracking.services.sale import SaleRecorded, SaleWindowExpired
 
 REFUND_APPLIED = ("reversed", "refunded")
@@ -60,7 +61,9 @@ def sale_body(result: SaleRecorded | SaleWindowExpired | TestEventRecorded) -> d
     }
 
 
-def refund_body(result: RefundOutcome) -> dict[str, Any]:
+def refund_body(result: RefundOutcome | RefundInTestMode) -> dict[str, Any]:
+    if isinstance(result, RefundInTestMode):
+        return {"success": True, "test": True}
     body: dict[str, Any] = {"success": True, "status": result.status}
     if result.status in REFUND_APPLIED:
         body["deductionAmount"] = result.deduction
