@@ -1,0 +1,123 @@
+"""One workspace with something behind every id the contract cases name: an owner and a member signed in, a
+program with its keys, a partner and link, a customer with a sale and two commissions (one pending, one credited
+and half withdrawn), a webhook endpoint with an event, a failed delivery and its attempt, agent keys, login
+tokens and a CLI login under way. The cases (tests/contract/cases.py) reach them by name."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from cli_api.services import cli_token_create, login_session_start
+from commissions.approval import commission_approve
+from commissions.services import withdrawal_request
+from programs.models import AGENT_SCOPES, Role
+from programs.services import agent_key_create
+from tests.factories import (
+    CommissionFactory,
+    CustomerFactory,
+    MembershipFactory,
+    ProgramFactory,
+    ReferralLinkFactory,
+    SaleFactory,
+    UserFactory,
+    WebhookEndpointFactory,
+)
+from webhooks.events import event_new
+from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery
+
+UNKNOWN_ID = 987654321
+
+
+@dataclass
+class World:
+    clients: dict[str, APIClient]
+    ids: dict[str, Any]
+    objects: dict[str, Any] = field(default_factory=dict)
+
+
+def _client(**credentials: str) -> APIClient:
+    client = APIClient()
+    if credentials:
+        client.credentials(**credentials)
+    return client
+
+
+def _bearer(raw: str) -> APIClient:
+    return _client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+
+def world_build() -> World:
+    owner = MembershipFactory(role=Role.OWNER)
+    workspace = owner.workspace
+    member = MembershipFactory(workspace=workspace, role=Role.MEMBER)
+    program = ProgramFactory(workspace=workspace)
+    unenrolled_program = ProgramFactory(workspace=workspace)  # the partner's next enrolment
+    stranger_program = ProgramFactory()  # another workspace's
+    link = ReferralLinkFactory(program=program)
+    partner = link.partner
+    customer = CustomerFactory(link=link, customer_key="cust-contract")
+    sale = SaleFactory(customer=customer, processor_event_id="txn_contract")
+    commission = CommissionFactory(sale=sale, hold_until=timezone.now())
+    credited = CommissionFactory(sale__customer__link=link, amount_cents=2_000, hold_until=timezone.now())
+    assert commission_approve(commission_id=credited.pk)
+    withdrawal = withdrawal_request(partner=partner, amount_cents=500, currency="USD")
+    endpoint = WebhookEndpointFactory(program=program)
+    event = event_new(program_id=program.pk, type="sale.created", livemode=True, data={"amount_cents": 4900})
+    event.save(force_insert=True)
+    delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED, attempts=1)
+    WebhookAttempt.objects.create(delivery=delivery, number=1)
+    _, agent_key = agent_key_create(workspace=workspace, name="contract", scopes=AGENT_SCOPES)
+    # Two one-scope keys: every scoped route is refused to one of them (403).
+    _, events_reader = agent_key_create(workspace=workspace, name="events reader", scopes=("events:read",))
+    _, programs_reader = agent_key_create(workspace=workspace, name="programs reader", scopes=("programs:read",))
+    _, login_token = cli_token_create(user=owner.user)
+    _, member_token = cli_token_create(user=member.user)
+    owner_session = _client()
+    owner_session.force_login(owner.user)
+    member_session = _client()
+    member_session.force_login(member.user)
+    stranger = UserFactory()
+    stranger_session = _client()
+    stranger_session.force_login(stranger)
+    login = login_session_start()
+    return World(
+        clients={
+            "anonymous": _client(),
+            "program_key": _bearer(program.raw_api_key),
+            "test_key": _bearer(program.raw_test_api_key),
+            "bad_key": _bearer("aff_" + "x" * 44),
+            "owner": owner_session,
+            "member": member_session,
+            "stranger": stranger_session,
+            "cli": _bearer(login_token),
+            "cli_member": _bearer(member_token),
+            "bad_token": _bearer("svcl_" + "x" * 44),
+            "agent": _bearer(agent_key),
+            "events_reader": _bearer(events_reader),
+            "programs_reader": _bearer(programs_reader),
+            "bad_agent": _bearer("agt_" + "x" * 43),
+        },
+        ids={
+            "program": program.pk,
+            "program2": unenrolled_program.pk,
+            "stranger_program": stranger_program.pk,
+            "link": link.pk,
+            "short_link": link.short_link,
+            "partner": partner.pk,
+            "customer_key": customer.customer_key,
+            "click_id": customer.click_id,
+            "transaction_id": sale.processor_event_id,
+            "commission": commission.pk,
+            "credited": credited.pk,
+            "withdrawal": withdrawal.pk,
+            "endpoint": endpoint.pk,
+            "event": event.pk,
+            "delivery": delivery.pk,
+            "state": login.state,
+            "unknown": UNKNOWN_ID,
+            "domain": program.domain,
+        },
+        objects={"owner": owner.user, "member": member.user, "program": program, "endpoint": endpoint},
+    )
