@@ -13,7 +13,9 @@ from rest_framework.response import Response
 from core.api import ratelimit
 from core.api.base import BaseApi
 from core.api.envelopes import PROTOCOL_ERROR_CODES
+from core.api.query import QueryIntegerField
 from core.errors import ApiError, BadRequestError
+from core.ids import MAX_BIGINT
 from programs.models import AgentKey
 
 from .. import messages
@@ -65,6 +67,14 @@ def query_of(serializer_class: type[serializers.Serializer], request: Request) -
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def id_filter(invalid: str, help_text: str) -> QueryIntegerField:
+    """An optional query parameter naming an object by id (program_id, partner_id): 400 `invalid` unless a whole
+    number from 1 to the largest id."""
+    return QueryIntegerField(
+        min_value=1, max_value=MAX_BIGINT, invalid=invalid, too_big=invalid, required=False, help_text=help_text
+    )
 
 
 def body_of(

@@ -5,11 +5,11 @@ from rest_framework import serializers
 
 from commissions.models import CommissionReview, CommissionStatus, LedgerEntry
 from core.api.fields import IsoDateTimeField, StrictCharField
-from core.api.query import InstantField, QueryIntegerField
-from core.ids import MAX_BIGINT
+from core.api.query import InstantField
 from fraud.rules import Rule
 
 from ... import messages
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
@@ -30,22 +30,10 @@ def _rule_choice(field: str, help_text: str) -> serializers.ChoiceField:
 
 
 class CommissionsQuerySerializer(PageQuerySerializer):
-    program_id = QueryIntegerField(
-        min_value=1,
-        max_value=MAX_BIGINT,
-        invalid=messages.PROGRAM_ID_FILTER_INVALID,
-        too_big=messages.PROGRAM_ID_FILTER_INVALID,
-        required=False,
-        help_text="Only this program's commissions (404 when the key may not see it)",
+    program_id = id_filter(
+        messages.PROGRAM_ID_FILTER_INVALID, "Only this program's commissions (404 when the key may not see it)"
     )
-    partner_id = QueryIntegerField(
-        min_value=1,
-        max_value=MAX_BIGINT,
-        invalid=messages.PARTNER_ID_FILTER_INVALID,
-        too_big=messages.PARTNER_ID_FILTER_INVALID,
-        required=False,
-        help_text="Only this partner's commissions",
-    )
+    partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner's commissions")
     status = serializers.ChoiceField(
         choices=CommissionStatus.choices,
         required=False,

@@ -8,12 +8,12 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField, spec_messages
-from core.api.query import Instant, InstantField, QueryIntegerField, TimeBounds
-from core.ids import MAX_BIGINT
+from core.api.query import Instant, InstantField, TimeBounds
 from fraud.rules import Traffic
 from tracking.services.tracker import UTM_FIELDS, utm_params_of
 
 from ... import messages
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer
 
@@ -23,22 +23,16 @@ EVENT_TYPES = ("click", "lead", "sale")
 # --- input ----------------------------------------------------------------------------------------------------------
 
 
-def _id_field(invalid: str, help_text: str) -> QueryIntegerField:
-    return QueryIntegerField(
-        min_value=1, max_value=MAX_BIGINT, invalid=invalid, too_big=invalid, required=False, help_text=help_text
-    )
-
-
 class EventsQuerySerializer(PageQuerySerializer):
     type = serializers.ChoiceField(
         choices=EVENT_TYPES,
         error_messages=spec_messages(messages.EVENT_TYPE_INVALID),
         help_text="Which events: click, lead or sale",
     )
-    program_id = _id_field(
+    program_id = id_filter(
         messages.EVENT_PROGRAM_ID_INVALID, "Only this program's events (404 if the key may not see it)"
     )
-    partner_id = _id_field(messages.EVENT_PARTNER_ID_INVALID, "Only the events attributed to this partner")
+    partner_id = id_filter(messages.EVENT_PARTNER_ID_INVALID, "Only the events attributed to this partner")
     since = InstantField(
         message=messages.EVENT_SINCE_INVALID,
         required=False,

@@ -7,14 +7,13 @@ from rest_framework import serializers
 
 from core import messages as core_messages
 from core.api.fields import IsoDateTimeField, StrictBooleanField, StrictIntegerField
-from core.api.query import QueryIntegerField
-from core.ids import MAX_BIGINT
 from fraud.config import RuleConfig
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE, Action, Rule, Traffic
 from tracking.models import ClickEvent
 from tracking.selectors.clicks import MARKED_KINDS, VISITOR_SHOWN
 
 from ... import messages
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
@@ -88,14 +87,7 @@ class FlaggedClicksQuerySerializer(PageQuerySerializer):
         help_text="duplicate, bot or prefetch: clicks recorded as such (not counted); paid_ads: clicks that carried "
         "an ad network's click id. Without it, every marked click",
     )
-    partner_id = QueryIntegerField(
-        min_value=1,
-        max_value=MAX_BIGINT,
-        invalid=messages.PARTNER_ID_FILTER_INVALID,
-        too_big=messages.PARTNER_ID_FILTER_INVALID,
-        required=False,
-        help_text="Only the clicks on this partner's links",
-    )
+    partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only the clicks on this partner's links")
 
 
 # --- output ---------------------------------------------------------------------------------------------------------

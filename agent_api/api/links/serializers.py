@@ -6,30 +6,23 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField, StrictCharField, spec_messages
-from core.api.query import QueryIntegerField
-from core.ids import MAX_BIGINT
 from programs.models import ReferralLink
 from programs.services import SHORT_LINK_PATTERN
 from tracking.insight.rollups import ClickCount
 
 from ... import messages
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
 # --- input ----------------------------------------------------------------------------------------------------------
 
 
-def _id_filter(invalid: str, help_text: str) -> QueryIntegerField:
-    return QueryIntegerField(
-        min_value=1, max_value=MAX_BIGINT, invalid=invalid, too_big=invalid, required=False, help_text=help_text
-    )
-
-
 class LinksQuerySerializer(PageQuerySerializer):
-    program_id = _id_filter(
+    program_id = id_filter(
         messages.PROGRAM_ID_FILTER_INVALID, "Only this program's links (404 when the key may not see it)"
     )
-    partner_id = _id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner's links")
+    partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner's links")
     active = serializers.ChoiceField(
         choices=("true", "false"),
         required=False,

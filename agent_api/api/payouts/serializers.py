@@ -7,33 +7,26 @@ from rest_framework import serializers
 
 from commissions.models import Withdrawal
 from core.api.fields import IsoDateTimeField
-from core.api.query import QueryIntegerField
-from core.ids import MAX_BIGINT
 
 from ... import messages
 from ...selectors import LEDGER_PROGRAMS, LEDGER_WHOLE
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
 # --- input ----------------------------------------------------------------------------------------------------------
 
 
-def _id_filter(invalid: str, help_text: str) -> QueryIntegerField:
-    return QueryIntegerField(
-        min_value=1, max_value=MAX_BIGINT, invalid=invalid, too_big=invalid, required=False, help_text=help_text
-    )
-
-
 class BalancesQuerySerializer(PageQuerySerializer):
-    partner_id = _id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner")
-    program_id = _id_filter(
+    partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner")
+    program_id = id_filter(
         messages.PROGRAM_ID_FILTER_INVALID,
         "Only the partners enrolled in this program, and only its ledger entries (404 when the key may not see it)",
     )
 
 
 class WithdrawalsQuerySerializer(PageQuerySerializer):
-    partner_id = _id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner")
+    partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner")
     status = serializers.ChoiceField(
         choices=Withdrawal.Status.choices,
         required=False,

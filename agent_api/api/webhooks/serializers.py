@@ -11,12 +11,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField
-from core.api.query import InstantField, QueryIntegerField
-from core.ids import MAX_BIGINT
+from core.api.query import InstantField
 from webhooks import messages as webhook_messages
 from webhooks.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from ... import messages
+from ..base import id_filter
 from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
@@ -46,21 +46,11 @@ def _flag(field: str, help_text: str) -> StrictBooleanField:
     )
 
 
-def _program_filter(help_text: str) -> QueryIntegerField:
-    return QueryIntegerField(
-        min_value=1,
-        max_value=MAX_BIGINT,
-        invalid=messages.PROGRAM_ID_FILTER_INVALID,
-        too_big=messages.PROGRAM_ID_FILTER_INVALID,
-        required=False,
-        help_text=help_text,
-    )
-
-
 class EndpointsQuerySerializer(PageQuerySerializer):
-    program_id = _program_filter(
+    program_id = id_filter(
+        messages.PROGRAM_ID_FILTER_INVALID,
         "Only this program's endpoints (404 when the key may not see it); without it, every endpoint, "
-        "workspace-wide ones (program_id null) included"
+        "workspace-wide ones (program_id null) included",
     )
 
 
@@ -129,7 +119,9 @@ class DeliveriesQuerySerializer(PageQuerySerializer):
 
 
 class EventsQuerySerializer(PageQuerySerializer):
-    program_id = _program_filter("Only this program's events (404 when the key may not see it)")
+    program_id = id_filter(
+        messages.PROGRAM_ID_FILTER_INVALID, "Only this program's events (404 when the key may not see it)"
+    )
     type = _event_type_choice("type", "Only events of this type")
 
 
