@@ -60,7 +60,7 @@ class Case:
     def send(self, world: World) -> Any:
         if self.before is not None:
             self.before(world)
-        client = world.clients[self.client]
+        client: Any = world.clients[self.client]
         url = self.target(world)
         query = self.query(world) if callable(self.query) else self.query
         body = self.body(world) if callable(self.body) else self.body

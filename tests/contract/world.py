@@ -49,21 +49,22 @@ def _bearer(raw: str) -> APIClient:
 
 
 def world_build() -> World:
-    owner = MembershipFactory(role=Role.OWNER)
+    owner = MembershipFactory.create(role=Role.OWNER)
     workspace = owner.workspace
-    member = MembershipFactory(workspace=workspace, role=Role.MEMBER)
-    program = ProgramFactory(workspace=workspace)
-    unenrolled_program = ProgramFactory(workspace=workspace)  # the partner's next enrolment
-    stranger_program = ProgramFactory()  # another workspace's
-    link = ReferralLinkFactory(program=program)
+    member = MembershipFactory.create(workspace=workspace, role=Role.MEMBER)
+    program = ProgramFactory.create(workspace=workspace)
+    unenrolled_program = ProgramFactory.create(workspace=workspace)  # the partner's next enrolment
+    stranger_program = ProgramFactory.create()  # another workspace's
+    link = ReferralLinkFactory.create(program=program)
     partner = link.partner
-    customer = CustomerFactory(link=link, customer_key="cust-contract")
-    sale = SaleFactory(customer=customer, processor_event_id="txn_contract")
-    commission = CommissionFactory(sale=sale, hold_until=timezone.now())
-    credited = CommissionFactory(sale__customer__link=link, amount_cents=2_000, hold_until=timezone.now())
+    assert partner is not None
+    customer = CustomerFactory.create(link=link, customer_key="cust-contract")
+    sale = SaleFactory.create(customer=customer, processor_event_id="txn_contract")
+    commission = CommissionFactory.create(sale=sale, hold_until=timezone.now())
+    credited = CommissionFactory.create(sale__customer__link=link, amount_cents=2_000, hold_until=timezone.now())
     assert commission_approve(commission_id=credited.pk)
     withdrawal = withdrawal_request(partner=partner, amount_cents=500, currency="USD")
-    endpoint = WebhookEndpointFactory(program=program)
+    endpoint = WebhookEndpointFactory.create(program=program)
     event = event_new(program_id=program.pk, type="sale.created", livemode=True, data={"amount_cents": 4900})
     event.save(force_insert=True)
     delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED, attempts=1)
@@ -78,15 +79,16 @@ def world_build() -> World:
     owner_session.force_login(owner.user)
     member_session = _client()
     member_session.force_login(member.user)
-    stranger = UserFactory()
+    stranger = UserFactory.create()
     stranger_session = _client()
     stranger_session.force_login(stranger)
     login = login_session_start()
+    keys: Any = program  # ProgramFactory leaves the raw keys on the instance
     return World(
         clients={
             "anonymous": _client(),
-            "program_key": _bearer(program.raw_api_key),
-            "test_key": _bearer(program.raw_test_api_key),
+            "program_key": _bearer(keys.raw_api_key),
+            "test_key": _bearer(keys.raw_test_api_key),
             "bad_key": _bearer("aff_" + "x" * 44),
             "owner": owner_session,
             "member": member_session,

@@ -3,13 +3,13 @@ responses are checked against the schema the description gives for their route a
 
 from datetime import timedelta
 
-import jsonschema
 import pytest
 from django.utils import timezone
 from drf_spectacular.validation import validate_schema
 
 from programs.models import ProgramKey, Role
 from programs.services import program_key_mark_rotation
+from tests.contract.schema import assert_documented
 from tests.factories import MembershipFactory, ProgramFactory
 from tests.helpers import bearer
 
@@ -28,18 +28,6 @@ def schema(client) -> dict:
 
 def operation(schema: dict, path: str, method: str = "post") -> dict:
     return schema["paths"][path][method]
-
-
-def assert_documented(schema: dict, path: str, method: str, response) -> None:
-    """The response's body matches the schema documented for its status, and its required headers are there."""
-    documented = operation(schema, path, method)["responses"][str(response.status_code)]
-    body_schema = documented["content"]["application/json"]["schema"]
-    # The components travel with the schema so its "#/components/…" references resolve.
-    validator = jsonschema.Draft202012Validator({**body_schema, "components": schema["components"]})
-    validator.validate(response.json())
-    for name, header in documented.get("headers", {}).items():
-        if header["required"]:
-            assert name in response.headers, name
 
 
 def test_the_description_is_valid_openapi_3_1(schema):
