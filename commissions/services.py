@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core import messages
 from core.tasks import enqueue
-from fraud.rules import Fired
+from fraud.sale import NO_FLAGS, SaleFlags
 from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
@@ -93,22 +93,6 @@ class SettledSale(Protocol):
     is_recurring: bool
     amount_cents: int
     currency: str
-
-
-@dataclass(frozen=True)
-class SaleFlags:
-    """What the fraud rules found on a sale (tracking.quality.sale_review): every rule that fired, and the first
-    one whose program setting holds the commission."""
-
-    fired: tuple[Fired, ...] = ()
-    hold: Fired | None = None
-
-    @property
-    def rules(self) -> list[str]:
-        return [fired.rule for fired in self.fired]
-
-
-NO_FLAGS = SaleFlags()
 
 
 def commission_settle(

@@ -1,6 +1,7 @@
 """The fraud rules: what each one is, its defaults, and the small function that decides whether it fires. The
-functions are pure (no database): tracking gathers what they read (tracking.quality) and the program's settings
-(fraud.config) say which of them run and whether a firing rule only flags or also holds the commission.
+functions are pure (no database): fraud.click and fraud.sale apply them under the program's settings (fraud.config:
+which of them run, and whether a firing rule only flags or also holds the commission), with what tracking reads
+for them (tracking.quality).
 
 Click rules decide how a click counts:
 - duplicate_click: the same visitor (visitor_hash) on the same link within the window is recorded as a

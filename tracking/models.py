@@ -29,7 +29,7 @@ class Customer(SameWorkspace, models.Model):
     last_clicked_at = models.DateTimeField(default=dj_timezone.now)
     first_sale_at = models.DateTimeField(null=True, blank=True)
     # The visitor (fraud.rules.visitor_hash: IP and user agent, keyed; never the raw IP) of the click that created
-    # the customer, and the flags that click raised (paid_ads): the sale rules read them (tracking.quality).
+    # the customer, and the flags that click raised (paid_ads): the sale rules read them (fraud.sale).
     visitor_hash = models.CharField(max_length=32, blank=True, default="")
     click_flags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)

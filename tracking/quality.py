@@ -1,81 +1,21 @@
-"""The fraud rules applied to tracking's events: what a click counts as, and what the rules find on a sale
-before its commission is created. The rules themselves are fraud.rules' small functions; this module gathers
-what they read (the visitor, the stored clicks, customers and sales) and applies the program's settings
-(fraud.config).
+"""The reads behind the fraud rules on tracking's events: the duplicate-click probe over the stored clicks, the
+racing duplicates the rollups mark, and the counts and emails the sale rules ask for. What fires, and whether it
+holds, is decided in fraud (fraud.click, fraud.sale).
 
 A click's cost stays one statement on PostgreSQL: the duplicate probe runs inside the click's own INSERT
 (DUPLICATE_SQL), and the program's rules come from the process cache."""
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import connection
 
-from commissions.services import NO_FLAGS, SaleFlags
-from fraud.config import ProgramRules, program_rules
+from fraud.click import ClickQuality
 from fraud.models import RuleSetting
-from fraud.rules import (
-    SPECS,
-    Fired,
-    Rule,
-    Traffic,
-    ad_click_ids,
-    over_threshold,
-    request_traffic,
-    self_referral,
-    visitor_hash,
-)
+from fraud.rules import SPECS, Rule, Traffic
+from fraud.sale import SaleFlags, SaleSubject, sale_flags
 
 from .link_cache import partner_email_get
 from .models import ClickEvent, Customer, SaleEvent
-
-
-@dataclass(frozen=True)
-class ClickQuality:
-    """What the click rules decided before the click is stored. `duplicate_since`: when the duplicate rule runs,
-    the start of its window (a counted click of the visitor on the link since then makes this one a duplicate);
-    None when it does not run (rule off, or the click is not a human one)."""
-
-    traffic: str
-    flags: list[str]
-    visitor_hash: str
-    duplicate_since: datetime | None
-
-    @property
-    def attributed(self) -> bool:
-        """Bots and prefetches are recorded without a customer: never attributed."""
-        return self.traffic not in (Traffic.BOT, Traffic.PREFETCH)
-
-
-def click_quality(
-    *,
-    program_id: int,
-    ip: str,
-    user_agent: str,
-    is_bot_agent: bool,
-    method: str,
-    meta: Mapping[str, str],
-    landing_query: Mapping[str, Iterable[str]],
-    now: datetime,
-) -> ClickQuality:
-    rules = program_rules(program_id)
-    traffic: str = Traffic.HUMAN
-    if rules.on(Rule.BOT):
-        traffic = request_traffic(method=method, meta=meta, is_bot_agent=is_bot_agent)
-    flags = [Rule.PAID_ADS.value] if rules.on(Rule.PAID_ADS) and ad_click_ids(landing_query) else []
-    duplicates = rules.on(Rule.DUPLICATE_CLICK)
-    since = (
-        now - timedelta(minutes=duplicates.window_minutes or 60)
-        if duplicates is not None and traffic == Traffic.HUMAN
-        else None
-    )
-    return ClickQuality(
-        traffic=traffic,
-        flags=flags,
-        visitor_hash=visitor_hash(ip=ip, user_agent=user_agent),
-        duplicate_since=since,
-    )
 
 
 def _duplicate_sql() -> str:
@@ -152,79 +92,45 @@ def racing_duplicates_mark(*, after_id: int, up_to_id: int) -> int:
 # --- Sales -----------------------------------------------------------------------------------------------------
 
 
+class _SaleReads:
+    """The reads fraud.sale's rules ask for, over tracking's customers and sales."""
+
+    def __init__(self, *, customer: Customer, sale: SaleEvent) -> None:
+        self.customer = customer
+        self.sale = sale
+
+    def partner_email(self, partner_id: int) -> str:
+        return partner_email_get(partner_id)
+
+    def sales_within(self, window: timedelta) -> int:
+        # Counting the later ones too catches concurrent sales: of two stored at once, the one whose clock read
+        # earlier still counts the other (with an upper bound at its own time, neither might).
+        return SaleEvent.objects.filter(
+            customer_id=self.customer.pk,
+            is_test=False,
+            sale_date__gt=self.sale.sale_date - window,
+            sale_date__lt=self.sale.sale_date + window,
+        ).count()
+
+    def visitor_customers_within(self, window: timedelta) -> int:
+        customer = self.customer
+        return Customer.objects.filter(
+            program_id=customer.program_id,
+            visitor_hash=customer.visitor_hash,
+            first_clicked_at__gte=customer.first_clicked_at - window,
+            first_clicked_at__lte=customer.first_clicked_at + window,
+        ).count()
+
+
 def sale_review(*, program_id: int, customer: Customer, partner_id: int | None, sale: SaleEvent) -> SaleFlags:
-    """The sale rules that fire on an attributed live sale, and the first that holds its commission. Reads nothing
-    for a rule that is off; with the defaults (self_referral only) it reads the partner's email from the process
-    cache, so a commissioned sale costs no extra query."""
-    rules = program_rules(program_id)
-    fired = [check for check in _sale_checks(rules, customer=customer, partner_id=partner_id, sale=sale) if check]
-    if not fired:
-        return NO_FLAGS
-    hold = next((check for check in fired if rules.get(check.rule).holds), None)
-    return SaleFlags(fired=tuple(fired), hold=hold)
-
-
-def _sale_checks(
-    rules: ProgramRules, *, customer: Customer, partner_id: int | None, sale: SaleEvent
-) -> list[Fired | None]:
-    checks: list[Fired | None] = []
-    if rules.on(Rule.SELF_REFERRAL) and partner_id is not None:
-        checks.append(self_referral_check(customer=customer, partner_id=partner_id))
-    if rules.on(Rule.PAID_ADS) and Rule.PAID_ADS in (customer.click_flags or []):
-        checks.append(Fired(Rule.PAID_ADS, "the customer's click came from a paid ad (an ad network's click id)"))
-    velocity = rules.on(Rule.SALE_VELOCITY)
-    if velocity is not None:
-        checks.append(
-            sale_velocity_check(
-                customer=customer,
-                sale=sale,
-                threshold=velocity.threshold or 1,
-                window_minutes=velocity.window_minutes or 60,
-            )
-        )
-    visitors = rules.on(Rule.VISITOR_VELOCITY)
-    if visitors is not None:
-        checks.append(
-            visitor_velocity_check(
-                customer=customer, threshold=visitors.threshold or 1, window_minutes=visitors.window_minutes or 60
-            )
-        )
-    return checks
-
-
-def self_referral_check(*, customer: Customer, partner_id: int) -> Fired | None:
-    reason = self_referral(customer_email=customer.email, partner_email=partner_email_get(partner_id))
-    return Fired(Rule.SELF_REFERRAL, reason) if reason else None
-
-
-def sale_velocity_check(*, customer: Customer, sale: SaleEvent, threshold: int, window_minutes: int) -> Fired | None:
-    """More than `threshold` live sales of the customer (one click id) within the window before or after this sale,
-    this one included. Counting the later ones too catches concurrent sales: of two stored at once, the one
-    whose clock read earlier still counts the other (with an upper bound at its own time, neither might)."""
-    window = timedelta(minutes=window_minutes)
-    count = SaleEvent.objects.filter(
-        customer_id=customer.pk,
-        is_test=False,
-        sale_date__gt=sale.sale_date - window,
-        sale_date__lt=sale.sale_date + window,
-    ).count()
-    if not over_threshold(count=count, threshold=threshold):
-        return None
-    return Fired(Rule.SALE_VELOCITY, f"{count} sales from click id {customer.click_id} within {window_minutes} minutes")
-
-
-def visitor_velocity_check(*, customer: Customer, threshold: int, window_minutes: int) -> Fired | None:
-    """More than `threshold` customers created by the same visitor within the window before or after this
-    customer's first click, this one included (the burst is caught whichever of its customers buys)."""
-    if not customer.visitor_hash:
-        return None
-    window = timedelta(minutes=window_minutes)
-    count = Customer.objects.filter(
-        program_id=customer.program_id,
-        visitor_hash=customer.visitor_hash,
-        first_clicked_at__gte=customer.first_clicked_at - window,
-        first_clicked_at__lte=customer.first_clicked_at + window,
-    ).count()
-    if not over_threshold(count=count, threshold=threshold):
-        return None
-    return Fired(Rule.VISITOR_VELOCITY, f"{count} customers from one visitor within {window_minutes} minutes")
+    """The sale rules (fraud.sale.sale_flags) on an attributed live sale, with what they read of its customer and
+    partner. With the defaults (self_referral only) the partner's email comes from the process cache, so a
+    commissioned sale costs no extra query."""
+    subject = SaleSubject(
+        customer_email=customer.email,
+        click_id=customer.click_id,
+        click_flags=list(customer.click_flags or []),
+        has_visitor=bool(customer.visitor_hash),
+        partner_id=partner_id,
+    )
+    return sale_flags(program_id=program_id, subject=subject, reads=_SaleReads(customer=customer, sale=sale))

@@ -13,13 +13,14 @@ from core.errors import BadRequestError, TypedGoneError
 from core.ids import id_parse
 from core.sql import insert_pair, insert_pair_supported
 from core.text import storable_text
+from fraud.click import ClickQuality, click_quality
 from fraud.rules import Traffic, agent_judged
 from programs.models import Program, ProgramKey
 
 from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
 from ..link_cache import link_target_get
 from ..models import ClickEvent, Customer
-from ..quality import DUPLICATE_SQL, ClickQuality, click_quality, duplicate_found, duplicate_params
+from ..quality import DUPLICATE_SQL, duplicate_found, duplicate_params
 from .common import (
     TestEventRecorded,
     body_test_mode,
@@ -134,7 +135,7 @@ class ClickRecorded:
     click_id: str
     partner_code: str
     cookie_window_days: int
-    # None for a bot's or a prefetch's click: recorded, never attributed (tracking.quality).
+    # None for a bot's or a prefetch's click: recorded, never attributed (fraud.click).
     customer: Customer | None
     click_event: ClickEvent
 
