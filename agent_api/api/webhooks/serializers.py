@@ -172,11 +172,15 @@ class AgentWebhookEndpointSerializer(serializers.Serializer):
         return expires.isoformat()
 
 
-# Described only: the create and rotate answers are the endpoint's body with its new secret added.
+# The create and rotate answers: the endpoint with its new secret, context["secret"].
 class AgentWebhookEndpointWithSecretSerializer(AgentWebhookEndpointSerializer):
-    secret = serializers.CharField(
+    secret = serializers.SerializerMethodField(
         help_text="The signing secret (whsec_…), answered this once: store it now, no read shows it again"
     )
+
+    def get_secret(self, endpoint: WebhookEndpoint) -> str:
+        secret: str = self.context["secret"]
+        return secret
 
 
 class AgentWebhookEndpointDeletionSerializer(serializers.Serializer):

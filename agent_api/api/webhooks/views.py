@@ -50,6 +50,7 @@ from .serializers import (
     AgentWebhookEndpointSerializer,
     AgentWebhookEndpointUpdateSerializer,
     AgentWebhookEndpointWithSecretResultSerializer,
+    AgentWebhookEndpointWithSecretSerializer,
     AgentWebhookEventListSerializer,
     AgentWebhookResendFailedResultSerializer,
     AgentWebhookResendFailedSerializer,
@@ -94,8 +95,9 @@ def _endpoint_write(
 ) -> AgentWrite:
     """The write of a create or rotate: the endpoint's body with its new secret, answered this once (the audit
     entry holds the endpoint without it)."""
-    after = AgentWebhookEndpointSerializer(made.endpoint).data
-    data = {**after, "secret": made.secret}
+    now = timezone.now()
+    after = AgentWebhookEndpointSerializer(made.endpoint, context={"now": now}).data
+    data = AgentWebhookEndpointWithSecretSerializer(made.endpoint, context={"now": now, "secret": made.secret}).data
     return AgentWrite(status, {"data": data}, action, "webhook_endpoint", made.endpoint.pk, before, after)
 
 
