@@ -16,7 +16,7 @@ from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
 from core.urls import public_url
 from programs.api.base import ProgramKeyApi
-from programs.api.calllog import LOGS_OK, LogsQuerySerializer
+from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
 from programs.api.serializers import CliInitInputSerializer
 from programs.calllog import api_calls_list
 from programs.models import Action, Program, ProgramKey
@@ -257,13 +257,13 @@ class CliLogsApi(CliProgramKeyApi):
     @extend_schema(
         summary="The request log of the key's program, newest first (svc logs)",
         parameters=[LogsQuerySerializer],
-        responses={200: LOGS_OK, **docs.errors(400, 401)},
+        responses={200: ApiCallLogResultSerializer, **docs.errors(400, 401)},
     )
     def get(self, request):
         query = LogsQuerySerializer(data=present(request.query_params))
         query.is_valid(raise_exception=True)
         items, next_cursor = api_calls_list(program_id=self.required_program_key.program_id, **query.validated_data)
-        return Response({"data": items, "meta": {"next_cursor": next_cursor}})
+        return Response(ApiCallLogResultSerializer({"data": items, "meta": {"next_cursor": next_cursor}}).data)
 
 
 class CliExplainApi(CliProgramKeyApi):

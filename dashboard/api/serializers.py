@@ -1,16 +1,18 @@
-"""Inputs of the dashboard API's own routes, and the shapes their answers take in the OpenAPI description. The
-query strings and answers it shares with other surfaces are tracking's (tracking.api.queries, tracking.api.schema)
-and the request log's (programs.api.calllog)."""
+"""Inputs and answers of the dashboard API's own routes. The query strings and answers it shares with other
+surfaces are tracking's (tracking.api.queries, tracking.api.schema) and the request log's (programs.api.calllog)."""
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
-from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from core.api.output import output_serializer
 from core.api.query import InstantField
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
-from tracking.api.schema import READINESS_VERDICT
+from tracking.api.schema import ReadinessVerdictSerializer
 from tracking.services.verification import SYNTHETIC_EVENT_TYPES
 
 TEST_EVENTS_DEFAULT_WINDOW = timedelta(hours=1)
@@ -51,179 +53,184 @@ class CheckTestEventsInputSerializer(LeanSerializer):
     )
 
 
-# --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
+# --- Answers -------------------------------------------------------------------------------------------------
+# Output serializers: the views render their bodies through them and the OpenAPI description is read from them, so
+# a key the serializer lacks is never answered. Each class is named after its component in the description
+# (drf-spectacular drops "Serializer"). Times arrive as ISO strings (core.api.query.iso), which DateTimeField
+# passes through unchanged.
 
-_TIME = serializers.DateTimeField(allow_null=True)
 
-STATUS_OK = inline_serializer(
-    "TrackingStatusResult",
-    fields={
-        "data": inline_serializer(
-            "TrackingStatus",
-            fields={
-                "program": inline_serializer(
-                    "TrackingStatusProgram",
-                    fields={
-                        **PROGRAM_SETTINGS_FIELDS,
-                        "cookie_window_days": serializers.IntegerField(),
-                        "key_rotation": inline_serializer(
-                            "KeyRotation",
-                            fields={
-                                "flagged": serializers.BooleanField(),
-                                "marked_at": _TIME,
-                                "deadline": _TIME,
-                                "retired": serializers.BooleanField(),
-                            },
-                        ),
-                        "stripe": inline_serializer(
-                            "StripeState",
-                            fields={
-                                "connected": serializers.BooleanField(),
-                                "account_id": serializers.CharField(),
-                                "connected_at": _TIME,
-                                "last_event_at": _TIME,
-                                "last_event_type": serializers.CharField(allow_null=True),
-                            },
-                        ),
-                    },
-                ),
-                "role": serializers.ChoiceField(choices=["owner", "admin", "member"]),
-                "actions": serializers.ListField(child=serializers.CharField()),
-                "last_event_at": inline_serializer(
-                    "LastEventAt", fields={"click": _TIME, "lead": _TIME, "sale": _TIME}
-                ),
-            },
-        )
+class AbsentOrNullCharField(serializers.CharField):
+    """A nullable field that some items do not have: absent stays absent (DRF would render a missing nullable
+    field as null)."""
+
+    def get_attribute(self, instance: Mapping[str, Any]) -> Any:
+        if self.field_name not in instance:
+            raise SkipField()
+        return super().get_attribute(instance)
+
+
+class KeyRotationSerializer(serializers.Serializer):
+    flagged = serializers.BooleanField()
+    marked_at = serializers.DateTimeField(allow_null=True)
+    deadline = serializers.DateTimeField(allow_null=True)
+    retired = serializers.BooleanField()
+
+
+class StripeStateSerializer(serializers.Serializer):
+    connected = serializers.BooleanField()
+    account_id = serializers.CharField()
+    connected_at = serializers.DateTimeField(allow_null=True)
+    last_event_at = serializers.DateTimeField(allow_null=True)
+    last_event_type = serializers.CharField(allow_null=True)
+
+
+# The settings fields are the settings route's own (programs.api.serializers), so this class is built from them.
+TrackingStatusProgramSerializer = output_serializer(
+    "TrackingStatusProgramSerializer",
+    {
+        **PROGRAM_SETTINGS_FIELDS,
+        "cookie_window_days": serializers.IntegerField(),
+        "key_rotation": KeyRotationSerializer(),
+        "stripe": StripeStateSerializer(),
     },
 )
 
-EVENTS_OK = inline_serializer(
-    "TrackingEventsResult",
-    fields={
-        "data": serializers.ListField(
-            child=inline_serializer(
-                "TrackingEvent",
-                fields={
-                    "id": serializers.IntegerField(),
-                    "event_type": serializers.CharField(help_text="click, lead or conversion"),
-                    "timestamp": serializers.DateTimeField(),
-                    "click_id": serializers.CharField(),
-                    "createdAt": serializers.DateTimeField(),
-                    "session_id": serializers.CharField(required=False, help_text="click, lead"),
-                    "page_url": serializers.CharField(required=False, help_text="click, lead"),
-                    "converted": serializers.BooleanField(required=False, help_text="click, lead"),
-                    "referrer_url": serializers.CharField(required=False, help_text="click"),
-                    "geo_country": serializers.CharField(required=False, help_text="click"),
-                    "geo_region": serializers.CharField(required=False, help_text="click"),
-                    "geo_city": serializers.CharField(required=False, help_text="click"),
-                    "device_type": serializers.CharField(required=False, help_text="click"),
-                    "device_os": serializers.CharField(required=False, help_text="click"),
-                    "browser_name": serializers.CharField(required=False, help_text="click"),
-                    "customer_key": serializers.CharField(required=False, help_text="lead"),
-                    "amount_cents": serializers.IntegerField(required=False, help_text="conversion"),
-                    "currency": serializers.CharField(required=False, help_text="conversion"),
-                    "sale_type": serializers.CharField(required=False, help_text="conversion"),
-                    "payment_status": serializers.CharField(required=False, help_text="conversion"),
-                    "processor_event_id": serializers.CharField(
-                        required=False, allow_null=True, help_text="conversion: the transaction_id"
-                    ),
-                    "is_recurring": serializers.BooleanField(required=False, help_text="conversion"),
-                },
-            )
-        ),
-        "meta": inline_serializer(
-            "TrackingEventsMeta",
-            fields={
-                "pagination": inline_serializer(
-                    "Pagination",
-                    fields={
-                        "page": serializers.IntegerField(),
-                        "pageSize": serializers.IntegerField(),
-                        "pageCount": serializers.IntegerField(),
-                        "total": serializers.IntegerField(),
-                    },
-                )
-            },
-        ),
-    },
+
+class LastEventAtSerializer(serializers.Serializer):
+    click = serializers.DateTimeField(allow_null=True)
+    lead = serializers.DateTimeField(allow_null=True)
+    sale = serializers.DateTimeField(allow_null=True)
+
+
+class TrackingStatusSerializer(serializers.Serializer):
+    program = TrackingStatusProgramSerializer()
+    role = serializers.ChoiceField(choices=["owner", "admin", "member"])
+    actions = serializers.ListField(child=serializers.CharField())
+    last_event_at = LastEventAtSerializer()
+
+
+# The status route's body (tracking.selectors.status.tracking_status_get under "data").
+TrackingStatusResultSerializer = output_serializer(
+    "TrackingStatusResultSerializer", {"data": TrackingStatusSerializer()}
 )
 
-READINESS_OK = inline_serializer("TrackingReadinessResult", fields={"data": READINESS_VERDICT})
 
-VERIFICATION_OK = inline_serializer(
-    "VerificationResult",
-    fields={
-        "data": inline_serializer(
-            "VerificationRun",
-            fields={
-                "success": serializers.BooleanField(help_text="Every step passed"),
-                "run_id": serializers.CharField(),
-                "program_id": serializers.IntegerField(),
-                "steps": serializers.ListField(
-                    child=inline_serializer(
-                        "VerificationStep",
-                        fields={
-                            "step": serializers.CharField(help_text="click, lead or sale"),
-                            "ok": serializers.BooleanField(),
-                            "event_id": serializers.IntegerField(required=False),
-                            "status": serializers.IntegerField(required=False),
-                            "message": serializers.CharField(required=False),
-                        },
-                    )
-                ),
-                "click_id": serializers.CharField(required=False),
-                "customer_key": serializers.CharField(required=False),
-                "duration_ms": serializers.FloatField(),
-            },
-        )
-    },
+# A click, a lead or a conversion (tracking.selectors.events): each type has its own fields, in this order.
+class TrackingEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event_type = serializers.CharField(help_text="click, lead or conversion")
+    timestamp = serializers.DateTimeField()
+    click_id = serializers.CharField()
+    customer_key = serializers.CharField(required=False, help_text="lead")
+    session_id = serializers.CharField(required=False, help_text="click, lead")
+    page_url = serializers.CharField(required=False, help_text="click, lead")
+    referrer_url = serializers.CharField(required=False, help_text="click")
+    geo_country = serializers.CharField(required=False, help_text="click")
+    geo_region = serializers.CharField(required=False, help_text="click")
+    geo_city = serializers.CharField(required=False, help_text="click")
+    device_type = serializers.CharField(required=False, help_text="click")
+    device_os = serializers.CharField(required=False, help_text="click")
+    browser_name = serializers.CharField(required=False, help_text="click")
+    converted = serializers.BooleanField(required=False, help_text="click, lead")
+    amount_cents = serializers.IntegerField(required=False, help_text="conversion")
+    currency = serializers.CharField(required=False, help_text="conversion")
+    sale_type = serializers.CharField(required=False, help_text="conversion")
+    payment_status = serializers.CharField(required=False, help_text="conversion")
+    processor_event_id = AbsentOrNullCharField(
+        required=False, allow_null=True, help_text="conversion: the transaction_id"
+    )
+    is_recurring = serializers.BooleanField(required=False, help_text="conversion")
+    createdAt = serializers.DateTimeField()
+
+
+class PaginationSerializer(serializers.Serializer):
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField()
+    pageCount = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class TrackingEventsMetaSerializer(serializers.Serializer):
+    pagination = PaginationSerializer()
+
+
+# The events list's body: the page of events and its pagination.
+TrackingEventsResultSerializer = output_serializer(
+    "TrackingEventsResultSerializer",
+    {"data": serializers.ListField(child=TrackingEventSerializer()), "meta": TrackingEventsMetaSerializer()},
 )
 
-TEST_EVENT_OK = inline_serializer(
-    "TestEventResult",
-    fields={
-        "data": inline_serializer(
-            "TestEvent",
-            fields={
-                "event_type": serializers.CharField(help_text="click, lead or sale"),
-                "event_id": serializers.IntegerField(),
-                "program_id": serializers.IntegerField(),
-                "test_mode": serializers.BooleanField(),
-                "message": serializers.CharField(),
-                "click_id": serializers.CharField(allow_null=True, required=False),
-                "click_event_id": serializers.IntegerField(required=False, help_text="lead: the click made for it"),
-                "customer_key": serializers.CharField(required=False, help_text="lead"),
-                "transaction_id": serializers.CharField(required=False, help_text="sale"),
-                "amount_cents": serializers.IntegerField(required=False, help_text="sale"),
-                "attributed": serializers.BooleanField(required=False, help_text="sale"),
-            },
-        )
-    },
+
+# The dashboard's readiness route's body: the program-key route's verdict under "data".
+TrackingReadinessResultSerializer = output_serializer(
+    "TrackingReadinessResultSerializer", {"data": ReadinessVerdictSerializer()}
 )
 
-_ARRIVALS = inline_serializer(
-    "TestEventArrivals",
-    fields={
-        "count": serializers.IntegerField(),
-        "last_at": _TIME,
-        "last_event_id": serializers.IntegerField(allow_null=True),
-    },
-)
-CHECK_TEST_EVENTS_OK = inline_serializer(
-    "CheckTestEventsResult",
-    fields={
-        "data": inline_serializer(
-            "CheckTestEvents",
-            fields={
-                "program_id": serializers.IntegerField(),
-                "since": serializers.DateTimeField(),
-                "checked_at": serializers.DateTimeField(),
-                "events": inline_serializer(
-                    "TestEventsByType", fields={"click": _ARRIVALS, "lead": _ARRIVALS, "sale": _ARRIVALS}
-                ),
-                "received": serializers.ListField(child=serializers.CharField()),
-                "missing": serializers.ListField(child=serializers.CharField()),
-            },
-        )
-    },
+
+class VerificationStepSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text="click, lead or sale")
+    ok = serializers.BooleanField()
+    event_id = serializers.IntegerField(required=False)
+    status = serializers.IntegerField(required=False)
+    message = serializers.CharField(required=False)
+
+
+class VerificationRunSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="Every step passed")
+    run_id = serializers.CharField()
+    program_id = serializers.IntegerField()
+    steps = serializers.ListField(child=VerificationStepSerializer())
+    click_id = serializers.CharField(required=False)
+    customer_key = serializers.CharField(required=False)
+    duration_ms = serializers.FloatField()
+
+
+# The verification run's body (tracking.services.verification.verification_run under "data").
+VerificationResultSerializer = output_serializer("VerificationResultSerializer", {"data": VerificationRunSerializer()})
+
+
+# One test event sent (tracking.services.verification.synthetic_event_send): each type has its own fields, in this
+# order.
+class TestEventSerializer(serializers.Serializer):
+    event_type = serializers.CharField(help_text="click, lead or sale")
+    program_id = serializers.IntegerField()
+    test_mode = serializers.BooleanField()
+    click_event_id = serializers.IntegerField(required=False, help_text="lead: the click made for it")
+    event_id = serializers.IntegerField()
+    message = serializers.CharField()
+    transaction_id = serializers.CharField(required=False, help_text="sale")
+    amount_cents = serializers.IntegerField(required=False, help_text="sale")
+    attributed = serializers.BooleanField(required=False, help_text="sale")
+    click_id = AbsentOrNullCharField(allow_null=True, required=False)
+    customer_key = serializers.CharField(required=False, help_text="lead")
+
+
+TestEventResultSerializer = output_serializer("TestEventResultSerializer", {"data": TestEventSerializer()})
+
+
+class TestEventArrivalsSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    last_at = serializers.DateTimeField(allow_null=True)
+    last_event_id = serializers.IntegerField(allow_null=True)
+
+
+class TestEventsByTypeSerializer(serializers.Serializer):
+    click = TestEventArrivalsSerializer()
+    lead = TestEventArrivalsSerializer()
+    sale = TestEventArrivalsSerializer()
+
+
+class CheckTestEventsSerializer(serializers.Serializer):
+    program_id = serializers.IntegerField()
+    since = serializers.DateTimeField()
+    checked_at = serializers.DateTimeField()
+    events = TestEventsByTypeSerializer()
+    received = serializers.ListField(child=serializers.CharField())
+    missing = serializers.ListField(child=serializers.CharField())
+
+
+# The test-events check's body (tracking.selectors.status.tracking_test_events_get under "data").
+CheckTestEventsResultSerializer = output_serializer(
+    "CheckTestEventsResultSerializer", {"data": CheckTestEventsSerializer()}
 )

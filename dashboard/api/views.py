@@ -15,13 +15,13 @@ from core.api.query import present
 from core.clientip import client_ip
 from core.urls import public_url
 from programs.api.base import ProgramMemberApi
-from programs.api.calllog import LOGS_OK, LogsQuerySerializer
+from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
 from programs.calllog import api_calls_list
 from programs.models import Action
 from programs.selectors import membership_get
 from tracking.api.queries import DAY_RANGE, DayRangeQuerySerializer, EventsQuerySerializer, ExplainQuerySerializer
-from tracking.api.schema import EXPLAIN_OK, PERFORMANCE_OK
+from tracking.api.schema import EXPLAIN_OK, TrackingPerformanceResultSerializer
 from tracking.insight.explain import explanation_get
 from tracking.insight.readiness import readiness_compute
 from tracking.selectors.events import tracking_events_list
@@ -47,12 +47,13 @@ class TrackingStatusGetApi(ProgramMemberApi):
     @extend_schema(
         summary="Program settings, key and Stripe state, the caller's role, latest live events",
         parameters=[PROGRAM_ID],
-        responses={200: s.STATUS_OK, **MEMBER_ERRORS},
+        responses={200: s.TrackingStatusResultSerializer, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         membership = membership_get(user=request.user, program=self.program)
         role = membership.role if membership else ""
-        return Response({"data": tracking_status_get(program=self.program, role=role, now=timezone.now())})
+        status = tracking_status_get(program=self.program, role=role, now=timezone.now())
+        return Response(s.TrackingStatusResultSerializer({"data": status}).data)
 
 
 class TrackingEventsListApi(ProgramMemberApi):
@@ -61,7 +62,7 @@ class TrackingEventsListApi(ProgramMemberApi):
     @extend_schema(
         summary="Live clicks, leads and conversions, newest first (each type capped at 3 × pageSize)",
         parameters=[PROGRAM_ID, EventsQuerySerializer],
-        responses={200: s.EVENTS_OK, **MEMBER_ERRORS},
+        responses={200: s.TrackingEventsResultSerializer, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         query = _validated(EventsQuerySerializer(data=present(request.query_params)))
@@ -72,7 +73,7 @@ class TrackingEventsListApi(ProgramMemberApi):
             page=query["page"],
             page_size=query["pageSize"],
         )
-        return Response({"data": items, "meta": {"pagination": pagination}})
+        return Response(s.TrackingEventsResultSerializer({"data": items, "meta": {"pagination": pagination}}).data)
 
 
 class TrackingPerformanceGetApi(ProgramMemberApi):
@@ -81,12 +82,13 @@ class TrackingPerformanceGetApi(ProgramMemberApi):
     @extend_schema(
         summary="Clicks, leads, sales, revenue and commission per UTC day and per partner",
         parameters=[PROGRAM_ID, *DAY_RANGE],
-        responses={200: PERFORMANCE_OK, **MEMBER_ERRORS},
+        responses={200: TrackingPerformanceResultSerializer, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         today = timezone.now().date()
         query = _validated(DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
-        return Response({"data": tracking_performance_get(program=self.program, **query)})
+        report = tracking_performance_get(program=self.program, **query)
+        return Response(TrackingPerformanceResultSerializer({"data": report}).data)
 
 
 class TrackingReadinessGetApi(ProgramMemberApi):
@@ -95,10 +97,11 @@ class TrackingReadinessGetApi(ProgramMemberApi):
     @extend_schema(
         summary="The readiness verdict of the program (the same as the program-key route)",
         parameters=[PROGRAM_ID],
-        responses={200: s.READINESS_OK, **MEMBER_ERRORS},
+        responses={200: s.TrackingReadinessResultSerializer, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
-        return Response({"data": readiness_compute(program=self.program, base_url=_base_url(request))})
+        verdict = readiness_compute(program=self.program, base_url=_base_url(request))
+        return Response(s.TrackingReadinessResultSerializer({"data": verdict}).data)
 
 
 class TrackingExplainGetApi(ProgramMemberApi):
@@ -133,12 +136,12 @@ class TrackingLogsListApi(ProgramMemberApi):
         "excerpt of the body. `meta.next_cursor` is the `cursor` of the next (older) page; `after` lists the "
         "rows newer than an id, oldest first.",
         parameters=[PROGRAM_ID, LogsQuerySerializer],
-        responses={200: LOGS_OK, **MEMBER_ERRORS},
+        responses={200: ApiCallLogResultSerializer, **MEMBER_ERRORS},
     )
     def get(self, request, program_id: str):
         query = _validated(LogsQuerySerializer(data=present(request.query_params)))
         items, next_cursor = api_calls_list(program_id=self.program.pk, **query)
-        return Response({"data": items, "meta": {"next_cursor": next_cursor}})
+        return Response(ApiCallLogResultSerializer({"data": items, "meta": {"next_cursor": next_cursor}}).data)
 
 
 class TrackingVerificationRunApi(ProgramMemberApi):
@@ -148,10 +151,11 @@ class TrackingVerificationRunApi(ProgramMemberApi):
         summary="Run the synthetic test click → lead → sale chain; each step's outcome is in the result",
         parameters=[PROGRAM_ID],
         request=None,
-        responses={200: s.VERIFICATION_OK, **MEMBER_ERRORS},
+        responses={200: s.VerificationResultSerializer, **MEMBER_ERRORS},
     )
     def post(self, request, program_id: str):
-        return Response({"data": verification_run(program=self.program, request_id=request._request.request_id)})
+        run = verification_run(program=self.program, request_id=request._request.request_id)
+        return Response(s.VerificationResultSerializer({"data": run}).data)
 
 
 class TrackingTestEventSendApi(ProgramMemberApi):
@@ -161,7 +165,7 @@ class TrackingTestEventSendApi(ProgramMemberApi):
     @extend_schema(
         summary="Send one test-mode click, lead or sale through the real tracking services",
         request=s.TestEventInputSerializer,
-        responses={200: s.TEST_EVENT_OK, **MEMBER_ERRORS},
+        responses={200: s.TestEventResultSerializer, **MEMBER_ERRORS},
     )
     def post(self, request):
         data = _validated(s.TestEventInputSerializer(data=request.data))
@@ -174,7 +178,7 @@ class TrackingTestEventSendApi(ProgramMemberApi):
             user_agent=request.META.get("HTTP_USER_AGENT", "")[:1024] or "svc-dashboard-test",
             request_id=request._request.request_id,
         )
-        return Response({"data": result})
+        return Response(s.TestEventResultSerializer({"data": result}).data)
 
 
 class TrackingTestEventsCheckApi(ProgramMemberApi):
@@ -184,10 +188,11 @@ class TrackingTestEventsCheckApi(ProgramMemberApi):
     @extend_schema(
         summary="Which test events of each type arrived since a time (default: the last hour)",
         request=s.CheckTestEventsInputSerializer,
-        responses={200: s.CHECK_TEST_EVENTS_OK, **MEMBER_ERRORS},
+        responses={200: s.CheckTestEventsResultSerializer, **MEMBER_ERRORS},
     )
     def post(self, request):
         data = _validated(s.CheckTestEventsInputSerializer(data=request.data))
         now = timezone.now()
         since = data["since"].value if data.get("since") else now - s.TEST_EVENTS_DEFAULT_WINDOW
-        return Response({"data": tracking_test_events_get(program=self.program, since=since, now=now)})
+        arrivals = tracking_test_events_get(program=self.program, since=since, now=now)
+        return Response(s.CheckTestEventsResultSerializer({"data": arrivals}).data)

@@ -1,13 +1,13 @@
-"""The request log's query and response contract, shared by the dashboard's route and the CLI's (svc logs)."""
+"""The request log's query and answer, shared by the dashboard's route and the CLI's (svc logs)."""
 
 import re
 from datetime import timedelta
 from typing import Any
 
-from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, spec_messages
+from core.api.output import output_serializer
 from core.api.query import ID_MAX, Instant, InstantField, QueryIdAfterField, QueryIntegerField
 from programs.calllog import LOGS_PAGE_SIZE_MAX, LogsFilter
 
@@ -89,30 +89,29 @@ class LogsQuerySerializer(LeanSerializer):
         }
 
 
-LOG_ENTRY = inline_serializer(
-    "ApiCallLogged",
-    fields={
-        "id": serializers.IntegerField(),
-        "created_at": serializers.DateTimeField(),
-        "method": serializers.CharField(),
-        "route": serializers.CharField(help_text="The route's name, e.g. track-sale"),
-        "status": serializers.IntegerField(),
-        "error_code": serializers.CharField(help_text="error.code of an error answer, else empty"),
-        "message": serializers.CharField(help_text="error.message of an error answer, else empty"),
-        "request_id": serializers.CharField(),
-        "key_masked": serializers.CharField(help_text="The key's mask only; empty when none was accepted"),
-        "key_mode": serializers.CharField(help_text="live, test or empty"),
-        "latency_ms": serializers.IntegerField(),
-        "excerpt": serializers.DictField(help_text="Allow-listed body fields; an email is masked, never a key"),
-    },
-)
-LOGS_OK = inline_serializer(
-    "ApiCallLogResult",
-    fields={
-        "data": serializers.ListField(child=LOG_ENTRY),
-        "meta": inline_serializer(
-            "ApiCallLogMeta",
-            fields={"next_cursor": serializers.CharField(allow_null=True, help_text="null on the last page")},
-        ),
-    },
+# One row of the log (programs.calllog.api_calls_list), in its columns' order.
+class ApiCallLoggedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    method = serializers.CharField()
+    route = serializers.CharField(help_text="The route's name, e.g. track-sale")
+    status = serializers.IntegerField()
+    error_code = serializers.CharField(help_text="error.code of an error answer, else empty")
+    message = serializers.CharField(help_text="error.message of an error answer, else empty")
+    request_id = serializers.CharField()
+    key_masked = serializers.CharField(help_text="The key's mask only; empty when none was accepted")
+    key_mode = serializers.CharField(help_text="live, test or empty")
+    latency_ms = serializers.IntegerField()
+    excerpt = serializers.DictField(help_text="Allow-listed body fields; an email is masked, never a key")
+
+
+class ApiCallLogMetaSerializer(serializers.Serializer):
+    next_cursor = serializers.CharField(allow_null=True, help_text="null on the last page")
+
+
+# A page of the log as both routes answer it: the rows, and the cursor of the next page. The routes render their
+# bodies through it, and the OpenAPI description is read from it.
+ApiCallLogResultSerializer = output_serializer(
+    "ApiCallLogResultSerializer",
+    {"data": serializers.ListField(child=ApiCallLoggedSerializer()), "meta": ApiCallLogMetaSerializer()},
 )

@@ -251,12 +251,20 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
 
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------
 
+
+class RateField(serializers.FloatField):
+    """A rate as programs.selectors.rate_number gives it, rendered as it is: 20 stays 20 (FloatField says 20.0)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 PROGRAM_SETTINGS_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "name": serializers.CharField(),
     "domain": serializers.CharField(),
     "commission_type": serializers.ChoiceField(choices=CommissionType.choices),
-    "commission_rate": serializers.FloatField(),
+    "commission_rate": RateField(),
     "duration_months": serializers.IntegerField(),
     "hold_days": serializers.IntegerField(),
     "lead_auth": serializers.ChoiceField(choices=LeadAuth.choices),

@@ -17,7 +17,7 @@ from tracking.insight.readiness import readiness_compute
 from tracking.selectors.sources import click_sources_get
 
 from .queries import DAY_RANGE, DayRangeQuerySerializer
-from .schema import READINESS_VERDICT, SOURCES_OK
+from .schema import ClickSourcesResultSerializer, ReadinessVerdictSerializer
 
 READINESS_RETRY_AFTER_SECONDS = 10
 
@@ -44,7 +44,7 @@ class ProgramReadinessGetApi(ProgramKeyApi):
     @extend_schema(
         summary="Readiness verdict of the key's program",
         responses={
-            200: READINESS_VERDICT,
+            200: ReadinessVerdictSerializer,
             401: OpenApiResponse(TYPED_ERROR, description="invalid_key, or api_key_rotation_required"),
             429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
             500: OpenApiResponse(TYPED_ERROR, description="internal_error, retry_after_seconds 10"),
@@ -53,7 +53,8 @@ class ProgramReadinessGetApi(ProgramKeyApi):
     def get(self, request):
         key = self.required_program_key
         base_url = public_url(request, "/").rstrip("/")
-        return Response(readiness_compute(program=key.program, key=key, base_url=base_url))
+        verdict = readiness_compute(program=key.program, key=key, base_url=base_url)
+        return Response(ReadinessVerdictSerializer(verdict).data)
 
 
 class ProgramClickSourcesGetApi(ProgramKeyApi):
@@ -68,7 +69,7 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
         summary="Click sources: top referrer domains and utm_source values",
         parameters=DAY_RANGE,
         responses={
-            200: SOURCES_OK,
+            200: ClickSourcesResultSerializer,
             400: OpenApiResponse(PLATFORM_ERROR, description="Bad dateFrom/dateTo"),
             401: OpenApiResponse(PLATFORM_ERROR, description="Missing or invalid key; retired key (typed envelope)"),
             429: OpenApiResponse(TYPED_ERROR, description="rate_limited"),
@@ -79,4 +80,5 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
         today = timezone.now().date()
         query = DayRangeQuerySerializer(data=present(request.query_params), context={"today": today})
         query.is_valid(raise_exception=True)
-        return Response({"data": click_sources_get(program=self.required_program_key.program, **query.validated_data)})
+        sources = click_sources_get(program=self.required_program_key.program, **query.validated_data)
+        return Response(ClickSourcesResultSerializer({"data": sources}).data)

@@ -1,120 +1,137 @@
-"""The shapes the answers of tracking's read routes take in the OpenAPI description, shared by every surface that
-serves them: the readiness verdict, the performance report, the click sources, the explanations."""
+"""The answers of tracking's read routes, shared by every surface that serves them. The readiness verdict, the
+performance report and the click sources are output serializers: the views render their bodies through them and
+the OpenAPI description is read from them, so the two cannot drift apart. The explanations are described only.
+
+Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
 from drf_spectacular.utils import PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers
 
-_TIME = serializers.DateTimeField(allow_null=True)
+from core.api.output import output_serializer
 
-_RANGE = inline_serializer("DayRange", fields={"from": serializers.DateField(), "to": serializers.DateField()})
-_NUMBERS: dict[str, serializers.Field] = {
-    "clicks": serializers.IntegerField(),
-    "leads": serializers.IntegerField(),
-    "sales": serializers.IntegerField(),
-    "revenue_cents": serializers.IntegerField(),
-    "commission_cents": serializers.IntegerField(),
-}
 
-PERFORMANCE_OK = inline_serializer(
-    "TrackingPerformanceResult",
-    fields={
-        "data": inline_serializer(
-            "TrackingPerformance",
-            fields={
-                "range": _RANGE,
-                "totals": inline_serializer("PerformanceTotals", fields=_NUMBERS),
-                "by_day": serializers.ListField(
-                    child=inline_serializer("PerformanceDay", fields={"date": serializers.DateField(), **_NUMBERS})
-                ),
-                "by_partner": serializers.ListField(
-                    child=inline_serializer(
-                        "PerformancePartner",
-                        fields={
-                            "partner_id": serializers.IntegerField(allow_null=True),
-                            "partner_name": serializers.CharField(),
-                            **_NUMBERS,
-                        },
-                    )
-                ),
-            },
-        )
-    },
+def _time() -> serializers.DateTimeField:
+    # A new field each time: one field instance under two names of a serializer keeps only the last name.
+    return serializers.DateTimeField(allow_null=True)
+
+
+DayRangeSerializer = output_serializer(
+    "DayRangeSerializer", {"from": serializers.DateField(), "to": serializers.DateField()}
 )
 
-READINESS_VERDICT = inline_serializer(
-    "ReadinessVerdict",
-    fields={
-        "program_id": serializers.IntegerField(),
-        "ready": serializers.BooleanField(help_text="No check fails"),
-        "status": serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"]),
-        "next_step": serializers.CharField(
-            help_text="The most recent mistake's fix, else the first failing (else warning) check's next step"
-        ),
-        "checked_at": serializers.DateTimeField(),
-        "counts": serializers.DictField(child=serializers.IntegerField()),
-        "last_event_at": inline_serializer(
-            "ReadinessLastEventAt", fields={"click": _TIME, "lead": _TIME, "sale": _TIME}
-        ),
-        "checks": serializers.ListField(
-            child=inline_serializer(
-                "ReadinessCheck",
-                fields={
-                    "id": serializers.CharField(),
-                    "status": serializers.ChoiceField(choices=["pass", "warn", "fail"]),
-                    "title": serializers.CharField(),
-                    "detail": serializers.CharField(),
-                    "next_step": serializers.CharField(),
-                },
-            )
-        ),
-        "mistakes": serializers.ListField(
-            help_text="Integration mistakes seen in the last 7 days of calls, most recent first",
-            child=inline_serializer(
-                "ReadinessMistake",
-                fields={
-                    "code": serializers.CharField(help_text="Stable, e.g. sale_customer_key_without_lead"),
-                    "title": serializers.CharField(),
-                    "count": serializers.IntegerField(help_text="How often in the window"),
-                    "last_seen_at": serializers.DateTimeField(allow_null=True),
-                    "fix": serializers.CharField(),
-                    "docs": serializers.CharField(help_text="A docs path, or empty"),
-                },
-            ),
-        ),
-    },
+
+# The report's numbers, in the order its rows hold them.
+class _PerformanceNumbers(serializers.Serializer):
+    clicks = serializers.IntegerField()
+    leads = serializers.IntegerField()
+    sales = serializers.IntegerField()
+    revenue_cents = serializers.IntegerField()
+    commission_cents = serializers.IntegerField()
+
+
+# A serializer's fields list its bases' first, in the order of the bases: a day's date, a partner's id and name come
+# before the numbers.
+class _Day(serializers.Serializer):
+    date = serializers.DateField()
+
+
+class _Partner(serializers.Serializer):
+    partner_id = serializers.IntegerField(allow_null=True)
+    partner_name = serializers.CharField()
+
+
+class PerformanceTotalsSerializer(_PerformanceNumbers):
+    pass
+
+
+class PerformanceDaySerializer(_Day, _PerformanceNumbers):
+    pass
+
+
+class PerformancePartnerSerializer(_Partner, _PerformanceNumbers):
+    pass
+
+
+class TrackingPerformanceSerializer(serializers.Serializer):
+    range = DayRangeSerializer()
+    totals = PerformanceTotalsSerializer()
+    by_day = serializers.ListField(child=PerformanceDaySerializer())
+    by_partner = serializers.ListField(child=PerformancePartnerSerializer())
+
+
+# The performance report's body (tracking.selectors.performance.tracking_performance_get under "data").
+TrackingPerformanceResultSerializer = output_serializer(
+    "TrackingPerformanceResultSerializer", {"data": TrackingPerformanceSerializer()}
 )
 
-SOURCES_OK = inline_serializer(
-    "ClickSourcesResult",
-    fields={
-        "data": inline_serializer(
-            "ClickSources",
-            fields={
-                "range": _RANGE,
-                "referrer_domains": serializers.ListField(
-                    child=inline_serializer(
-                        "ReferrerDomain",
-                        fields={"domain": serializers.CharField(), "clicks": serializers.IntegerField()},
-                    )
-                ),
-                "utm_sources": serializers.ListField(
-                    child=inline_serializer(
-                        "UtmSource",
-                        fields={"utm_source": serializers.CharField(), "clicks": serializers.IntegerField()},
-                    )
-                ),
-                "sample": inline_serializer(
-                    "ClickSourcesSample",
-                    fields={
-                        "clicks": serializers.IntegerField(help_text="Clicks counted"),
-                        "limit": serializers.IntegerField(),
-                        "truncated": serializers.BooleanField(help_text="More clicks in range than the limit"),
-                    },
-                ),
-            },
-        )
-    },
-)
+
+class ReadinessLastEventAtSerializer(serializers.Serializer):
+    click = serializers.DateTimeField(allow_null=True)
+    lead = serializers.DateTimeField(allow_null=True)
+    sale = serializers.DateTimeField(allow_null=True)
+
+
+class ReadinessCheckSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pass", "warn", "fail"])
+    title = serializers.CharField()
+    detail = serializers.CharField()
+    next_step = serializers.CharField()
+
+
+class ReadinessMistakeSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable, e.g. sale_customer_key_without_lead")
+    title = serializers.CharField()
+    count = serializers.IntegerField(help_text="How often in the window")
+    last_seen_at = serializers.DateTimeField(allow_null=True)
+    fix = serializers.CharField()
+    docs = serializers.CharField(help_text="A docs path, or empty")
+
+
+# The readiness verdict (tracking.insight.readiness.readiness_compute), as every surface answers it.
+class ReadinessVerdictSerializer(serializers.Serializer):
+    program_id = serializers.IntegerField()
+    ready = serializers.BooleanField(help_text="No check fails")
+    status = serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"])
+    next_step = serializers.CharField(
+        help_text="The most recent mistake's fix, else the first failing (else warning) check's next step"
+    )
+    checked_at = serializers.DateTimeField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    last_event_at = ReadinessLastEventAtSerializer()
+    checks = serializers.ListField(child=ReadinessCheckSerializer())
+    mistakes = serializers.ListField(
+        help_text="Integration mistakes seen in the last 7 days of calls, most recent first",
+        child=ReadinessMistakeSerializer(),
+    )
+
+
+class ReferrerDomainSerializer(serializers.Serializer):
+    domain = serializers.CharField()
+    clicks = serializers.IntegerField()
+
+
+class UtmSourceSerializer(serializers.Serializer):
+    utm_source = serializers.CharField()
+    clicks = serializers.IntegerField()
+
+
+class ClickSourcesSampleSerializer(serializers.Serializer):
+    clicks = serializers.IntegerField(help_text="Clicks counted")
+    limit = serializers.IntegerField()
+    truncated = serializers.BooleanField(help_text="More clicks in range than the limit")
+
+
+class ClickSourcesSerializer(serializers.Serializer):
+    range = DayRangeSerializer()
+    referrer_domains = serializers.ListField(child=ReferrerDomainSerializer())
+    utm_sources = serializers.ListField(child=UtmSourceSerializer())
+    sample = ClickSourcesSampleSerializer()
+
+
+# The click sources report's body (tracking.selectors.sources.click_sources_get under "data").
+ClickSourcesResultSerializer = output_serializer("ClickSourcesResultSerializer", {"data": ClickSourcesSerializer()})
+
 
 _NAMED = inline_serializer("ExplainPartner", fields={"id": serializers.IntegerField(), "name": serializers.CharField()})
 _LINK = inline_serializer(
@@ -147,7 +164,7 @@ _REVIEW = inline_serializer(
         "held": serializers.BooleanField(help_text="On hold: neither approved nor credited until released"),
         "hold_rule": serializers.CharField(help_text="The rule that holds it; empty for an owner's hold"),
         "hold_reason": serializers.CharField(),
-        "held_at": _TIME,
+        "held_at": _time(),
         "flags": serializers.ListField(child=serializers.CharField(), help_text="Every rule that fired on the sale"),
         "rules": _FRAUD_RULES,
         "actions": serializers.CharField(help_text="What the owner can do while it is held (empty otherwise)"),
@@ -251,8 +268,8 @@ EXPLAIN_SALE = inline_serializer(
                 "currency": serializers.CharField(),
                 "status": serializers.CharField(allow_null=True),
                 "credited": serializers.BooleanField(),
-                "hold_until": _TIME,
-                "approved_at": _TIME,
+                "hold_until": _time(),
+                "approved_at": _time(),
                 "no_commission_reason": serializers.CharField(),
                 "no_commission_text": serializers.CharField(),
             },
