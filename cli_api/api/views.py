@@ -5,7 +5,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -19,15 +20,14 @@ from programs.api.base import ProgramKeyApi
 from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
 from programs.api.serializers import CliInitInputSerializer
 from programs.calllog import api_calls_list
-from programs.models import Action, Program, ProgramKey
-from programs.selectors import rate_number
+from programs.models import Action
 from tracking.api.queries import ExplainQuerySerializer
 from tracking.api.schema import EXPLAIN_OK
 from tracking.insight.explain import explanation_get
 from tracking.insight.readiness import readiness_compute
 from webhooks import messages as webhook_messages
 from webhooks.listen import LISTEN_PAGE_MAX, webhook_event_cursor, webhook_events_after
-from webhooks.models import EventType, WebhookEvent
+from webhooks.models import EventType
 from webhooks.services import WebhookRefused, event_trigger
 
 from .. import messages
@@ -47,6 +47,18 @@ from ..services import (
     login_session_poll,
     login_session_start,
 )
+from .serializers import (
+    CliAuthCallbackSerializer,
+    CliAuthLogoutSerializer,
+    CliAuthPollSerializer,
+    CliAuthStartSerializer,
+    CliInitSerializer,
+    CliProgramsSerializer,
+    CliStatusSerializer,
+    CliTestEventSerializer,
+    CliWebhookEventsPageSerializer,
+    CliWebhookTriggerSerializer,
+)
 
 # 500 messages of the two debugger routes (the request id is appended, like every CLI route's).
 
@@ -60,24 +72,6 @@ def _no_store(response: Response) -> Response:
 def _body(request) -> dict[str, Any]:
     data = request.data
     return data if isinstance(data, dict) else {}
-
-
-def program_out(program: Program) -> dict[str, Any]:
-    keys = {key.mode: key.masked for key in program.keys.all()}
-    return {
-        "id": program.pk,
-        "name": program.name,
-        "domain": program.domain,
-        "advertiser_id": program.workspace_id,
-        "advertiser_name": program.workspace.name,
-        "commission_type": program.commission_type,
-        "commission_rate": rate_number(program.commission_rate),
-        "duration_months": program.duration_months,
-        "cookie_duration": program.cookie_duration,
-        "api_token_masked": keys.get(ProgramKey.Mode.LIVE, ""),
-        "test_api_token_masked": keys.get(ProgramKey.Mode.TEST, ""),
-        "created_at": program.created_at.isoformat(),
-    }
 
 
 class CliApi(BaseApi):
@@ -105,7 +99,7 @@ class AuthStartApi(CliApi):
     failure_message = messages.AUTH_START_FAILED
 
     @extend_schema(
-        summary="Start a CLI login (svc login)", request=None, responses={201: docs.START_OK, **docs.errors()}
+        summary="Start a CLI login (svc login)", request=None, responses={201: CliAuthStartSerializer, **docs.errors()}
     )
     def post(self, request):
         started = login_session_start()
@@ -114,11 +108,11 @@ class AuthStartApi(CliApi):
             "state": started.state,
             "login_url": login_url,
             "user_code": started.user_code,
-            "expires_at": started.session.expires_at.isoformat(),
+            "expires_at": started.session.expires_at,
             "expires_in": int(LOGIN_SESSION_LIFETIME.total_seconds()),
             "interval": POLL_INTERVAL_SECONDS,
         }
-        return _no_store(Response({"data": data}, status=201))
+        return _no_store(Response(CliAuthStartSerializer({"data": data}).data, status=201))
 
 
 class AuthCallbackApi(CliApi):
@@ -127,12 +121,12 @@ class AuthCallbackApi(CliApi):
     @extend_schema(
         summary="Complete a CLI login with an id_token",
         request=docs.CALLBACK_INPUT,
-        responses={200: docs.CALLBACK_OK, **docs.errors(400, 401, 403, 404)},
+        responses={200: CliAuthCallbackSerializer, **docs.errors(400, 401, 403, 404)},
     )
     def post(self, request):
         body = _body(request)
         login_session_complete(state=body.get("state"), id_token=body.get("id_token"))
-        return Response({"data": {"status": "authenticated"}})
+        return Response(CliAuthCallbackSerializer({"data": {"status": "authenticated"}}).data)
 
 
 class AuthPollApi(CliApi):
@@ -141,25 +135,25 @@ class AuthPollApi(CliApi):
     @extend_schema(
         summary="Poll a CLI login; the login token comes once",
         parameters=[OpenApiParameter("state", str, OpenApiParameter.QUERY, required=True)],
-        responses={200: docs.POLL_OK, **docs.errors(400, 404)},
+        responses={200: CliAuthPollSerializer, **docs.errors(400, 404)},
     )
     def get(self, request):
         result = login_session_poll(state=request.query_params.get("state"))
-        data: dict[str, Any] = {"status": result.status, "expires_at": result.session.expires_at.isoformat()}
+        data: dict[str, Any] = {"status": result.status, "expires_at": result.session.expires_at}
         if result.token is None:
             data["interval"] = POLL_INTERVAL_SECONDS
-            return Response({"data": data})
+            return Response(CliAuthPollSerializer({"data": data}).data)
         user = result.token.user
         assert user is not None  # a token just issued names its account
         data.update(
             {
                 "token": result.raw_token,
                 "token_type": "Bearer",
-                "token_expires_at": result.token.expires_at.isoformat(),
+                "token_expires_at": result.token.expires_at,
                 "user": {"id": user.pk, "username": user.get_username(), "email": user.email},
             }
         )
-        return _no_store(Response({"data": data}))
+        return _no_store(Response(CliAuthPollSerializer({"data": data}).data))
 
 
 class AuthLogoutApi(LoginTokenApi):
@@ -167,11 +161,13 @@ class AuthLogoutApi(LoginTokenApi):
     requires_account = False
 
     @extend_schema(
-        summary="Revoke the login token used", request=None, responses={200: docs.LOGOUT_OK, **docs.errors(401)}
+        summary="Revoke the login token used",
+        request=None,
+        responses={200: CliAuthLogoutSerializer, **docs.errors(401)},
     )
     def post(self, request):
         cli_token_revoke(token=request.auth)
-        return Response({"data": {"revoked": True}})
+        return Response(CliAuthLogoutSerializer({"data": {"revoked": True}}).data)
 
 
 class ProgramInitApi(LoginTokenApi):
@@ -180,7 +176,7 @@ class ProgramInitApi(LoginTokenApi):
     @extend_schema(
         summary="Create a program (svc init); its keys are returned once",
         request=CliInitInputSerializer,
-        responses={201: docs.INIT_OK, **docs.errors(400, 401, 403)},
+        responses={201: CliInitSerializer, **docs.errors(400, 401, 403)},
     )
     def post(self, request):
         body = _body(request)
@@ -189,12 +185,8 @@ class ProgramInitApi(LoginTokenApi):
         serializer = CliInitInputSerializer(data=body)
         serializer.is_valid(raise_exception=True)
         created = cli_program_create(user=request.user, workspace=workspace, settings=serializer.validated_data)
-        data = {
-            "program": program_out(created.program),
-            "api_key": created.api_key,
-            "test_api_key": created.test_api_key,
-        }
-        return _no_store(Response({"data": data}, status=201))
+        data = {"program": created.program, "api_key": created.api_key, "test_api_key": created.test_api_key}
+        return _no_store(Response(CliInitSerializer({"data": data}).data, status=201))
 
 
 class ProgramsListApi(LoginTokenApi):
@@ -203,12 +195,12 @@ class ProgramsListApi(LoginTokenApi):
     invalid_token_message = messages.PROGRAMS_INVALID_TOKEN
 
     @extend_schema(
-        summary="The account's programs (keys masked)", responses={200: docs.PROGRAMS_OK, **docs.errors(401, 403)}
+        summary="The account's programs (keys masked)",
+        responses={200: CliProgramsSerializer, **docs.errors(401, 403)},
     )
     def get(self, request):
         programs, roles = account_programs_list(request.user)
-        data = [{**program_out(program), "role": roles[program.workspace_id]} for program in programs]
-        return Response({"data": data})
+        return Response(CliProgramsSerializer({"data": programs}, context={"roles": roles}).data)
 
 
 class ProgramStatusApi(CliProgramKeyApi):
@@ -218,17 +210,13 @@ class ProgramStatusApi(CliProgramKeyApi):
         # The spec: GET /api/v1/cli/status shows X-Request-ID on its 500 only (not on 200, 401 or 429).
         return response.status_code >= 500
 
-    @extend_schema(summary="Program health (readiness)", responses={200: docs.STATUS_OK, **docs.errors(401)})
+    @extend_schema(summary="Program health (readiness)", responses={200: CliStatusSerializer, **docs.errors(401)})
     def get(self, request):
         key = self.required_program_key
         program = key.program
         readiness = readiness_compute(program=program, key=key, base_url=public_url(request, "/").rstrip("/"))
-        data = {
-            "program": {"id": program.pk, "name": program.name, "domain": program.domain},
-            "key": {"mode": key.mode, "masked": key.masked},
-            "readiness": readiness,
-        }
-        return Response({"data": data})
+        data = {"program": program, "key": key, "readiness": readiness}
+        return Response(CliStatusSerializer({"data": data}).data)
 
 
 class CliTestEventApi(CliProgramKeyApi):
@@ -237,7 +225,7 @@ class CliTestEventApi(CliProgramKeyApi):
     @extend_schema(
         summary="Run the synthetic click, lead, sale chain (10 per program per hour)",
         request=None,
-        responses={200: docs.TEST_EVENT_OK, **docs.errors(401)},
+        responses={200: CliTestEventSerializer, **docs.errors(401)},
     )
     def post(self, request):
         outcome = cli_test_event_run(program=self.required_program_key.program, request_id=request.request_id)
@@ -245,7 +233,7 @@ class CliTestEventApi(CliProgramKeyApi):
             **outcome.result,
             "limit": {"runs_per_hour": TEST_RUNS_PER_HOUR, "runs_remaining": outcome.runs_remaining},
         }
-        return Response({"data": data})
+        return Response(CliTestEventSerializer({"data": data}).data)
 
 
 class CliLogsApi(CliProgramKeyApi):
@@ -286,10 +274,7 @@ class CliExplainApi(CliProgramKeyApi):
 # --- svc listen / svc trigger: the program's webhook events (login token; docs/cli.md) ---------------------------
 
 
-def webhook_event_out(event: WebhookEvent) -> dict[str, Any]:
-    return {"cursor": event.pk, "event": event.payload()}
-
-
+@extend_schema_field(OpenApiTypes.STR)
 class WebhookEventTypesField(serializers.Field):
     """A comma-separated list of event types (sale.created,lead.created): each must be a known type."""
 
@@ -334,7 +319,7 @@ class WebhookEventsListApi(LoginTokenApi):
     @extend_schema(
         summary="The program's webhook events after a cursor, oldest first (svc listen)",
         parameters=[InputSerializer],
-        responses={200: docs.WEBHOOK_EVENTS_OK, **docs.errors(400, 401, 403, 404)},
+        responses={200: CliWebhookEventsPageSerializer, **docs.errors(400, 401, 403, 404)},
     )
     def get(self, request, program_id: str):
         program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
@@ -344,15 +329,17 @@ class WebhookEventsListApi(LoginTokenApi):
         if "after" not in query:
             # A listener starts from now: it is told where the stream is, and reads after that.
             cursor = webhook_event_cursor(program_id=program.pk)
-            return Response({"data": [], "meta": {"cursor": cursor, "has_more": False}})
+            return Response(
+                CliWebhookEventsPageSerializer({"data": [], "meta": {"cursor": cursor, "has_more": False}}).data
+            )
         page = webhook_events_after(
             program_id=program.pk,
             after=query["after"],
             types=query.get("types") or None,
             limit=query.get("limit", LISTEN_PAGE_MAX),
         )
-        data = [webhook_event_out(event) for event in page.events]
-        return Response({"data": data, "meta": {"cursor": page.cursor, "has_more": page.has_more}})
+        meta = {"cursor": page.cursor, "has_more": page.has_more}
+        return Response(CliWebhookEventsPageSerializer({"data": page.events, "meta": meta}).data)
 
 
 class WebhookEventTriggerApi(LoginTokenApi):
@@ -360,13 +347,15 @@ class WebhookEventTriggerApi(LoginTokenApi):
 
     failure_message = messages.WEBHOOK_TRIGGER_FAILED
 
+    # Named for OpenAPI: a nested InputSerializer is component "Input", which the tracker's visit route also makes.
+    @extend_schema_serializer(component_name="CliWebhookTriggerInput")
     class InputSerializer(LeanSerializer):
         type = StrictCharField(error_messages=spec_messages(messages.TRIGGER_TYPE_REQUIRED))
 
     @extend_schema(
         summary="Send a synthetic test-mode event of a type (svc trigger)",
         request=InputSerializer,
-        responses={201: docs.WEBHOOK_TRIGGER_OK, **docs.errors(400, 401, 403, 404)},
+        responses={201: CliWebhookTriggerSerializer, **docs.errors(400, 401, 403, 404)},
     )
     def post(self, request, program_id: str):
         program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_TEST)
@@ -376,4 +365,4 @@ class WebhookEventTriggerApi(LoginTokenApi):
             event = event_trigger(program_id=program.pk, event_type=serializer.validated_data["type"])
         except WebhookRefused as refused:
             raise BadRequestError(str(refused)) from None
-        return Response({"data": webhook_event_out(event)}, status=201)
+        return Response(CliWebhookTriggerSerializer({"data": event}).data, status=201)
