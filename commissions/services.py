@@ -191,6 +191,22 @@ def withdrawals_fit_balance(*, partner_id: int, currency: str) -> None:
         excess -= cut
 
 
+def _deduct(commission: Commission, *, amount: int, memo: str) -> None:
+    """Takes `amount` of the commission back from its partner's balance, in the caller's transaction (which holds
+    the commission row): the partner row is locked for the deduction, and open withdrawals are reduced to fit."""
+    Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
+    LedgerEntry.objects.create(
+        partner_id=commission.partner_id,
+        program_id=commission.program_id,
+        commission=commission,
+        kind=LedgerEntry.Kind.DEDUCTION,
+        amount_cents=-amount,
+        currency=commission.currency,
+        memo=memo,
+    )
+    withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
+
+
 class WithdrawalTooLarge(Exception):
     pass
 
@@ -352,17 +368,11 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
         )
 
         if deduct_from_ledger:
-            Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
-            LedgerEntry.objects.create(
-                partner_id=commission.partner_id,
-                program_id=commission.program_id,
-                commission=commission,
-                kind=LedgerEntry.Kind.DEDUCTION,
-                amount_cents=-step.deduction,
-                currency=commission.currency,
+            _deduct(
+                commission,
+                amount=step.deduction,
                 memo=f"Refund of sale #{sale.pk} ({step.refund_amount} {sale.currency})",
             )
-            withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
         commission_event_emit(commission, EventType.COMMISSION_REVERSED if step.full else EventType.COMMISSION_REFUNDED)
         event_emit(
@@ -495,17 +505,7 @@ def commission_void(
             memo="" if still_credited > 0 else memo,
         )
         if still_credited > 0:
-            Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
-            LedgerEntry.objects.create(
-                partner_id=commission.partner_id,
-                program_id=commission.program_id,
-                commission=commission,
-                kind=LedgerEntry.Kind.DEDUCTION,
-                amount_cents=-still_credited,
-                currency=commission.currency,
-                memo=memo[:255],
-            )
-            withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
+            _deduct(commission, amount=still_credited, memo=memo[:255])
         commission_event_emit(commission, EventType.COMMISSION_REVERSED)
     return commission
 

@@ -1,7 +1,7 @@
 """HTTP calls to the service and what their failures mean for the exit code."""
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -87,30 +87,36 @@ def _failure_from(response: httpx.Response) -> CliFailure:
     )
 
 
+class Request(TypedDict, total=False):
+    """What a call sends besides its method and path: a token other than the client's, a JSON body, query
+    parameters, extra headers."""
+
+    token: str | None
+    json: dict[str, Any] | None
+    params: dict[str, str] | None
+    headers: dict[str, str] | None
+
+
 class Api:
     def __init__(self, base_url: str, *, token: str | None = None, timeout: float = TIMEOUT_SECONDS) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        token: str | None = None,
-        json: dict[str, Any] | None = None,
-        params: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[httpx.Response, Any]:
+    def _send(self, method: str, path: str, **request: Unpack[Request]) -> tuple[httpx.Response, Any]:
         """The 2xx answer and its JSON body (None when it has none); raises CliFailure otherwise."""
-        sent = {"User-Agent": f"svc-cli/{__version__}", "Accept": "application/json", **(headers or {})}
-        credential = token or self.token
+        sent = {"User-Agent": f"svc-cli/{__version__}", "Accept": "application/json", **(request.get("headers") or {})}
+        credential = request.get("token") or self.token
         if credential:
             sent["Authorization"] = f"Bearer {credential}"
         try:
             response = httpx.request(
-                method, self.base_url + path, headers=sent, json=json, params=params, timeout=self.timeout
+                method,
+                self.base_url + path,
+                headers=sent,
+                json=request.get("json"),
+                params=request.get("params"),
+                timeout=self.timeout,
             )
         except httpx.HTTPError as exc:
             raise CliFailure(f"Could not reach {self.base_url}: {exc}", exit_code=NETWORK) from None
@@ -121,18 +127,9 @@ class Api:
         except ValueError:
             return response, None
 
-    def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        token: str | None = None,
-        json: dict[str, Any] | None = None,
-        params: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    def call(self, method: str, path: str, **request: Unpack[Request]) -> dict[str, Any]:
         """The whole JSON body of a 2xx answer ({"data": …, "warnings"?}); raises CliFailure otherwise."""
-        response, body = self._send(method, path, token=token, json=json, params=params, headers=headers)
+        response, body = self._send(method, path, **request)
         if not isinstance(body, dict) or "data" not in body:
             raise CliFailure(
                 f"Unexpected answer from the service (HTTP {response.status_code})",

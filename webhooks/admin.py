@@ -10,6 +10,17 @@ from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEve
 from .services import WebhookRefused, delivery_resend, endpoint_rotate_secret, endpoint_update
 
 EDITABLE = ("url", "description", "event_types", "enabled", "include_test_events")
+# An endpoint's form shows these around EDITABLE, read only: whose it is, and the state the services keep.
+OWNER = ("workspace", "program")
+STATE = (
+    "secret_last4",
+    "previous_secret_expires_at",
+    "disabled_at",
+    "disabled_reason",
+    "failing_since",
+    "consecutive_failures",
+    "created_at",
+)
 
 
 @admin.register(WebhookEndpoint)
@@ -22,29 +33,8 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "include_test_events"]
     search_fields = ["url", "description"]
     raw_id_fields = ["workspace", "program"]
-    fields = [
-        "workspace",
-        "program",
-        *EDITABLE,
-        "secret_last4",
-        "previous_secret_expires_at",
-        "disabled_at",
-        "disabled_reason",
-        "failing_since",
-        "consecutive_failures",
-        "created_at",
-    ]
-    readonly_fields = [
-        "workspace",
-        "program",
-        "secret_last4",
-        "previous_secret_expires_at",
-        "disabled_at",
-        "disabled_reason",
-        "failing_since",
-        "consecutive_failures",
-        "created_at",
-    ]
+    fields = [*OWNER, *EDITABLE, *STATE]
+    readonly_fields = [*OWNER, *STATE]
     actions = ["rotate_secret"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

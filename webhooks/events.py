@@ -5,7 +5,7 @@ the sweep (webhooks.fanout) delivers it even when the broker was down at commit.
 import logging
 import secrets
 import time
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import transaction
@@ -26,24 +26,28 @@ def event_id_generate() -> str:
     return EVENT_ID_PREFIX + secrets.token_hex(12)
 
 
-def event_new(
-    *,
-    program_id: int,
-    type: str,
-    livemode: bool,
-    data: dict[str, Any],
-    object_id: int | None = None,
-    synthetic: bool = False,
-) -> WebhookEvent:
+class EventFields(TypedDict, total=False):
+    """What an event says: its program, type, mode and data, and the row it is about (object_id). A synthetic one
+    is a test the owner sent."""
+
+    program_id: Required[int]
+    type: Required[str]
+    livemode: Required[bool]
+    data: Required[dict[str, Any]]
+    object_id: int | None
+    synthetic: bool
+
+
+def event_new(**fields: Unpack[EventFields]) -> WebhookEvent:
     """The unsaved event row (for callers that insert it together with the row it is about)."""
     return WebhookEvent(
         public_id=event_id_generate(),
-        program_id=program_id,
-        type=type,
-        livemode=livemode,
-        object_id=object_id,
-        data=data,
-        synthetic=synthetic,
+        program_id=fields["program_id"],
+        type=fields["type"],
+        livemode=fields["livemode"],
+        object_id=fields.get("object_id"),
+        data=fields["data"],
+        synthetic=fields.get("synthetic", False),
         created_at=timezone.now(),
     )
 
@@ -103,18 +107,8 @@ def endpoints_changed() -> None:
     _has_endpoints.clear()
 
 
-def event_emit(
-    *,
-    program_id: int,
-    type: str,
-    livemode: bool,
-    data: dict[str, Any],
-    object_id: int | None = None,
-    synthetic: bool = False,
-) -> WebhookEvent:
+def event_emit(**fields: Unpack[EventFields]) -> WebhookEvent:
     """Writes the event in the caller's transaction and fans it out after commit."""
-    event = event_new(
-        program_id=program_id, type=type, livemode=livemode, data=data, object_id=object_id, synthetic=synthetic
-    )
+    event = event_new(**fields)
     event.save(force_insert=True)
     return event_saved(event)

@@ -1,6 +1,7 @@
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
@@ -197,15 +198,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     if test_mode:
         # Test clicks get their own test customer and touch no real counters or attribution.
         with transaction.atomic():
-            customer = Customer.objects.create(
-                program_id=program_id,
-                click_id=new_click_id(program_id),
-                first_partner_id=link.partner_id,
-                first_link_id=link.pk,
-                is_test=True,
-                first_clicked_at=now,
-                last_clicked_at=now,
-            )
+            customer = _customer_create(click_id=new_click_id(program_id), link=link, now=now, quality=None)
             event.customer, event.click_id = customer, customer.click_id
             event.save()
         tracking_log(
@@ -236,13 +229,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         # customer has.
         event.click_id = data.get("existing_click_id") or new_click_id(program_id)
         event.save(force_insert=True)
-        return ClickRecorded(
-            click_id=event.click_id,
-            partner_code=link.short_link,
-            cookie_window_days=link.cookie_window_days,
-            customer=None,
-            click_event=event,
-        )
+        return _recorded(event, link=link, customer=None)
 
     if not data.get("existing_click_id") and insert_pair_supported():
         # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
@@ -261,13 +248,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
                 },
             )
         event.customer = customer
-        return ClickRecorded(
-            click_id=customer.click_id,
-            partner_code=link.short_link,
-            cookie_window_days=link.cookie_window_days,
-            customer=customer,
-            click_event=event,
-        )
+        return _recorded(event, link=link, customer=customer)
 
     if duplicate_found(quality, link_id=link.pk):
         event.traffic = Traffic.DUPLICATE
@@ -283,8 +264,13 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         event.save()
         # No counter is updated here: the rollup task adds the clicks to the link and partner counters
         # (tracking.insight.rollups), so the clicks of a popular link never queue on its row lock.
+    return _recorded(event, link=link, customer=customer)
+
+
+def _recorded(event: ClickEvent, *, link: ConfiguredLink, customer: Customer | None) -> ClickRecorded:
+    """The click as answered: its click id is the customer's (or, with no customer, the one the click kept)."""
     return ClickRecorded(
-        click_id=customer.click_id,
+        click_id=event.click_id,
         partner_code=link.short_link,
         cookie_window_days=link.cookie_window_days,
         customer=customer,
@@ -293,7 +279,7 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
 
 
 def _customer_for_click(
-    *, existing_click_id: str, link: ConfiguredLink, scoped: bool, now, quality: ClickQuality
+    *, existing_click_id: str, link: ConfiguredLink, scoped: bool, now: datetime, quality: ClickQuality
 ) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
@@ -314,21 +300,24 @@ def _customer_for_click(
     return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now, quality=quality)
 
 
-def _customer_create(*, click_id: str, link: ConfiguredLink, now, quality: ClickQuality) -> Customer:
+def _customer_create(*, click_id: str, link: ConfiguredLink, now: datetime, quality: ClickQuality | None) -> Customer:
     customer = _customer_new(click_id=click_id, link=link, now=now, quality=quality)
     customer.save(force_insert=True)
     return customer
 
 
-def _customer_new(*, click_id: str, link: ConfiguredLink, now, quality: ClickQuality) -> Customer:
+def _customer_new(*, click_id: str, link: ConfiguredLink, now: datetime, quality: ClickQuality | None) -> Customer:
+    """The customer a click on the link creates (not saved yet). A test click's (no quality: the rules do not run on
+    it) is a test customer, with no visitor and no flags."""
     return Customer(
         program_id=link.program_id,
         click_id=click_id,
         first_partner_id=link.partner_id,
         first_link_id=link.pk,
+        is_test=quality is None,
         first_clicked_at=now,
         last_clicked_at=now,
-        visitor_hash=quality.visitor_hash,
-        click_flags=quality.flags,
+        visitor_hash=quality.visitor_hash if quality else "",
+        click_flags=quality.flags if quality else [],
         created_at=now,
     )
