@@ -114,6 +114,17 @@ def _body(request) -> dict[str, Any]:
     return request.data if isinstance(request.data, dict) else {}
 
 
+# A paused link's 410: the typed error, with success false and the message beside it (as the route has always answered).
+LINK_DISABLED = inline_serializer(
+    "LinkDisabledError",
+    fields={
+        "error": type(TYPED_ERROR.fields["error"])(),  # the TypedErrorBody component
+        "success": serializers.BooleanField(help_text="Always false"),
+        "message": serializers.CharField(),
+    },
+)
+
+
 class ClickTrackApi(ProgramKeyApi):
     program_key_mode = auth.IGNORED
     rate_scope = ratelimit.TRACK_CLICK
@@ -127,7 +138,7 @@ class ClickTrackApi(ProgramKeyApi):
                 with_test_mode("ClickResponse", CLICK_OK), description="Recorded (test mode: TestModeResult)"
             ),
             403: OpenApiResponse(PLATFORM_ERROR, description="Test mode: program_id does not match the API key"),
-            410: OpenApiResponse(TYPED_ERROR, description="link_disabled; no click recorded"),
+            410: OpenApiResponse(LINK_DISABLED, description="link_disabled; no click recorded"),
             **COMMON_ERRORS,
         },
     )
