@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db import transaction
 from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
@@ -56,7 +57,9 @@ class WorkspaceChoicesAdmin(admin.ModelAdmin):
     workspace in every related-object field (selects, raw ids, many-to-many alike). An add form has no workspace
     until its fields are chosen, so there the model's clean() refuses a mix (programs.models.same_workspace)."""
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
         form = super().get_form(request, obj, change=change, **kwargs)
         workspace_id = workspace_id_of(obj) if obj is not None else None
         if workspace_id is not None:
@@ -96,7 +99,7 @@ class ProgramKeyInline(admin.TabularInline):
     fields = ["mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
     readonly_fields = ["mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -106,7 +109,7 @@ class RotationForm(forms.Form):
     )
 
 
-def _show_key_once(request, program: Program, mode: str, raw_key: str) -> None:
+def _show_key_once(request: HttpRequest, program: Program, mode: str, raw_key: str) -> None:
     messages.warning(
         request,
         f"New {mode} key for {program}: {raw_key} — copy it now, it is shown only once.",
@@ -134,7 +137,7 @@ class ProgramAdmin(admin.ModelAdmin):
     def key(self, obj: Program) -> str:
         return obj.api_token_masked
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Program, form: Any, change: bool) -> None:
         with transaction.atomic():
             super().save_model(request, obj, form, change)
             if not change:
@@ -142,17 +145,17 @@ class ProgramAdmin(admin.ModelAdmin):
                     _show_key_once(request, obj, mode, program_key_regenerate(program=obj, mode=mode))
 
     @admin.action(description="Regenerate the live key (old key stops at once; new key shown once)")
-    def regenerate_live_key(self, request, queryset):
+    def regenerate_live_key(self, request: HttpRequest, queryset: QuerySet[Program]) -> None:
         for program in queryset:
             _show_key_once(request, program, "live", program_key_regenerate(program=program))
 
     @admin.action(description="Regenerate the test key (shown once)")
-    def regenerate_test_key(self, request, queryset):
+    def regenerate_test_key(self, request: HttpRequest, queryset: QuerySet[Program]) -> None:
         for program in queryset:
             _show_key_once(request, program, "test", program_key_regenerate(program=program, mode="test"))
 
     @admin.action(description="Mark the live key for rotation with a deadline…")
-    def mark_live_key_for_rotation(self, request, queryset):
+    def mark_live_key_for_rotation(self, request: HttpRequest, queryset: QuerySet[Program]) -> TemplateResponse | None:
         form = RotationForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
             deadline = form.cleaned_data["deadline"]
@@ -186,7 +189,7 @@ class ProgramKeyAdmin(admin.ModelAdmin):
     fields = ["program", "mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
     readonly_fields = ["program", "mode", "masked", "created_at", "rotation_marked_at"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys come from program creation and regeneration only
 
 
@@ -213,7 +216,7 @@ class AgentKeyForm(forms.ModelForm):
         model = AgentKey
         fields = ["name", "workspace", "programs", "scopes", "expires_at"]
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if "workspace" in self.fields:
             self.fields["workspace"].required = True
@@ -243,10 +246,10 @@ class RevokedFilter(admin.SimpleListFilter):
     title = "revoked"
     parameter_name = "revoked"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "Revoked"), ("no", "Not revoked")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AgentKey]) -> QuerySet[AgentKey]:
         if self.value() == "yes":
             return queryset.filter(revoked_at__isnull=False)
         if self.value() == "no":
@@ -269,11 +272,11 @@ class AgentKeyAdmin(WorkspaceChoicesAdmin):
     def scope_list(self, obj: AgentKey) -> str:
         return ", ".join(obj.scopes)
 
-    def get_fields(self, request, obj=None):
-        fields = ["name", "workspace", "programs", "scopes", "expires_at"]
-        return fields if obj is None else [*fields, "masked", "created_at", "last_used_at", "revoked_at"]
+    def get_fields(self, request: HttpRequest, obj: AgentKey | None = None) -> tuple[str, ...]:
+        fields = ("name", "workspace", "programs", "scopes", "expires_at")
+        return fields if obj is None else (*fields, "masked", "created_at", "last_used_at", "revoked_at")
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: AgentKey | None = None) -> list[str]:
         if obj is None:
             return []
         # Moving an issued key to another workspace would silently change what it reaches; only a legacy key
@@ -281,7 +284,7 @@ class AgentKeyAdmin(WorkspaceChoicesAdmin):
         bound = ["workspace"] if obj.workspace_id is not None else []
         return [*bound, "masked", "created_at", "last_used_at", "revoked_at"]
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: AgentKey, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
@@ -290,7 +293,7 @@ class AgentKeyAdmin(WorkspaceChoicesAdmin):
         messages.warning(request, f"Agent key issued: {raw} — copy it now, it is shown only once.")
 
     @admin.action(description="Revoke selected agent keys")
-    def revoke_selected(self, request, queryset):
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[AgentKey]) -> None:
         revoked = sum(agent_key_revoke(key=key) for key in queryset)
         already = queryset.count() - revoked
         self.message_user(

@@ -2,6 +2,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import messages
@@ -59,7 +60,7 @@ class ProgramKeyRegenerateApi(BaseApi):
             500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the old key still works"),
         },
     )
-    def post(self, request, program_id: int):
+    def post(self, request: Request, program_id: int) -> Response:
         program = program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_REGENERATE_KEY)
         data = self.InputSerializer(data=request.data or {})
         data.is_valid(raise_exception=True)
@@ -98,7 +99,7 @@ class ProgramSettingsApi(ProgramMemberApi):
         parameters=[PROGRAM_ID],
         responses={200: SETTINGS_OK, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         return Response(_settings_body(self.program))
 
     @extend_schema(
@@ -113,7 +114,7 @@ class ProgramSettingsApi(ProgramMemberApi):
             ),
         },
     )
-    def patch(self, request, program_id: str):
+    def patch(self, request: Request, program_id: str) -> Response:
         if not isinstance(request.data, dict):
             raise BadRequestError(messages.BODY_NOT_OBJECT)
         changes = ProgramSettingsPatchSerializer(data=request.data, context={"program": self.program}).changes()

@@ -17,7 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from commissions.approval import RULE_ACTOR
@@ -95,7 +95,7 @@ def _link(link: ReferralLink | None) -> dict[str, Any] | None:
     return {"id": link.pk, "short_link": link.short_link} if link else None
 
 
-def _customers(program: Program):
+def _customers(program: Program) -> QuerySet[Customer]:
     return Customer.objects.filter(program=program).select_related("first_partner", "first_link")
 
 
@@ -528,7 +528,7 @@ def _ledger(commission: Commission | None) -> dict[str, Any]:
 # --- Sales refused after the window -------------------------------------------------------------------------
 
 
-def _window_refusals(*, program: Program):
+def _window_refusals(*, program: Program) -> QuerySet[TrackingLog]:
     return TrackingLog.objects.filter(
         program=program, event="sale", outcome="attribution_window_expired", is_test=False
     ).order_by("-pk")

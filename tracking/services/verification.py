@@ -3,6 +3,7 @@ traffic, all flagged as test, proving the pipeline end to end without touching r
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -53,7 +54,7 @@ def verification_run(*, program: Program, request_id: str = "") -> dict[str, Any
         )
         return _finish(result, started)
 
-    def step(name: str, call) -> TestEventRecorded | None:
+    def step(name: str, call: Callable[[], object]) -> TestEventRecorded | None:
         try:
             recorded = _as_test_event(call())
         except ApiError as error:

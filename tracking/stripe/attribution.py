@@ -7,6 +7,8 @@ against the lead record."""
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+
 from programs.models import Program
 
 from ..models import Customer, LeadEvent
@@ -20,7 +22,7 @@ class PaymentParties:
     client_reference_id: str
 
 
-def _real(program: Program):
+def _real(program: Program) -> QuerySet[Customer]:
     return Customer.objects.filter(program=program, is_test=False)
 
 

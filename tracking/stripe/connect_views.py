@@ -3,15 +3,16 @@ because the connection page shows the last payment event the integration receive
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ForbiddenError, NotFoundError
 from core.urls import public_url
-from programs.models import Action
+from programs.models import Action, Program
 from programs.permissions import program_for_action
 from programs.stripe_connect import (
     StripeConnectError,
@@ -24,7 +25,13 @@ from programs.stripe_connect import (
 from tracking.models import ProcessorEvent
 
 
-def _program(request, program_id: int):
+class SignedInRequest(HttpRequest):
+    """The request of a login_required page: its user is never anonymous."""
+
+    user: User
+
+
+def _program(request: HttpRequest, program_id: int) -> Program:
     """The program when the signed-in user may manage it; Django answers 404 or 403 otherwise."""
     try:
         return program_for_action(user=request.user, program_id=program_id, action=Action.PROGRAM_MANAGE)
@@ -36,7 +43,7 @@ def _program(request, program_id: int):
 
 @login_required
 @require_GET
-def stripe_connection(request, program_id: int):
+def stripe_connection(request: HttpRequest, program_id: int) -> HttpResponse:
     program = _program(request, program_id)
     last_event = ProcessorEvent.objects.filter(program=program).order_by("-received_at").first()
     return render(
@@ -48,7 +55,7 @@ def stripe_connection(request, program_id: int):
 
 @login_required
 @require_POST
-def stripe_connect_start(request, program_id: int):
+def stripe_connect_start(request: SignedInRequest, program_id: int) -> HttpResponse:
     program = _program(request, program_id)
     try:
         url = stripe_connect_url(
@@ -62,7 +69,7 @@ def stripe_connect_start(request, program_id: int):
 
 @login_required
 @require_GET
-def stripe_oauth_callback(request):
+def stripe_oauth_callback(request: SignedInRequest) -> HttpResponse:
     state = request.GET.get("state", "")
     try:
         program = stripe_connect_program_from_state(state=state, user_id=request.user.pk)
@@ -86,7 +93,7 @@ def stripe_oauth_callback(request):
 
 @login_required
 @require_POST
-def stripe_disconnect_view(request, program_id: int):
+def stripe_disconnect_view(request: HttpRequest, program_id: int) -> HttpResponse:
     program = _program(request, program_id)
     stripe_disconnect(program=program)
     messages.success(request, "Stripe disconnected. Its payment events are no longer recorded.")

@@ -3,6 +3,7 @@
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -14,7 +15,7 @@ from core.errors import BadRequestError, ConflictError
 from programs.models import Program
 
 from ..amounts import MAX_AMOUNT_CENTS
-from ..models import CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
+from ..models import Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
 from ..services.lead import lead_settle
 from ..services.sale import (
     SUPPORTED_CURRENCIES,
@@ -130,7 +131,7 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
     return Outcome(f"sale #{result.sale.pk} attributed by {found_by}{commission}", sale=result.sale)
 
 
-def _settle_provisional_lead(*, customer, parties: PaymentParties, now) -> None:
+def _settle_provisional_lead(*, customer: Customer, parties: PaymentParties, now: datetime) -> None:
     """A payment proves the signup: a provisional browser lead settles here, as the lead endpoint would."""
     if customer.customer_status != CustomerStatus.CLICK:
         return
