@@ -140,7 +140,8 @@ class ApiAutoSchema(AutoSchema):
                 f"or {limits.MAX_HEADER_BYTES} bytes of headers in all"
             ),
         }
-        if self.method in ("POST", "PUT", "PATCH"):
+        # By Content-Length, whatever the method: a DELETE with a body is refused too (a GET is sent without one).
+        if self.method in ("POST", "PUT", "PATCH", "DELETE"):
             refusals["413"] = f"Body larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes; nothing recorded"
         error = TYPED_ERROR if self._view_policy("envelope") == TYPED else PLATFORM_ERROR
         for status, description in refusals.items():
