@@ -1,12 +1,14 @@
 """The errors every route shares, sent to every operation of the contract surfaces: 414 (a URL over the limit), 431
-(a header over the limit), 413 (a body over the limit) and 429 (the route's bucket spent), each answer checked
-against what the published description says of that status on that route."""
+(a header over the limit), 413 (a body over the limit), 429 (the route's bucket spent) and 500 (a failure nobody
+expected, once the caller is authenticated), each answer checked against what the published description says of that
+status on that route."""
 
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from rest_framework.views import APIView
 
 from core import limits
 
@@ -48,6 +50,7 @@ def protocol_cases() -> list[Case]:
         if case.method != "GET":
             cases.append(replace(case, status=413, label="body too large", body=LARGE_BODY))
         cases.append(replace(case, status=429, label="rate limited"))
+        cases.append(replace(case, status=500, label="unexpected failure"))
     return cases
 
 
@@ -56,7 +59,9 @@ SUCCESS = {(case.method, case.path): case.status for case in first_successes()}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_the_answer_is_the_documented_one(case: Case, world: World, schema: dict[str, Any], settings) -> None:
+def test_the_answer_is_the_documented_one(
+    case: Case, world: World, schema: dict[str, Any], settings, monkeypatch
+) -> None:
     documented = published_schema()["paths"][case.path][case.method.lower()]["responses"]
     if str(case.status) not in documented:
         # A route that documents no such limit must not have one: the request goes through.
@@ -69,4 +74,18 @@ def test_the_answer_is_the_documented_one(case: Case, world: World, schema: dict
             replace(case, before=spend, status=0).send(world)
 
         case = replace(case, before=spend_the_bucket)
+    if case.status == 500:
+        spend = case.before
+
+        def fail_after_authentication(world: World) -> None:
+            if spend is not None:
+                spend(world)
+            # DRF checks throttles (this project has none) right after authentication and permissions.
+            monkeypatch.setattr(APIView, "check_throttles", failing)
+
+        case = replace(case, before=fail_after_authentication)
     case_check(case, world, schema)
+
+
+def failing(*args: Any, **kwargs: Any) -> None:
+    raise RuntimeError("a failure nobody expected")
