@@ -14,7 +14,7 @@ from programs.api.base import ProgramKeyApi
 from tracking.services.click import ClickContext, ClickRecorded, click_record
 from tracking.services.common import sale_is_test
 from tracking.services.lead import lead_record
-from tracking.services.refund import refund_record
+from tracking.services.refund import refund_record, refund_test_mode
 from tracking.services.sale import sale_record
 
 from .results import click_body, lead_body, refund_body, sale_body
@@ -239,10 +239,10 @@ class RefundTrackApi(ProgramKeyApi):
     def post(self, request):
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
+        additional_data = _body(request).get("additional_data")
         # A test key (or a test-mode body) refunds nothing and is answered before the body is checked.
-        result = refund_record(
-            key=key,
-            additional_data=_body(request).get("additional_data"),
-            data=lambda: RefundInputSerializer(data=request.data).validated_input(),
-        )
-        return Response(refund_body(result))
+        in_test_mode = refund_test_mode(key=key, additional_data=additional_data)
+        if in_test_mode is not None:
+            return Response(refund_body(in_test_mode))
+        data = RefundInputSerializer(data=request.data).validated_input()
+        return Response(refund_body(refund_record(data=data, key=key, additional_data=additional_data)))

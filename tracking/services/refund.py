@@ -1,7 +1,6 @@
 """Refunds sent to the tracking API: the sale they name, refunded through commissions.services.refund_apply, or
 nothing at all in test mode."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Required, TypedDict
 
@@ -32,25 +31,29 @@ class RefundInTestMode:
     """A refund in test mode (the test key, or additional_data.test_mode): nothing was refunded."""
 
 
+def refund_test_mode(*, key: ProgramKey, additional_data: Any) -> RefundInTestMode | None:
+    """A refund in test mode (services.common.is_test_mode: the test key, or additional_data.test_mode) refunds
+    nothing, whatever else it says: a caller may answer it before reading the rest of the refund."""
+    return RefundInTestMode() if is_test_mode(additional_data, key) else None
+
+
 def refund_record(
-    *, key: ProgramKey, additional_data: Any, data: Callable[[], RefundInput]
+    *, data: RefundInput, key: ProgramKey, additional_data: Any = None
 ) -> RefundOutcome | RefundInTestMode:
-    """Refunds part or all of a sale of the key's program. In test mode (services.common.is_test_mode: the
-    test key or additional_data.test_mode) nothing is refunded and the refund is not read: `data`, which reads
-    and validates it (and may raise its errors), is called for a live refund only. Raises NotFoundError when
-    the program has no live sale under that transaction_id."""
-    if is_test_mode(additional_data, key):
-        return RefundInTestMode()
-    refund = data()
+    """Refunds part or all of a sale of the key's program; in test mode (refund_test_mode) nothing. Raises
+    NotFoundError when the program has no live sale under that transaction_id."""
+    in_test_mode = refund_test_mode(key=key, additional_data=additional_data)
+    if in_test_mode is not None:
+        return in_test_mode
     sale = SaleEvent.objects.filter(
-        program_id=key.program_id, processor_event_id=refund["transaction_id"], is_test=False
+        program_id=key.program_id, processor_event_id=data["transaction_id"], is_test=False
     ).first()
     if sale is None:
         raise NotFoundError(messages.REFUND_SALE_NOT_FOUND, code="not_found")
-    reason = (refund.get("refund_reason") or "").strip() or (refund.get("reason") or "")
+    reason = (data.get("refund_reason") or "").strip() or (data.get("reason") or "")
     return refund_apply(
         sale=sale,
-        amount=refund.get("refund_amount_cents") or None,
-        refund_id=refund.get("refund_id") or None,
+        amount=data.get("refund_amount_cents") or None,
+        refund_id=data.get("refund_id") or None,
         reason=reason,
     )
