@@ -5,10 +5,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField
 
-from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from core.api.fields import IsoDateTimeField, LeanSerializer, StrictCharField, spec_messages
 from core.api.output import output_serializer
 from core.api.query import InstantField
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
@@ -116,32 +117,82 @@ TrackingStatusResultSerializer = output_serializer(
 )
 
 
-# A click, a lead or a conversion (tracking.selectors.events): each type has its own fields, in this order.
-class TrackingEventSerializer(serializers.Serializer):
+class HasValueField(serializers.BooleanField):
+    """Output only: whether the source value is set (a time, here), rendered true or false, never null."""
+
+    def get_attribute(self, instance: Any) -> bool:
+        return super().get_attribute(instance) is not None
+
+
+# The events list's items (tracking.selectors.events): each type's row of values() renders through its type's
+# serializer, keys in this order.
+class ClickEventSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    event_type = serializers.CharField(help_text="click, lead or conversion")
-    timestamp = serializers.DateTimeField()
+    event_type = serializers.ChoiceField(choices=["click"])
+    timestamp = IsoDateTimeField(source="click_timestamp")
     click_id = serializers.CharField()
-    customer_key = serializers.CharField(required=False, help_text="lead")
-    session_id = serializers.CharField(required=False, help_text="click, lead")
-    page_url = serializers.CharField(required=False, help_text="click, lead")
-    referrer_url = serializers.CharField(required=False, help_text="click")
-    geo_country = serializers.CharField(required=False, help_text="click")
-    geo_region = serializers.CharField(required=False, help_text="click")
-    geo_city = serializers.CharField(required=False, help_text="click")
-    device_type = serializers.CharField(required=False, help_text="click")
-    device_os = serializers.CharField(required=False, help_text="click")
-    browser_name = serializers.CharField(required=False, help_text="click")
-    converted = serializers.BooleanField(required=False, help_text="click, lead")
-    amount_cents = serializers.IntegerField(required=False, help_text="conversion")
-    currency = serializers.CharField(required=False, help_text="conversion")
-    sale_type = serializers.CharField(required=False, help_text="conversion")
-    payment_status = serializers.CharField(required=False, help_text="conversion")
-    processor_event_id = AbsentOrNullCharField(
-        required=False, allow_null=True, help_text="conversion: the transaction_id"
+    session_id = serializers.CharField()
+    page_url = serializers.CharField()
+    referrer_url = serializers.CharField()
+    geo_country = serializers.CharField()
+    geo_region = serializers.CharField()
+    geo_city = serializers.CharField()
+    device_type = serializers.CharField()
+    device_os = serializers.CharField()
+    browser_name = serializers.CharField()
+    converted = HasValueField(source="customer__first_sale_at", help_text="The customer has a live sale")
+    createdAt = IsoDateTimeField(source="created_at")
+
+
+class LeadEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event_type = serializers.ChoiceField(choices=["lead"])
+    timestamp = IsoDateTimeField(source="lead_timestamp")
+    click_id = serializers.CharField()
+    customer_key = serializers.CharField()
+    session_id = serializers.CharField()
+    page_url = serializers.CharField()
+    converted = HasValueField(source="customer__first_sale_at", help_text="The customer has a live sale")
+    createdAt = IsoDateTimeField(source="created_at")
+
+
+class ConversionEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event_type = serializers.ChoiceField(choices=["conversion"])
+    timestamp = IsoDateTimeField(source="sale_date")
+    click_id = serializers.CharField()
+    amount_cents = serializers.IntegerField()
+    currency = serializers.CharField()
+    sale_type = serializers.CharField()
+    payment_status = serializers.CharField()
+    processor_event_id = serializers.CharField(allow_null=True, help_text="The transaction_id")
+    is_recurring = serializers.BooleanField()
+    createdAt = IsoDateTimeField(source="created_at")
+
+
+TRACKING_EVENT_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
+    "click": ClickEventSerializer,
+    "lead": LeadEventSerializer,
+    "conversion": ConversionEventSerializer,
+}
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="TrackingEvent",
+        serializers={kind: serializer() for kind, serializer in TRACKING_EVENT_SERIALIZERS.items()},
+        resource_type_field_name="event_type",
     )
-    is_recurring = serializers.BooleanField(required=False, help_text="conversion")
-    createdAt = serializers.DateTimeField()
+)
+class TrackingEventField(serializers.Field):
+    """Output only: an item of the events list, rendered by its type's serializer."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+        self.renderers = {kind: serializer() for kind, serializer in TRACKING_EVENT_SERIALIZERS.items()}
+
+    def to_representation(self, value: Mapping[str, Any]) -> Any:
+        return self.renderers[value["event_type"]].to_representation(value)
 
 
 class PaginationSerializer(serializers.Serializer):
@@ -158,7 +209,7 @@ class TrackingEventsMetaSerializer(serializers.Serializer):
 # The events list's body: the page of events and its pagination.
 TrackingEventsResultSerializer = output_serializer(
     "TrackingEventsResultSerializer",
-    {"data": serializers.ListField(child=TrackingEventSerializer()), "meta": TrackingEventsMetaSerializer()},
+    {"data": serializers.ListField(child=TrackingEventField()), "meta": TrackingEventsMetaSerializer()},
 )
 
 

@@ -2,12 +2,11 @@
 (program, is_test, -time) indexes, capped, merged and paginated (one bounded query per type)."""
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Q
 
-from core.api.query import TimeBounds, iso
+from core.api.query import TimeBounds
 from programs.models import Program
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
 
@@ -18,62 +17,10 @@ EVENTS_CAP_FACTOR = 3
 _TYPE_RANK = {"conversion": 2, "lead": 1, "click": 0}
 
 
-def _click_item(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "event_type": "click",
-        "timestamp": iso(row["click_timestamp"]),
-        "click_id": row["click_id"],
-        "session_id": row["session_id"],
-        "page_url": row["page_url"],
-        "referrer_url": row["referrer_url"],
-        "geo_country": row["geo_country"],
-        "geo_region": row["geo_region"],
-        "geo_city": row["geo_city"],
-        "device_type": row["device_type"],
-        "device_os": row["device_os"],
-        "browser_name": row["browser_name"],
-        "converted": row["customer__first_sale_at"] is not None,
-        "createdAt": iso(row["created_at"]),
-    }
-
-
-def _lead_item(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "event_type": "lead",
-        "timestamp": iso(row["lead_timestamp"]),
-        "click_id": row["click_id"],
-        "customer_key": row["customer_key"],
-        "session_id": row["session_id"],
-        "page_url": row["page_url"],
-        "converted": row["customer__first_sale_at"] is not None,
-        "createdAt": iso(row["created_at"]),
-    }
-
-
-def _conversion_item(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "event_type": "conversion",
-        "timestamp": iso(row["sale_date"]),
-        "click_id": row["click_id"],
-        "amount_cents": row["amount_cents"],
-        "currency": row["currency"],
-        "sale_type": row["sale_type"],
-        "payment_status": row["payment_status"],
-        "processor_event_id": row["processor_event_id"],
-        "is_recurring": row["is_recurring"],
-        "createdAt": iso(row["created_at"]),
-    }
-
-
-# Per type: model, time field, the columns read, the item builder. `converted` is the customer's
-# first_sale_at, read through the join (a LEFT JOIN for clicks, whose customer may be gone), never per row.
-_EVENT_SOURCES: dict[
-    str,
-    tuple[type[ClickEvent | LeadEvent | SaleEvent], str, tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]],
-] = {
+# Per type: model, time field, the columns read (the dashboard API's item serializer of the type renders them).
+# `converted` is the customer's first_sale_at, read through the join (a LEFT JOIN for
+# clicks, whose customer may be gone), never per row.
+_EVENT_SOURCES: dict[str, tuple[type[ClickEvent | LeadEvent | SaleEvent], str, tuple[str, ...]]] = {
     "click": (
         ClickEvent,
         "click_timestamp",
@@ -93,7 +40,6 @@ _EVENT_SOURCES: dict[
             "created_at",
             "customer__first_sale_at",
         ),
-        _click_item,
     ),
     "lead": (
         LeadEvent,
@@ -108,7 +54,6 @@ _EVENT_SOURCES: dict[
             "created_at",
             "customer__first_sale_at",
         ),
-        _lead_item,
     ),
     "conversion": (
         SaleEvent,
@@ -125,7 +70,6 @@ _EVENT_SOURCES: dict[
             "is_recurring",
             "created_at",
         ),
-        _conversion_item,
     ),
 }
 
@@ -135,17 +79,18 @@ def tracking_events_list(
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The spec's events list: live events only; each type read newest first, capped at 3 x pageSize rows
     (one indexed query per type, the date bounds applied in SQL), merged newest first, then paginated.
-    `total` is the merged set's size, so pages past it are empty even when older events exist."""
+    `total` is the merged set's size, so pages past it are empty even when older events exist. Each item is its
+    row of values() with its type under "event_type"."""
     cap = EVENTS_CAP_FACTOR * page_size
     merged: list[tuple[tuple, dict[str, Any]]] = []
     for kind in (event_type,) if event_type else EVENT_TYPES:
-        model, time_field, columns, build = _EVENT_SOURCES[kind]
+        model, time_field, columns = _EVENT_SOURCES[kind]
         rows = (
             model.objects.filter(Q(program=program, is_test=False) & bounds.q(time_field))
             .order_by(f"-{time_field}", "-id")
             .values(*columns)[:cap]
         )
-        merged.extend(((row[time_field], _TYPE_RANK[kind], row["id"]), build(row)) for row in rows)
+        merged.extend(((row[time_field], _TYPE_RANK[kind], row["id"]), {**row, "event_type": kind}) for row in rows)
     merged.sort(key=lambda pair: pair[0], reverse=True)
     total = len(merged)
     start = (page - 1) * page_size
