@@ -60,8 +60,6 @@ from .serializers import (
     CliWebhookTriggerSerializer,
 )
 
-# 500 messages of the two debugger routes (the request id is appended, like every CLI route's).
-
 
 def _no_store(response: Response) -> Response:
     # These bodies carry secrets (state, login token, program keys): never cached by anything in between.
