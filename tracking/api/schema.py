@@ -1,10 +1,14 @@
 """The answers of tracking's read routes, shared by every surface that serves them. The readiness verdict, the
 performance report and the click sources are output serializers: the views render their bodies through them and
-the OpenAPI description is read from them, so the two cannot drift apart. The explanations are described only.
+the OpenAPI description is read from them, so the two cannot drift apart. The explanations' items (a sale, a
+partner, a link, a click, a refused sale) are output serializers too; the explanations' envelopes are described
+only.
 
 Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
-from drf_spectacular.utils import PolymorphicProxySerializer, inline_serializer
+from typing import Any
+
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from core.api.output import output_serializer
@@ -133,30 +137,105 @@ class ClickSourcesSerializer(serializers.Serializer):
 ClickSourcesResultSerializer = output_serializer("ClickSourcesResultSerializer", {"data": ClickSourcesSerializer()})
 
 
-_NAMED = inline_serializer("ExplainPartner", fields={"id": serializers.IntegerField(), "name": serializers.CharField()})
-_LINK = inline_serializer(
-    "ExplainLink", fields={"id": serializers.IntegerField(), "short_link": serializers.CharField()}
-)
+# --- The explanations (tracking.insight.explain) -------------------------------------------------------------
+# Its items (a sale, a partner, a link, a click, a sale refused after the window) are rendered by these output
+# serializers from the rows themselves. Times stay datetimes (format=None): the explain page formats them and the
+# JSON renderer writes them as every explain body always has.
+
+
+def _datetime(**kwargs: Any) -> serializers.DateTimeField:
+    return serializers.DateTimeField(format=None, **kwargs)
+
+
+class ExplainPartnerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class ExplainLinkSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    short_link = serializers.CharField()
+
+
+class ExplainFraudRuleSerializer(serializers.Serializer):
+    rule = serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)")
+    description = serializers.CharField(help_text="What the rule checks")
+    status = serializers.ChoiceField(
+        choices=["not_counted", "never_attributed", "flagged", "held", "released", "voided", "ended"],
+        help_text="held: it holds the commission now; released, voided or ended (by a refund): its hold's last "
+        "decision",
+    )
+    text = serializers.CharField(help_text="<rule>: what it found, in one line")
+
+
+# A sale (tracking.models.SaleEvent) as its explanation shows it.
+class ExplainedSaleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
+    amount_cents = serializers.IntegerField()
+    currency = serializers.CharField()
+    sale_type = serializers.CharField()
+    is_recurring = serializers.BooleanField()
+    product_id = serializers.CharField()
+    provider = serializers.CharField()
+    sale_date = _datetime()
+    is_test = serializers.BooleanField()
+
+
+class _AsIs:
+    """Output only: the value as read (a number stays the int or float it is)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class _AsIsFloatField(_AsIs, serializers.FloatField):
+    pass
+
+
+class _AsIsIntegerField(_AsIs, serializers.IntegerField):
+    pass
+
+
+# A sale refused after the window, from its tracking log row (tracking.models.TrackingLog: what the sale service
+# logged in details).
+class ExplainRefusedSaleSerializer(serializers.Serializer):
+    transaction_id = serializers.CharField(source="details.transaction_id", allow_null=True)
+    refused_at = _datetime(source="created_at")
+    click_age_days = _AsIsFloatField(source="details.click_age_days", allow_null=True)
+    window_days = _AsIsIntegerField(source="details.window_days", allow_null=True)
+    attributed_by = serializers.CharField(source="details.attributed_by", default="")
+
+
+# A click (tracking.models.ClickEvent) of a customer or of a click id: the click rules' steps need the program's
+# rules (context "click_rules": tracking.insight.explain's _ClickRules).
+class ExplainClickEventSerializer(serializers.Serializer):
+    clicked_at = _datetime(source="click_timestamp")
+    link = ExplainLinkSerializer(allow_null=True)
+    page_url = serializers.CharField()
+    traffic = serializers.CharField()
+    flags = serializers.SerializerMethodField()
+    rules = serializers.SerializerMethodField()
+
+    def get_flags(self, click: Any) -> list[str]:
+        return list(click.flags or [])
+
+    @extend_schema_field(ExplainFraudRuleSerializer(many=True))
+    def get_rules(self, click: Any) -> list[dict[str, str]]:
+        return self.context["click_rules"].steps(traffic=click.traffic, flags=click.flags)
+
+
+_NAMED = ExplainPartnerSerializer(allow_null=True)
+_LINK = ExplainLinkSerializer(allow_null=True)
 _WINDOW_FIELDS: dict[str, serializers.Field] = {
     "window_days": serializers.IntegerField(help_text="The program's attribution window (cookie_duration)"),
     "click_age_days": serializers.FloatField(allow_null=True, help_text="Days from the click to the sale"),
     "within": serializers.BooleanField(),
     "text": serializers.CharField(),
 }
-_FRAUD_RULE = inline_serializer(
-    "ExplainFraudRule",
-    fields={
-        "rule": serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)"),
-        "description": serializers.CharField(help_text="What the rule checks"),
-        "status": serializers.ChoiceField(
-            choices=["not_counted", "never_attributed", "flagged", "held", "released", "voided", "ended"],
-            help_text="held: it holds the commission now; released, voided or ended (by a refund): its hold's last "
-            "decision",
-        ),
-        "text": serializers.CharField(help_text="<rule>: what it found, in one line"),
-    },
+_FRAUD_RULES = serializers.ListField(
+    child=ExplainFraudRuleSerializer(), help_text="The fraud rules that decided something"
 )
-_FRAUD_RULES = serializers.ListField(child=_FRAUD_RULE, help_text="The fraud rules that decided something")
 _REVIEW = inline_serializer(
     "ExplainReview",
     allow_null=True,
@@ -192,22 +271,7 @@ EXPLAIN_SALE = inline_serializer(
             ]
         ),
         "summary": serializers.CharField(),
-        "sale": inline_serializer(
-            "ExplainedSale",
-            allow_null=True,
-            fields={
-                "id": serializers.IntegerField(),
-                "transaction_id": serializers.CharField(allow_null=True),
-                "amount_cents": serializers.IntegerField(),
-                "currency": serializers.CharField(),
-                "sale_type": serializers.CharField(),
-                "is_recurring": serializers.BooleanField(),
-                "product_id": serializers.CharField(),
-                "provider": serializers.CharField(),
-                "sale_date": serializers.DateTimeField(),
-                "is_test": serializers.BooleanField(),
-            },
-        ),
+        "sale": ExplainedSaleSerializer(allow_null=True),
         "attribution": inline_serializer(
             "ExplainAttribution",
             fields={
@@ -310,9 +374,13 @@ EXPLAIN_CUSTOMER = inline_serializer(
         ),
         "partner": _NAMED,
         "link": _LINK,
-        "clicks": serializers.DictField(
-            help_text="count, counted (not duplicates, bots or prefetches), and the recent ones (clicked_at, link, "
-            "page_url, traffic, flags, rules)"
+        "clicks": inline_serializer(
+            "ExplainCustomerClicks",
+            fields={
+                "count": serializers.IntegerField(),
+                "counted": serializers.IntegerField(help_text="Not duplicates, bots or prefetches"),
+                "recent": ExplainClickEventSerializer(many=True, help_text="The latest clicks, newest first"),
+            },
         ),
         "rules": _FRAUD_RULES,
         "leads": serializers.ListField(child=serializers.DictField()),
@@ -330,10 +398,7 @@ EXPLAIN_CUSTOMER = inline_serializer(
                 "text": serializers.CharField(),
             },
         ),
-        "refused_sales": serializers.ListField(
-            child=serializers.DictField(),
-            help_text="Sales refused after the window (transaction_id, refused_at, click_age_days, window_days)",
-        ),
+        "refused_sales": ExplainRefusedSaleSerializer(many=True, help_text="Sales refused after the window"),
     },
 )
 EXPLAIN_CLICK = inline_serializer(
@@ -349,9 +414,7 @@ EXPLAIN_CLICK = inline_serializer(
         "rules": _FRAUD_RULES,
         "partner": _NAMED,
         "link": _LINK,
-        "clicks": serializers.ListField(
-            child=serializers.DictField(), help_text="The clicks, newest first: clicked_at, link, page_url, traffic"
-        ),
+        "clicks": ExplainClickEventSerializer(many=True, help_text="The clicks, newest first"),
     },
 )
 EXPLAIN_OK = inline_serializer(

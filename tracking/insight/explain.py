@@ -13,6 +13,7 @@ a prefetch, a click flagged paid_ads, and a commission the sale rules flagged or
 what the owner can do about it. A bot's or a prefetch's click id has no customer: asked by click_id it is
 explained as the click alone (kind "click"), never attributed."""
 
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -29,6 +30,13 @@ from core.errors import NotFoundError
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
+from tracking.api.schema import (
+    ExplainClickEventSerializer,
+    ExplainedSaleSerializer,
+    ExplainLinkSerializer,
+    ExplainPartnerSerializer,
+    ExplainRefusedSaleSerializer,
+)
 from tracking.attribution import attribution_window
 from tracking.models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
 
@@ -88,11 +96,11 @@ def _rate_text(rate: Decimal) -> str:
 
 
 def _partner(partner: Partner | None) -> dict[str, Any] | None:
-    return {"id": partner.pk, "name": partner.name} if partner else None
+    return ExplainPartnerSerializer(partner).data if partner else None
 
 
 def _link(link: ReferralLink | None) -> dict[str, Any] | None:
-    return {"id": link.pk, "short_link": link.short_link} if link else None
+    return ExplainLinkSerializer(link).data if link else None
 
 
 def _customers(program: Program) -> QuerySet[Customer]:
@@ -177,7 +185,7 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
         "recorded": True,
         "outcome": outcome,
         "summary": summary,
-        "sale": _sale_out(sale),
+        "sale": ExplainedSaleSerializer(sale).data,
         "attribution": attribution,
         "partner": _partner(sale.partner),
         "processor_event": (
@@ -193,21 +201,6 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
         "review": review,
         "refunds": _refunds(sale_amount=sale.amount_cents, commission=commission),
         "ledger": _ledger(commission),
-    }
-
-
-def _sale_out(sale: SaleEvent) -> dict[str, Any]:
-    return {
-        "id": sale.pk,
-        "transaction_id": sale.processor_event_id,
-        "amount_cents": sale.amount_cents,
-        "currency": sale.currency,
-        "sale_type": sale.sale_type,
-        "is_recurring": sale.is_recurring,
-        "product_id": sale.product_id,
-        "provider": sale.provider,
-        "sale_date": sale.sale_date,
-        "is_test": sale.is_test,
     }
 
 
@@ -538,17 +531,6 @@ def _window_refusal(*, program: Program, transaction_id: str) -> TrackingLog | N
     return _window_refusals(program=program).filter(details__transaction_id=transaction_id).first()
 
 
-def _refusal_out(log: TrackingLog) -> dict[str, Any]:
-    details = log.details or {}
-    return {
-        "transaction_id": details.get("transaction_id"),
-        "refused_at": log.created_at,
-        "click_age_days": details.get("click_age_days"),
-        "window_days": details.get("window_days"),
-        "attributed_by": details.get("attributed_by", ""),
-    }
-
-
 def _refused_sale_explain(*, program: Program, transaction_id: str, log: TrackingLog) -> dict[str, Any]:
     details = log.details or {}
     click_id = details.get("click_id") or ""
@@ -615,11 +597,10 @@ def customer_explain(
     clicks = ClickEvent.objects.filter(customer=customer).select_related("link").order_by("-click_timestamp")
     leads = LeadEvent.objects.filter(customer=customer).order_by("pk")
     sales = SaleEvent.objects.filter(customer=customer).select_related("commission").order_by("sale_date", "pk")
-    refusals = [
-        _refusal_out(log)
-        for log in _window_refusals(program=program).filter(details__click_id=customer.click_id)[:RECENT_CLICKS]
-    ]
-    recent = [_click_out(click, click_rules) for click in clicks[:RECENT_CLICKS]]
+    refusals = ExplainRefusedSaleSerializer(
+        _window_refusals(program=program).filter(details__click_id=customer.click_id)[:RECENT_CLICKS], many=True
+    ).data
+    recent = _clicks_out(clicks[:RECENT_CLICKS], click_rules)
     return {
         "kind": "customer",
         "customer": {
@@ -662,15 +643,8 @@ def customer_explain(
     }
 
 
-def _click_out(click: ClickEvent, click_rules: _ClickRules) -> dict[str, Any]:
-    return {
-        "clicked_at": click.click_timestamp,
-        "link": _link(click.link),
-        "page_url": click.page_url,
-        "traffic": click.traffic,
-        "flags": list(click.flags or []),
-        "rules": click_rules.steps(traffic=click.traffic, flags=click.flags),
-    }
+def _clicks_out(clicks: Iterable[ClickEvent], click_rules: _ClickRules) -> list[dict[str, Any]]:
+    return list(ExplainClickEventSerializer(clicks, many=True, context={"click_rules": click_rules}).data)
 
 
 def _click_explain(*, program: Program, click_id: str) -> dict[str, Any] | None:
@@ -685,7 +659,7 @@ def _click_explain(*, program: Program, click_id: str) -> dict[str, Any] | None:
         return None
     click_rules = _ClickRules(program.pk)
     latest = clicks[0]
-    recent = [_click_out(click, click_rules) for click in clicks]
+    recent = _clicks_out(clicks, click_rules)
     rules = _distinct([step for click in recent for step in click["rules"]])
     never = latest.traffic in (Traffic.BOT, Traffic.PREFETCH)
     if never:
