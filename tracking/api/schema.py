@@ -1,8 +1,8 @@
 """The answers of tracking's read routes, shared by every surface that serves them. The readiness verdict, the
 performance report and the click sources are output serializers: the views render their bodies through them and
 the OpenAPI description is read from them, so the two cannot drift apart. The explanations' items (a sale, a
-partner, a link, a click, a refused sale) are output serializers too; the explanations' envelopes are described
-only.
+partner, a link, a click, a refused sale, a customer, a lead, a refund step) are output serializers too; the
+explanations' envelopes are described only.
 
 Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
@@ -225,6 +225,41 @@ class ExplainClickEventSerializer(serializers.Serializer):
         return self.context["click_rules"].steps(traffic=click.traffic, flags=click.flags)
 
 
+# A customer (tracking.models.Customer) as its explanation shows it.
+class ExplainCustomerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    click_id = serializers.CharField()
+    customer_key = serializers.SerializerMethodField(help_text="Empty until a lead saves one")
+    status = serializers.CharField(source="customer_status")
+    is_test = serializers.BooleanField()
+    first_clicked_at = _datetime()
+    last_clicked_at = _datetime()
+    first_sale_at = _datetime(allow_null=True)
+    stripe_customer_id = serializers.CharField(source="processor_customer_id")
+
+    def get_customer_key(self, customer: Any) -> str:
+        return customer.customer_key or ""
+
+
+# A customer's lead (tracking.models.LeadEvent).
+class ExplainLeadSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    customer_key = serializers.CharField()
+    click_id = serializers.CharField()
+    provisional = serializers.BooleanField()
+    server_mode = serializers.BooleanField()
+    created_at = _datetime(source="lead_timestamp")
+
+
+# A refund applied to a commission (commissions.selectors.commission_refund_steps: one outbox row per refund).
+class ExplainRefundStepSerializer(serializers.Serializer):
+    step = serializers.IntegerField(source="refund_step")
+    reason = serializers.CharField(source="refund_reason")
+    reversed = serializers.BooleanField(help_text="The refund reversed the commission whole")
+    was_paid_out = serializers.BooleanField()
+    created_at = _datetime()
+
+
 _NAMED = ExplainPartnerSerializer(allow_null=True)
 _LINK = ExplainLinkSerializer(allow_null=True)
 _WINDOW_FIELDS: dict[str, serializers.Field] = {
@@ -346,9 +381,7 @@ EXPLAIN_SALE = inline_serializer(
                 "sale_refunded_cents": serializers.IntegerField(),
                 "deducted_cents": serializers.IntegerField(),
                 "refund_ids": serializers.ListField(child=serializers.CharField()),
-                "steps": serializers.ListField(
-                    child=serializers.DictField(), help_text="step, reason, reversed, was_paid_out, created_at"
-                ),
+                "steps": ExplainRefundStepSerializer(many=True),
                 "text": serializers.CharField(),
             },
         ),
@@ -368,10 +401,7 @@ EXPLAIN_CUSTOMER = inline_serializer(
     "CustomerExplanation",
     fields={
         "kind": serializers.ChoiceField(choices=["customer"]),
-        "customer": serializers.DictField(
-            help_text="id, click_id, customer_key, status, is_test, first_clicked_at, last_clicked_at, "
-            "first_sale_at, stripe_customer_id"
-        ),
+        "customer": ExplainCustomerSerializer(),
         "partner": _NAMED,
         "link": _LINK,
         "clicks": inline_serializer(
@@ -383,7 +413,7 @@ EXPLAIN_CUSTOMER = inline_serializer(
             },
         ),
         "rules": _FRAUD_RULES,
-        "leads": serializers.ListField(child=serializers.DictField()),
+        "leads": ExplainLeadSerializer(many=True),
         "sales": serializers.ListField(
             child=serializers.DictField(),
             help_text="Each sale summarised; explain.transaction_id is its own explanation's selector",

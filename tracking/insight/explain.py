@@ -32,9 +32,12 @@ from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 from tracking.api.schema import (
     ExplainClickEventSerializer,
+    ExplainCustomerSerializer,
     ExplainedSaleSerializer,
+    ExplainLeadSerializer,
     ExplainLinkSerializer,
     ExplainPartnerSerializer,
+    ExplainRefundStepSerializer,
     ExplainRefusedSaleSerializer,
 )
 from tracking.attribution import attribution_window
@@ -468,16 +471,7 @@ def _sale_rule_step(
 def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, Any]:
     if commission is None:
         return {"count": 0, "sale_refunded_cents": 0, "deducted_cents": 0, "refund_ids": [], "steps": [], "text": ""}
-    steps = [
-        {
-            "step": step.refund_step,
-            "reason": step.refund_reason,
-            "reversed": step.reversed,
-            "was_paid_out": step.was_paid_out,
-            "created_at": step.created_at,
-        }
-        for step in commission_refund_steps(commission_id=commission.pk)
-    ]
+    steps = list(ExplainRefundStepSerializer(commission_refund_steps(commission_id=commission.pk), many=True).data)
     text = ""
     if commission.refund_count:
         text = (
@@ -603,17 +597,7 @@ def customer_explain(
     recent = _clicks_out(clicks[:RECENT_CLICKS], click_rules)
     return {
         "kind": "customer",
-        "customer": {
-            "id": customer.pk,
-            "click_id": customer.click_id,
-            "customer_key": customer.customer_key or "",
-            "status": customer.customer_status,
-            "is_test": customer.is_test,
-            "first_clicked_at": customer.first_clicked_at,
-            "last_clicked_at": customer.last_clicked_at,
-            "first_sale_at": customer.first_sale_at,
-            "stripe_customer_id": customer.processor_customer_id,
-        },
+        "customer": ExplainCustomerSerializer(customer).data,
         "partner": _partner(customer.first_partner),
         "link": _link(customer.first_link),
         "clicks": {
@@ -626,17 +610,7 @@ def customer_explain(
             [step for click in recent for step in click["rules"]]
             + click_rules.steps(traffic=Traffic.HUMAN, flags=customer.click_flags)
         ),
-        "leads": [
-            {
-                "id": lead.pk,
-                "customer_key": lead.customer_key,
-                "click_id": lead.click_id,
-                "provisional": lead.provisional,
-                "server_mode": lead.server_mode,
-                "created_at": lead.lead_timestamp,
-            }
-            for lead in leads
-        ],
+        "leads": list(ExplainLeadSerializer(leads, many=True).data),
         "sales": [_customer_sale(sale) for sale in sales],
         "window": _customer_window(program=program, customer=customer, now=now),
         "refused_sales": refusals,
