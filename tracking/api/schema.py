@@ -1,8 +1,8 @@
 """The answers of tracking's read routes, shared by every surface that serves them. The readiness verdict, the
 performance report and the click sources are output serializers: the views render their bodies through them and
 the OpenAPI description is read from them, so the two cannot drift apart. The explanations' items (a sale, a
-partner, a link, a click, a refused sale, a customer, a lead, a refund step) are output serializers too; the
-explanations' envelopes are described only.
+partner, a link, a click, a refused sale, a customer, a lead, a customer's sale, a refund step) are output
+serializers too; the explanations' envelopes are described only.
 
 Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
@@ -260,6 +260,44 @@ class ExplainRefundStepSerializer(serializers.Serializer):
     created_at = _datetime()
 
 
+class ExplainSaleCommissionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    amount_cents = serializers.IntegerField()
+    status = serializers.CharField()
+    held = serializers.SerializerMethodField()
+    hold_rule = serializers.CharField()
+    flags = serializers.SerializerMethodField()
+
+    def get_held(self, commission: Any) -> bool:
+        return commission.held_at is not None
+
+    def get_flags(self, commission: Any) -> list[str]:
+        return list(commission.flags or [])
+
+
+class ExplainSaleSelectorSerializer(serializers.Serializer):
+    transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
+
+
+# A customer's sale (tracking.models.SaleEvent, its commission joined) summarised; context "not_recorded": what
+# attributed_by says of an attributed sale recorded before explanations.
+class ExplainCustomerSaleSerializer(serializers.Serializer):
+    transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
+    amount_cents = serializers.IntegerField()
+    currency = serializers.CharField()
+    sale_type = serializers.CharField()
+    is_recurring = serializers.BooleanField()
+    sale_date = _datetime()
+    is_test = serializers.BooleanField()
+    attributed_by = serializers.SerializerMethodField()
+    commission = ExplainSaleCommissionSerializer(allow_null=True)
+    no_commission_reason = serializers.CharField()
+    explain = ExplainSaleSelectorSerializer(source="*", help_text="This sale's own explanation's selector")
+
+    def get_attributed_by(self, sale: Any) -> str:
+        return sale.attributed_by or (self.context["not_recorded"] if sale.customer_id else "")
+
+
 _NAMED = ExplainPartnerSerializer(allow_null=True)
 _LINK = ExplainLinkSerializer(allow_null=True)
 _WINDOW_FIELDS: dict[str, serializers.Field] = {
@@ -414,10 +452,7 @@ EXPLAIN_CUSTOMER = inline_serializer(
         ),
         "rules": _FRAUD_RULES,
         "leads": ExplainLeadSerializer(many=True),
-        "sales": serializers.ListField(
-            child=serializers.DictField(),
-            help_text="Each sale summarised; explain.transaction_id is its own explanation's selector",
-        ),
+        "sales": ExplainCustomerSaleSerializer(many=True),
         "window": inline_serializer(
             "ExplainCustomerWindow",
             fields={

@@ -32,6 +32,7 @@ from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 from tracking.api.schema import (
     ExplainClickEventSerializer,
+    ExplainCustomerSaleSerializer,
     ExplainCustomerSerializer,
     ExplainedSaleSerializer,
     ExplainLeadSerializer,
@@ -611,7 +612,7 @@ def customer_explain(
             + click_rules.steps(traffic=Traffic.HUMAN, flags=customer.click_flags)
         ),
         "leads": list(ExplainLeadSerializer(leads, many=True).data),
-        "sales": [_customer_sale(sale) for sale in sales],
+        "sales": list(ExplainCustomerSaleSerializer(sales, many=True, context={"not_recorded": NOT_RECORDED}).data),
         "window": _customer_window(program=program, customer=customer, now=now),
         "refused_sales": refusals,
     }
@@ -674,35 +675,6 @@ def _customer_find(*, program: Program, click_id: str | None, customer_key: str 
         )
         found = customers.filter(pk=lead).first() if lead else None
     return found or keyed.first()
-
-
-def _customer_sale(sale: SaleEvent) -> dict[str, Any]:
-    commission = getattr(sale, "commission", None)
-    return {
-        "transaction_id": sale.processor_event_id,
-        "amount_cents": sale.amount_cents,
-        "currency": sale.currency,
-        "sale_type": sale.sale_type,
-        "is_recurring": sale.is_recurring,
-        "sale_date": sale.sale_date,
-        "is_test": sale.is_test,
-        "attributed_by": sale.attributed_by or (NOT_RECORDED if sale.customer_id else ""),
-        "commission": (
-            {
-                "id": commission.pk,
-                "amount_cents": commission.amount_cents,
-                "status": commission.status,
-                "held": commission.held_at is not None,
-                "hold_rule": commission.hold_rule,
-                "flags": list(commission.flags or []),
-            }
-            if commission
-            else None
-        ),
-        "no_commission_reason": sale.no_commission_reason,
-        # Where the sale's own explanation is: this route with ?transaction_id=.
-        "explain": {"transaction_id": sale.processor_event_id},
-    }
 
 
 def _customer_window(*, program: Program, customer: Customer, now: datetime) -> dict[str, Any]:
