@@ -1,8 +1,8 @@
 """The answers of tracking's read routes, shared by every surface that serves them. The readiness verdict, the
 performance report and the click sources are output serializers: the views render their bodies through them and
 the OpenAPI description is read from them, so the two cannot drift apart. The explanations' items (a sale, a
-partner, a link, a click, a refused sale, a customer, a lead, a customer's sale, a refund step) are output
-serializers too; the explanations' envelopes are described only.
+partner, a link, a click, a refused sale, a customer, a lead, a customer's sale, a refund step, a ledger entry,
+the Stripe event) are output serializers too; the explanations' envelopes are described only.
 
 Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
@@ -298,6 +298,25 @@ class ExplainCustomerSaleSerializer(serializers.Serializer):
         return sale.attributed_by or (self.context["not_recorded"] if sale.customer_id else "")
 
 
+# The Stripe event that recorded a sale (tracking.models.ProcessorEvent).
+class ExplainProcessorEventSerializer(serializers.Serializer):
+    event_id = serializers.CharField()
+    event_type = serializers.CharField()
+    outcome = serializers.CharField()
+
+
+# A ledger entry of a commission (commissions.models.LedgerEntry) with the running total up to it: rendered from
+# tracking.insight.explain's LedgerLine.
+class ExplainLedgerEntrySerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="entry.pk")
+    kind = serializers.CharField(source="entry.kind")
+    amount_cents = serializers.IntegerField(source="entry.amount_cents")
+    currency = serializers.CharField(source="entry.currency")
+    memo = serializers.CharField(source="entry.memo")
+    created_at = _datetime(source="entry.created_at")
+    running_total_cents = serializers.IntegerField()
+
+
 _NAMED = ExplainPartnerSerializer(allow_null=True)
 _LINK = ExplainLinkSerializer(allow_null=True)
 _WINDOW_FIELDS: dict[str, serializers.Field] = {
@@ -388,7 +407,7 @@ EXPLAIN_SALE = inline_serializer(
             },
         ),
         "partner": _NAMED,
-        "processor_event": serializers.DictField(allow_null=True, help_text="event_id, event_type, outcome"),
+        "processor_event": ExplainProcessorEventSerializer(allow_null=True),
         "commission": inline_serializer(
             "ExplainCommission",
             allow_null=True,
@@ -426,10 +445,7 @@ EXPLAIN_SALE = inline_serializer(
         "ledger": inline_serializer(
             "ExplainLedger",
             fields={
-                "entries": serializers.ListField(
-                    child=serializers.DictField(),
-                    help_text="id, kind, amount_cents, currency, memo, created_at, running_total_cents",
-                ),
+                "entries": ExplainLedgerEntrySerializer(many=True),
                 "total_cents": serializers.IntegerField(),
             },
         ),

@@ -14,6 +14,7 @@ what the owner can do about it. A bot's or a prefetch's click id has no customer
 explained as the click alone (kind "click"), never attributed."""
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -23,7 +24,7 @@ from django.utils import timezone
 
 from commissions.approval import RULE_ACTOR
 from commissions.calculations import NoCommission, commission_amount
-from commissions.models import Commission, CommissionReview
+from commissions.models import Commission, CommissionReview, LedgerEntry
 from commissions.selectors import commission_ledger, commission_refund_steps
 from commissions.services import commission_policy
 from core.errors import NotFoundError
@@ -36,8 +37,10 @@ from tracking.api.schema import (
     ExplainCustomerSerializer,
     ExplainedSaleSerializer,
     ExplainLeadSerializer,
+    ExplainLedgerEntrySerializer,
     ExplainLinkSerializer,
     ExplainPartnerSerializer,
+    ExplainProcessorEventSerializer,
     ExplainRefundStepSerializer,
     ExplainRefusedSaleSerializer,
 )
@@ -192,15 +195,7 @@ def sale_explain(*, program: Program, transaction_id: str) -> dict[str, Any]:
         "sale": ExplainedSaleSerializer(sale).data,
         "attribution": attribution,
         "partner": _partner(sale.partner),
-        "processor_event": (
-            {
-                "event_id": processor_event.event_id,
-                "event_type": processor_event.event_type,
-                "outcome": processor_event.outcome,
-            }
-            if processor_event
-            else None
-        ),
+        "processor_event": ExplainProcessorEventSerializer(processor_event).data if processor_event else None,
         "commission": commission_block,
         "review": review,
         "refunds": _refunds(sale_amount=sale.amount_cents, commission=commission),
@@ -492,25 +487,23 @@ def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, An
     }
 
 
+@dataclass(frozen=True)
+class LedgerLine:
+    """A ledger entry of the commission and the running total up to it (ExplainLedgerEntrySerializer renders it)."""
+
+    entry: LedgerEntry
+    running_total_cents: int
+
+
 def _ledger(commission: Commission | None) -> dict[str, Any]:
     if commission is None:
         return {"entries": [], "total_cents": 0}
-    entries = []
+    lines = []
     total = 0
     for entry in commission_ledger(commission_id=commission.pk):
         total += entry.amount_cents
-        entries.append(
-            {
-                "id": entry.pk,
-                "kind": entry.kind,
-                "amount_cents": entry.amount_cents,
-                "currency": entry.currency,
-                "memo": entry.memo,
-                "created_at": entry.created_at,
-                "running_total_cents": total,
-            }
-        )
-    return {"entries": entries, "total_cents": total}
+        lines.append(LedgerLine(entry=entry, running_total_cents=total))
+    return {"entries": list(ExplainLedgerEntrySerializer(lines, many=True).data), "total_cents": total}
 
 
 # --- Sales refused after the window -------------------------------------------------------------------------
