@@ -2,7 +2,7 @@
 performance report and the click sources are output serializers: the views render their bodies through them and
 the OpenAPI description is read from them, so the two cannot drift apart. The explanations' items (a sale, a
 partner, a link, a click, a refused sale, a customer, a lead, a customer's sale, a refund step, a ledger entry,
-the Stripe event) are output serializers too; the explanations' envelopes are described only.
+the Stripe event, a review decision) are output serializers too; the explanations' envelopes are described only.
 
 Each class is named after its component in the OpenAPI description (drf-spectacular drops "Serializer")."""
 
@@ -317,6 +317,15 @@ class ExplainLedgerEntrySerializer(serializers.Serializer):
     running_total_cents = serializers.IntegerField()
 
 
+# A decision on a commission's hold (commissions.models.CommissionReview).
+class ExplainReviewDecisionSerializer(serializers.Serializer):
+    action = serializers.CharField()
+    rule = serializers.CharField()
+    reason = serializers.CharField()
+    actor = serializers.CharField()
+    created_at = _datetime()
+
+
 _NAMED = ExplainPartnerSerializer(allow_null=True)
 _LINK = ExplainLinkSerializer(allow_null=True)
 _WINDOW_FIELDS: dict[str, serializers.Field] = {
@@ -340,9 +349,7 @@ _REVIEW = inline_serializer(
         "rules": _FRAUD_RULES,
         "actions": serializers.CharField(help_text="What the owner can do while it is held (empty otherwise)"),
         "text": serializers.CharField(),
-        "history": serializers.ListField(
-            child=serializers.DictField(), help_text="Decisions, oldest first: action, rule, reason, actor, created_at"
-        ),
+        "history": ExplainReviewDecisionSerializer(many=True, help_text="Decisions, oldest first"),
     },
 )
 EXPLAIN_SALE = inline_serializer(

@@ -43,6 +43,7 @@ from tracking.api.schema import (
     ExplainProcessorEventSerializer,
     ExplainRefundStepSerializer,
     ExplainRefusedSaleSerializer,
+    ExplainReviewDecisionSerializer,
 )
 from tracking.attribution import attribution_window
 from tracking.models import ClickEvent, Customer, LeadEvent, ProcessorEvent, SaleEvent, TrackingLog
@@ -426,16 +427,7 @@ def _review(commission: Commission | None, *, sale: SaleEvent) -> dict[str, Any]
         "rules": rules,
         "actions": actions if held else "",
         "text": text,
-        "history": [
-            {
-                "action": review.action,
-                "rule": review.rule,
-                "reason": review.reason,
-                "actor": review.actor,
-                "created_at": review.created_at,
-            }
-            for review in reviews
-        ],
+        "history": list(ExplainReviewDecisionSerializer(reviews, many=True).data),
     }
 
 
