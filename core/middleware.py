@@ -34,6 +34,11 @@ class RequestIdMiddleware:
             current_request_id.reset(token)
 
 
+def request_id_of(request: HttpRequest) -> str:
+    """The id RequestIdMiddleware gave the request (HttpRequest declares no such attribute)."""
+    return request.request_id  # type: ignore[attr-defined]
+
+
 class RequestLimitsMiddleware:
     """Refuses, before anything reads the request, what would otherwise fail later with a 500 or an HTML page:
     a URL or headers over the limits of core/limits.py (414, 431), a body over DATA_UPLOAD_MAX_MEMORY_SIZE (413,

@@ -3,6 +3,7 @@
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import messages
@@ -50,7 +51,7 @@ class ProgramReadinessGetApi(ProgramKeyApi):
             500: OpenApiResponse(TYPED_ERROR, description="internal_error, retry_after_seconds 10"),
         },
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         key = self.required_program_key
         base_url = public_url(request, "/").rstrip("/")
         verdict = readiness_compute(program=key.program, key=key, base_url=base_url)
@@ -76,7 +77,7 @@ class ProgramClickSourcesGetApi(ProgramKeyApi):
             500: OpenApiResponse(PLATFORM_ERROR, description="Server failure; the request id is in X-Request-ID"),
         },
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         today = timezone.now().date()
         query = DayRangeQuerySerializer(data=present(request.query_params), context={"today": today})
         query.is_valid(raise_exception=True)

@@ -3,7 +3,7 @@ message is the one the caller sees, so fields are declared in the order the spec
 
 import re
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast, get_args
 
 from django.utils import timezone
@@ -249,11 +249,9 @@ class SaleInputSerializer(LeanSerializer, TypedInputSerializer[SaleInput]):
             self.fields["amount_cents"].required = False
             self.fields["amount_cents"].allow_null = True
 
-    def validate_occurred_at(self, value: str | None):
+    def validate_occurred_at(self, value: str | None) -> datetime | None:
         if value is None:
             return None
-        from datetime import datetime
-
         try:
             when = datetime.fromisoformat(value)
         except ValueError:

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import messages
@@ -110,7 +111,7 @@ class VisitTrackApi(CallLoggedApi):
         request=InputSerializer,
         responses={200: OpenApiResponse(VISIT_OK), **COMMON_ERRORS},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         visit = visit_record(data=self.InputSerializer(data=request.data).validated_input())
         self.log_program_id = visit.program_id
         return Response({"success": True, "visit_id": visit.pk})
@@ -132,7 +133,7 @@ class TrackerConfigGetApi(CallLoggedApi):
             **COMMON_ERRORS,
         },
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.query_params)
         serializer.is_valid(raise_exception=True)
         config = tracker_config_get(program_id=serializer.validated_data["program_id"])

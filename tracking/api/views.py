@@ -2,6 +2,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import messages
@@ -9,6 +10,7 @@ from core.api import ratelimit
 from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITED, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
+from core.middleware import request_id_of
 from programs.api import auth
 from programs.api.base import ProgramKeyApi
 from tracking.services.click import ClickContext, ClickRecorded, click_record
@@ -103,14 +105,14 @@ REFUND_OK = inline_serializer(
 )
 
 
-def with_test_mode(name: str, result) -> PolymorphicProxySerializer:
+def with_test_mode(name: str, result: Any) -> PolymorphicProxySerializer:
     """A live result, or (test key or test_mode body) the TestModeResult shape."""
     return PolymorphicProxySerializer(
         component_name=name, serializers=[result, TEST_MODE], resource_type_field_name=None
     )
 
 
-def _body(request) -> dict[str, Any]:
+def _body(request: Request) -> dict[str, Any]:
     return request.data if isinstance(request.data, dict) else {}
 
 
@@ -142,14 +144,14 @@ class ClickTrackApi(ProgramKeyApi):
             **COMMON_ERRORS,
         },
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = ClickInputSerializer(data=request.data).validated_input()
         context = ClickContext(
             key=self.program_key,
             request_ip=client_ip(request._request),
             request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
-            request_id=request._request.request_id,
-            request_method=request.method,
+            request_id=request_id_of(request._request),
+            request_method=request.method or "",  # set on every request the server received
             request_meta=request.META,
         )
         result = click_record(data=data, context=context)
@@ -159,7 +161,7 @@ class ClickTrackApi(ProgramKeyApi):
         return Response(click_body(result))
 
     @extend_schema(exclude=True)
-    def head(self, request):
+    def head(self, request: Request) -> Response:
         """A link checker's or previewer's HEAD with a click's body: recorded as a prefetch (the bot rule), never
         counted or attributed; answered without a body."""
         return self.post(request)
@@ -185,9 +187,9 @@ class LeadTrackApi(ProgramKeyApi):
             **COMMON_ERRORS,
         },
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = LeadInputSerializer(data=request.data).validated_input()
-        result = lead_record(data=data, key=self.program_key, request_id=request._request.request_id)
+        result = lead_record(data=data, key=self.program_key, request_id=request_id_of(request._request))
         return Response(lead_body(result))
 
 
@@ -212,12 +214,12 @@ class SaleTrackApi(ProgramKeyApi):
             **MONEY_ERRORS,
         },
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
         test_mode = sale_is_test(data=_body(request), key=key)
         data = SaleInputSerializer(data=request.data, test_mode=test_mode).validated_input()
-        result = sale_record(data=data, key=key, request_id=request._request.request_id)
+        result = sale_record(data=data, key=key, request_id=request_id_of(request._request))
         return Response(sale_body(result))
 
 
@@ -236,7 +238,7 @@ class RefundTrackApi(ProgramKeyApi):
             **MONEY_ERRORS,
         },
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
         additional_data = _body(request).get("additional_data")

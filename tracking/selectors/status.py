@@ -26,7 +26,7 @@ def tracking_status_get(*, program: Program, role: str, now: datetime) -> dict[s
         .first()
     )
 
-    def latest(model, time_field: str, *counted: Q) -> Subquery:
+    def latest(model: type[ClickEvent | LeadEvent | SaleEvent], time_field: str, *counted: Q) -> Subquery:
         rows = model.objects.filter(*counted, program=OuterRef("pk"), is_test=False).order_by(f"-{time_field}")
         return Subquery(rows.values(time_field)[:1])
 
