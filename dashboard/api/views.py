@@ -9,10 +9,13 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.query import present
 from core.clientip import client_ip
+from core.middleware import request_id_of
 from core.urls import public_url
 from programs.api.base import ProgramMemberApi
 from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
@@ -32,12 +35,12 @@ from tracking.services.verification import synthetic_event_send, verification_ru
 from . import serializers as s
 
 
-def _validated(serializer) -> dict[str, Any]:
+def _validated(serializer: serializers.Serializer) -> dict[str, Any]:
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
 
-def _base_url(request) -> str:
+def _base_url(request: Request) -> str:
     return public_url(request, "/").rstrip("/")
 
 
@@ -49,7 +52,7 @@ class TrackingStatusGetApi(ProgramMemberApi):
         parameters=[PROGRAM_ID],
         responses={200: s.TrackingStatusResultSerializer, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         membership = membership_get(user=request.user, program=self.program)
         role = membership.role if membership else ""
         status = tracking_status_get(program=self.program, role=role, now=timezone.now())
@@ -64,7 +67,7 @@ class TrackingEventsListApi(ProgramMemberApi):
         parameters=[PROGRAM_ID, EventsQuerySerializer],
         responses={200: s.TrackingEventsResultSerializer, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         query = _validated(EventsQuerySerializer(data=present(request.query_params)))
         items, pagination = tracking_events_list(
             program=self.program,
@@ -84,7 +87,7 @@ class TrackingPerformanceGetApi(ProgramMemberApi):
         parameters=[PROGRAM_ID, *DAY_RANGE],
         responses={200: TrackingPerformanceResultSerializer, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         today = timezone.now().date()
         query = _validated(DayRangeQuerySerializer(data=present(request.query_params), context={"today": today}))
         report = tracking_performance_get(program=self.program, **query)
@@ -99,7 +102,7 @@ class TrackingReadinessGetApi(ProgramMemberApi):
         parameters=[PROGRAM_ID],
         responses={200: s.TrackingReadinessResultSerializer, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         verdict = readiness_compute(program=self.program, base_url=_base_url(request))
         return Response(s.TrackingReadinessResultSerializer({"data": verdict}).data)
 
@@ -121,7 +124,7 @@ class TrackingExplainGetApi(ProgramMemberApi):
         parameters=[PROGRAM_ID, ExplainQuerySerializer],
         responses={200: EXPLAIN_OK, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         query = _validated(ExplainQuerySerializer(data=present(request.query_params)))
         return Response({"data": explanation_get(program=self.program, **query)})
 
@@ -138,7 +141,7 @@ class TrackingLogsListApi(ProgramMemberApi):
         parameters=[PROGRAM_ID, LogsQuerySerializer],
         responses={200: ApiCallLogResultSerializer, **MEMBER_ERRORS},
     )
-    def get(self, request, program_id: str):
+    def get(self, request: Request, program_id: str) -> Response:
         query = _validated(LogsQuerySerializer(data=present(request.query_params)))
         items, next_cursor = api_calls_list(program_id=self.program.pk, **query)
         return Response(ApiCallLogResultSerializer({"data": items, "meta": {"next_cursor": next_cursor}}).data)
@@ -153,8 +156,8 @@ class TrackingVerificationRunApi(ProgramMemberApi):
         request=None,
         responses={200: s.VerificationResultSerializer, **MEMBER_ERRORS},
     )
-    def post(self, request, program_id: str):
-        run = verification_run(program=self.program, request_id=request._request.request_id)
+    def post(self, request: Request, program_id: str) -> Response:
+        run = verification_run(program=self.program, request_id=request_id_of(request._request))
         return Response(s.VerificationResultSerializer({"data": run}).data)
 
 
@@ -167,7 +170,7 @@ class TrackingTestEventSendApi(ProgramMemberApi):
         request=s.TestEventInputSerializer,
         responses={200: s.TestEventResultSerializer, **MEMBER_ERRORS},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = _validated(s.TestEventInputSerializer(data=request.data))
         result = synthetic_event_send(
             program=self.program,
@@ -176,7 +179,7 @@ class TrackingTestEventSendApi(ProgramMemberApi):
             customer_key=data.get("customer_key", ""),
             request_ip=client_ip(request._request),
             user_agent=request.META.get("HTTP_USER_AGENT", "")[:1024] or "svc-dashboard-test",
-            request_id=request._request.request_id,
+            request_id=request_id_of(request._request),
         )
         return Response(s.TestEventResultSerializer({"data": result}).data)
 
@@ -190,7 +193,7 @@ class TrackingTestEventsCheckApi(ProgramMemberApi):
         request=s.CheckTestEventsInputSerializer,
         responses={200: s.CheckTestEventsResultSerializer, **MEMBER_ERRORS},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = _validated(s.CheckTestEventsInputSerializer(data=request.data))
         now = timezone.now()
         since = data["since"].value if data.get("since") else now - s.TEST_EVENTS_DEFAULT_WINDOW
