@@ -2,6 +2,7 @@
 The success bodies are their output serializers (cli_api/api/serializers.py)."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
@@ -12,7 +13,7 @@ class LoginTokenScheme(OpenApiAuthenticationExtension):
     target_class = "cli_api.auth.LoginTokenAuthentication"
     name = "loginToken"
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {
             "type": "http",
             "scheme": "bearer",

@@ -292,8 +292,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CommissionTypeEnum": "programs.models.CommissionType",
         "LeadAuthEnum": "programs.models.LeadAuth",
-        # The one-value discriminators of the agent events list and the attribution explanation.
+        # The one-value discriminators of the agent and dashboard events lists and the attribution explanation.
         "SaleKindEnum": [("sale", "sale")],
+        "LeadKindEnum": [("lead", "lead")],
         "ClickKindEnum": [("click", "click")],
         # Fraud rules: one name per choice set wherever a field takes it (rule, hold_rule, flagged, flags).
         "FraudRuleEnum": "fraud.rules.Rule",

@@ -94,6 +94,9 @@ def partner_enrolled_data(*, enrolment: Any, partner: Any) -> dict[str, Any]:
     }
 
 
+# Types whose real event names no row of its own (no `data.id`): a refund is a step on a sale's commission.
+WITHOUT_OBJECT_ID = frozenset({EventType.REFUND_APPLIED})
+
 # An example `data` of every type, for `svc trigger` and the docs' samples (object_id 0: nothing real).
 EXAMPLE_DATA: dict[str, dict[str, Any]] = {
     EventType.LEAD_CREATED: {

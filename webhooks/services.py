@@ -15,7 +15,7 @@ from .addresses import UrlRefused, url_check
 from .dispatch import deliveries_queue
 from .events import endpoints_changed, event_emit
 from .models import ALL_EVENT_TYPES, DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from .payloads import EXAMPLE_DATA
+from .payloads import EXAMPLE_DATA, WITHOUT_OBJECT_ID
 from .signing import secret_encrypt, secret_generate
 
 
@@ -188,6 +188,7 @@ def event_trigger(*, program_id: int, event_type: str) -> WebhookEvent:
         type=event_type,
         livemode=False,
         data=EXAMPLE_DATA[event_type],
-        object_id=0,
+        # data.id 0 where the real event carries an id: the shape is the real one, the row is nobody's.
+        object_id=None if event_type in WITHOUT_OBJECT_ID else 0,
         synthetic=True,
     )

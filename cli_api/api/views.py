@@ -1,13 +1,15 @@
 """The command-line helper API, /api/v1/cli/*. Every route: rate limit 60/min per Bearer credential (IP when none
 is sent), request id at the end of a 500's message and in its details. Bodies: {"data": ...}; see docs/cli.md."""
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
+from django.contrib.auth.models import User
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api import ratelimit
@@ -15,6 +17,7 @@ from core.api.base import BaseApi
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
 from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
+from core.middleware import request_id_of
 from core.urls import public_url
 from programs.api.base import ProgramKeyApi
 from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
@@ -33,6 +36,7 @@ from webhooks.services import WebhookRefused, event_trigger
 from .. import messages
 from .. import schema as docs
 from ..auth import LoginTokenAuthentication
+from ..models import CliToken
 from ..selectors import account_programs_list
 from ..services import (
     LOGIN_SESSION_LIFETIME,
@@ -67,9 +71,14 @@ def _no_store(response: Response) -> Response:
     return response
 
 
-def _body(request) -> dict[str, Any]:
+def _body(request: Request) -> dict[str, Any]:
     data = request.data
     return data if isinstance(data, dict) else {}
+
+
+def _account(request: Request) -> User:
+    """The login token's account: LoginTokenAuthentication sets a User on every route that requires one."""
+    return cast(User, request.user)
 
 
 class CliApi(BaseApi):
@@ -99,7 +108,7 @@ class AuthStartApi(CliApi):
     @extend_schema(
         summary="Start a CLI login (svc login)", request=None, responses={201: CliAuthStartSerializer, **docs.errors()}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         started = login_session_start()
         login_url = public_url(request, reverse("cli-login-confirm") + "?" + urlencode({"state": started.state}))
         data = {
@@ -121,7 +130,7 @@ class AuthCallbackApi(CliApi):
         request=docs.CALLBACK_INPUT,
         responses={200: CliAuthCallbackSerializer, **docs.errors(400, 401, 403, 404)},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = _body(request)
         login_session_complete(state=body.get("state"), id_token=body.get("id_token"))
         return Response(CliAuthCallbackSerializer({"data": {"status": "authenticated"}}).data)
@@ -135,7 +144,7 @@ class AuthPollApi(CliApi):
         parameters=[OpenApiParameter("state", str, OpenApiParameter.QUERY, required=True)],
         responses={200: CliAuthPollSerializer, **docs.errors(400, 404)},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         result = login_session_poll(state=request.query_params.get("state"))
         data: dict[str, Any] = {"status": result.status, "expires_at": result.session.expires_at}
         if result.token is None:
@@ -163,8 +172,8 @@ class AuthLogoutApi(LoginTokenApi):
         request=None,
         responses={200: CliAuthLogoutSerializer, **docs.errors(401)},
     )
-    def post(self, request):
-        cli_token_revoke(token=request.auth)
+    def post(self, request: Request) -> Response:
+        cli_token_revoke(token=cast(CliToken, request.auth))
         return Response(CliAuthLogoutSerializer({"data": {"revoked": True}}).data)
 
 
@@ -176,13 +185,13 @@ class ProgramInitApi(LoginTokenApi):
         request=CliInitInputSerializer,
         responses={201: CliInitSerializer, **docs.errors(400, 401, 403)},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = _body(request)
         # The spec's table order: the advertiser (403) before the settings (400).
-        workspace = advertiser_resolve(user=request.user, advertiser_id=body.get("advertiser_id"))
+        workspace = advertiser_resolve(user=_account(request), advertiser_id=body.get("advertiser_id"))
         serializer = CliInitInputSerializer(data=body)
         serializer.is_valid(raise_exception=True)
-        created = cli_program_create(user=request.user, workspace=workspace, settings=serializer.validated_data)
+        created = cli_program_create(user=_account(request), workspace=workspace, settings=serializer.validated_data)
         data = {"program": created.program, "api_key": created.api_key, "test_api_key": created.test_api_key}
         return _no_store(Response(CliInitSerializer({"data": data}).data, status=201))
 
@@ -196,20 +205,20 @@ class ProgramsListApi(LoginTokenApi):
         summary="The account's programs (keys masked)",
         responses={200: CliProgramsSerializer, **docs.errors(401, 403)},
     )
-    def get(self, request):
-        programs, roles = account_programs_list(request.user)
+    def get(self, request: Request) -> Response:
+        programs, roles = account_programs_list(_account(request))
         return Response(CliProgramsSerializer({"data": programs}, context={"roles": roles}).data)
 
 
 class ProgramStatusApi(CliProgramKeyApi):
     failure_message = messages.STATUS_FAILED
 
-    def should_send_request_id(self, response) -> bool:
+    def should_send_request_id(self, response: Response) -> bool:
         # The spec: GET /api/v1/cli/status shows X-Request-ID on its 500 only (not on 200, 401 or 429).
         return response.status_code >= 500
 
     @extend_schema(summary="Program health (readiness)", responses={200: CliStatusSerializer, **docs.errors(401)})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         key = self.required_program_key
         program = key.program
         readiness = readiness_compute(program=program, key=key, base_url=public_url(request, "/").rstrip("/"))
@@ -225,8 +234,9 @@ class CliTestEventApi(CliProgramKeyApi):
         request=None,
         responses={200: CliTestEventSerializer, **docs.errors(401)},
     )
-    def post(self, request):
-        outcome = cli_test_event_run(program=self.required_program_key.program, request_id=request.request_id)
+    def post(self, request: Request) -> Response:
+        program = self.required_program_key.program
+        outcome = cli_test_event_run(program=program, request_id=request_id_of(request._request))
         data = {
             **outcome.result,
             "limit": {"runs_per_hour": TEST_RUNS_PER_HOUR, "runs_remaining": outcome.runs_remaining},
@@ -245,7 +255,7 @@ class CliLogsApi(CliProgramKeyApi):
         parameters=[LogsQuerySerializer],
         responses={200: ApiCallLogResultSerializer, **docs.errors(400, 401)},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = LogsQuerySerializer(data=present(request.query_params))
         query.is_valid(raise_exception=True)
         items, next_cursor = api_calls_list(program_id=self.required_program_key.program_id, **query.validated_data)
@@ -263,7 +273,7 @@ class CliExplainApi(CliProgramKeyApi):
         parameters=[ExplainQuerySerializer],
         responses={200: EXPLAIN_OK, **docs.errors(400, 401, 404)},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = ExplainQuerySerializer(data=present(request.query_params))
         query.is_valid(raise_exception=True)
         return Response({"data": explanation_get(program=self.required_program_key.program, **query.validated_data)})
@@ -319,8 +329,8 @@ class WebhookEventsListApi(LoginTokenApi):
         parameters=[InputSerializer],
         responses={200: CliWebhookEventsPageSerializer, **docs.errors(400, 401, 403, 404)},
     )
-    def get(self, request, program_id: str):
-        program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_LIST)
+    def get(self, request: Request, program_id: str) -> Response:
+        program = cli_program_resolve(user=_account(request), program_id=program_id, action=Action.TRACKING_LIST)
         serializer = self.InputSerializer(data=present(request.query_params))
         serializer.is_valid(raise_exception=True)
         query = serializer.validated_data
@@ -355,8 +365,8 @@ class WebhookEventTriggerApi(LoginTokenApi):
         request=InputSerializer,
         responses={201: CliWebhookTriggerSerializer, **docs.errors(400, 401, 403, 404)},
     )
-    def post(self, request, program_id: str):
-        program = cli_program_resolve(user=request.user, program_id=program_id, action=Action.TRACKING_TEST)
+    def post(self, request: Request, program_id: str) -> Response:
+        program = cli_program_resolve(user=_account(request), program_id=program_id, action=Action.TRACKING_TEST)
         serializer = self.InputSerializer(data=_body(request))
         serializer.is_valid(raise_exception=True)
         try:

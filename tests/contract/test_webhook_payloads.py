@@ -115,14 +115,7 @@ def test_the_events_the_flows_send_have_the_documented_shape(world: World):
     assert differences == {}
 
 
-# `svc trigger` gives every synthetic event object id 0, so its refund.applied carries `data.id`, which the real
-# event and the doc do not have (webhooks.services.event_trigger); reported, behaviour left as it is.
-TRIGGERED = [
-    pytest.param(event_type, marks=pytest.mark.xfail(strict=True, reason="data.id 0 on a type without one"))
-    if event_type == EventType.REFUND_APPLIED
-    else event_type
-    for event_type in EventType.values
-]
+TRIGGERED = list(EventType.values)
 
 
 @pytest.mark.parametrize("event_type", TRIGGERED)
