@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from core.api import ratelimit
 from core.api.base import BaseApi
 from core.api.fields import LeanSerializer, StrictCharField, spec_messages
+from core.api.parsers import body_object
 from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
 from core.middleware import request_id_of
@@ -69,11 +70,6 @@ def _no_store(response: Response) -> Response:
     # These bodies carry secrets (state, login token, program keys): never cached by anything in between.
     response["Cache-Control"] = "no-store"
     return response
-
-
-def _body(request: Request) -> dict[str, Any]:
-    data = request.data
-    return data if isinstance(data, dict) else {}
 
 
 def _account(request: Request) -> User:
@@ -131,7 +127,7 @@ class AuthCallbackApi(CliApi):
         responses={200: CliAuthCallbackSerializer, **docs.errors(400, 401, 403, 404)},
     )
     def post(self, request: Request) -> Response:
-        body = _body(request)
+        body = body_object(request)
         login_session_complete(state=body.get("state"), id_token=body.get("id_token"))
         return Response(CliAuthCallbackSerializer({"data": {"status": "authenticated"}}).data)
 
@@ -186,7 +182,7 @@ class ProgramInitApi(LoginTokenApi):
         responses={201: CliInitSerializer, **docs.errors(400, 401, 403)},
     )
     def post(self, request: Request) -> Response:
-        body = _body(request)
+        body = body_object(request)
         # The spec's table order: the advertiser (403) before the settings (400).
         workspace = advertiser_resolve(user=_account(request), advertiser_id=body.get("advertiser_id"))
         serializer = CliInitInputSerializer(data=body)
@@ -367,7 +363,7 @@ class WebhookEventTriggerApi(LoginTokenApi):
     )
     def post(self, request: Request, program_id: str) -> Response:
         program = cli_program_resolve(user=_account(request), program_id=program_id, action=Action.TRACKING_TEST)
-        serializer = self.InputSerializer(data=_body(request))
+        serializer = self.InputSerializer(data=body_object(request))
         serializer.is_valid(raise_exception=True)
         try:
             event = event_trigger(program_id=program.pk, event_type=serializer.validated_data["type"])

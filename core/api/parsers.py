@@ -19,6 +19,7 @@ from typing import IO, Any
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 
 from core import messages
 from core.api.handler import payload_too_large
@@ -121,3 +122,10 @@ class StrictJSONParser(BaseParser):
         if len(raw) > limit:
             raise payload_too_large()
         return parse_json_body(raw)
+
+
+def body_object(request: Request) -> dict[str, Any]:
+    """The parsed body when it is a JSON object, else an empty one: a route that reads named fields then answers
+    for the first field it lacks, rather than for the body's type."""
+    data = request.data
+    return data if isinstance(data, dict) else {}

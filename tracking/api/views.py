@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from core import messages
 from core.api import ratelimit
 from core.api.envelopes import PROTOCOL_ERROR_CODES
+from core.api.parsers import body_object
 from core.api.schema import PLATFORM_ERROR, PLATFORM_OR_TYPED_ERROR, RATE_LIMITED, TEST_MODE, TYPED_ERROR
 from core.clientip import client_ip
 from core.middleware import request_id_of
@@ -112,10 +113,6 @@ def with_test_mode(name: str, result: Any) -> PolymorphicProxySerializer:
     )
 
 
-def _body(request: Request) -> dict[str, Any]:
-    return request.data if isinstance(request.data, dict) else {}
-
-
 # A paused link's 410: the typed error, with success false and the message beside it (as the route has always answered).
 LINK_DISABLED = inline_serializer(
     "LinkDisabledError",
@@ -217,7 +214,7 @@ class SaleTrackApi(ProgramKeyApi):
     def post(self, request: Request) -> Response:
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
-        test_mode = sale_is_test(data=_body(request), key=key)
+        test_mode = sale_is_test(data=body_object(request), key=key)
         data = SaleInputSerializer(data=request.data, test_mode=test_mode).validated_input()
         result = sale_record(data=data, key=key, request_id=request_id_of(request._request))
         return Response(sale_body(result))
@@ -241,7 +238,7 @@ class RefundTrackApi(ProgramKeyApi):
     def post(self, request: Request) -> Response:
         key = self.program_key
         assert key is not None  # the key is required: authentication refused the call without one
-        additional_data = _body(request).get("additional_data")
+        additional_data = body_object(request).get("additional_data")
         # A test key (or a test-mode body) refunds nothing and is answered before the body is checked.
         in_test_mode = refund_test_mode(key=key, additional_data=additional_data)
         if in_test_mode is not None:
