@@ -52,6 +52,19 @@ def visible_get(visible: QuerySet[M], raw_id: object, not_found: str) -> M:
     return found
 
 
+def narrowed(rows: QuerySet[M], *conditions: Q | None, **lookups: object) -> QuerySet[M]:
+    """`rows` filtered by each ORM lookup (`partner_id=4`), then each condition, whose value is given: None means
+    the caller did not ask for that filter. One filter() per filter given, so a lookup across a multi-valued
+    relation joins on its own, as a chain of filter() calls does."""
+    for lookup, value in lookups.items():
+        if value is not None:
+            rows = rows.filter(**{lookup: value})
+    for condition in conditions:
+        if condition is not None:
+            rows = rows.filter(condition)
+    return rows
+
+
 def agent_programs(key: AgentKey) -> QuerySet[Program]:
     if key.workspace_id is None:
         return Program.objects.none()  # such a key never authenticates (agent_api.auth)
@@ -150,9 +163,7 @@ def agent_programs_with_live_key(key: AgentKey) -> QuerySet[Program]:
 def agent_partners_list(key: AgentKey, *, program: Program | None = None) -> QuerySet[Partner]:
     """The partners the key may see (only those enrolled in `program` when given), each with its enrollments in
     the programs the key may see (`program_links`, by program id)."""
-    partners = agent_partners(key)
-    if program is not None:
-        partners = partners.filter(program_links__program=program)
+    partners = narrowed(agent_partners(key), program_links__program=program)
     visible = PartnerProgram.objects.order_by("program_id")
     if key.limited_program_ids is not None:
         visible = visible.filter(program_id__in=key.limited_program_ids)
@@ -174,14 +185,7 @@ def agent_partner_program_ids(key: AgentKey, partner: Partner) -> list[int]:
 def agent_links_list(
     key: AgentKey, *, program: Program | None = None, partner_id: int | None = None, active: bool | None = None
 ) -> QuerySet[ReferralLink]:
-    links = agent_links(key)
-    if program is not None:
-        links = links.filter(program=program)
-    if partner_id is not None:
-        links = links.filter(partner_id=partner_id)
-    if active is not None:
-        links = links.filter(is_active=active)
-    return links
+    return narrowed(agent_links(key), program=program, partner_id=partner_id, is_active=active)
 
 
 # --- events ---------------------------------------------------------------------------------------------------------
@@ -208,9 +212,7 @@ def agent_events(
     rows, time_field = _EVENT_SOURCES[event_type]
     programs = Q(program=program) if program is not None else Q(program__in=agent_programs(key))
     events = rows().filter(programs & Q(is_test=is_test) & bounds.q(time_field))
-    if partner_id is not None:
-        events = events.filter(partner_id=partner_id)
-    return events
+    return narrowed(events, partner_id=partner_id)
 
 
 def agent_flagged_clicks(
@@ -218,12 +220,7 @@ def agent_flagged_clicks(
 ) -> QuerySet[ClickEvent]:
     """program_flagged_clicks, only those `marked` so (tracking.selectors.clicks.marked_as) and of one partner
     when given."""
-    clicks = program_flagged_clicks(program)
-    if marked is not None:
-        clicks = clicks.filter(marked)
-    if partner_id is not None:
-        clicks = clicks.filter(partner_id=partner_id)
-    return clicks
+    return narrowed(program_flagged_clicks(program), marked, partner_id=partner_id)
 
 
 # --- commissions ----------------------------------------------------------------------------------------------------
@@ -262,19 +259,15 @@ def agent_commissions_list(
     created_until: Instant | None = None,
 ) -> "QuerySet[CommissionWithMoney]":
     """visible_commissions, narrowed by each filter given (they combine)."""
-    commissions = visible_commissions(key)
-    if program is not None:
-        commissions = commissions.filter(program=program)
-    if partner_id is not None:
-        commissions = commissions.filter(partner_id=partner_id)
-    if status is not None:
-        commissions = commissions.filter(status=status)
-    if held is not None:
-        commissions = commissions.filter(held_at__isnull=not held)
-    if hold_rule is not None:
-        commissions = commissions.filter(hold_rule=hold_rule)
-    if flagged is not None:
-        commissions = commissions.filter(flagged_by(flagged))
+    commissions = narrowed(
+        visible_commissions(key),
+        flagged_by(flagged) if flagged is not None else None,
+        program=program,
+        partner_id=partner_id,
+        status=status,
+        held_at__isnull=None if held is None else not held,
+        hold_rule=hold_rule,
+    )
     return _created_between(commissions, created_since, created_until)
 
 
@@ -325,12 +318,7 @@ def visible_withdrawals(key: AgentKey) -> QuerySet[Withdrawal]:
 def agent_withdrawals_list(
     key: AgentKey, *, partner_id: int | None = None, status: str | None = None
 ) -> QuerySet[Withdrawal]:
-    withdrawals = visible_withdrawals(key)
-    if partner_id is not None:
-        withdrawals = withdrawals.filter(partner_id=partner_id)
-    if status is not None:
-        withdrawals = withdrawals.filter(status=status)
-    return withdrawals
+    return narrowed(visible_withdrawals(key), partner_id=partner_id, status=status)
 
 
 @dataclass(frozen=True)
@@ -400,32 +388,19 @@ def partner_balances(scope: BalanceScope, partners: Iterable[Partner]) -> list[P
 
 
 def agent_webhook_endpoints_list(key: AgentKey, *, program: Program | None = None) -> QuerySet[WebhookEndpoint]:
-    endpoints = agent_webhook_endpoints(key)
-    if program is not None:
-        endpoints = endpoints.filter(program=program)
-    return endpoints
+    return narrowed(agent_webhook_endpoints(key), program=program)
 
 
 def agent_webhook_deliveries_list(
     endpoint: WebhookEndpoint, *, status: str | None = None, event_type: str | None = None
 ) -> QuerySet[WebhookDelivery]:
-    deliveries = webhook_endpoint_deliveries(endpoint)
-    if status is not None:
-        deliveries = deliveries.filter(status=status)
-    if event_type is not None:
-        deliveries = deliveries.filter(event__type=event_type)
-    return deliveries
+    return narrowed(webhook_endpoint_deliveries(endpoint), status=status, event__type=event_type)
 
 
 def agent_webhook_events_list(
     key: AgentKey, *, program: Program | None = None, event_type: str | None = None
 ) -> QuerySet[WebhookEvent]:
-    events = agent_webhook_events(key)
-    if program is not None:
-        events = events.filter(program=program)
-    if event_type is not None:
-        events = events.filter(type=event_type)
-    return events
+    return narrowed(agent_webhook_events(key), program=program, type=event_type)
 
 
 @dataclass(frozen=True)
