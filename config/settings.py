@@ -87,9 +87,12 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that polls the socket instead of sending SELECT 1 (core/db).
+    DATABASES["default"]["ENGINE"] = "core.db.postgresql"
 # Read on every database, so a typo fails at start-up even where it would not apply.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", default=True)
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_PREPARED_STATEMENTS:
+if DATABASES["default"]["ENGINE"] == "core.db.postgresql" and DB_PREPARED_STATEMENTS:
     # Server-side binding plus a prepare threshold: psycopg prepares a statement after it ran twice on a
     # connection, so PostgreSQL stops re-planning the hot path's queries (about a third of their time).
     # Turn off behind a transaction-pooling PgBouncer, which cannot keep prepared statements.
