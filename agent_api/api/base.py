@@ -1,11 +1,14 @@
 """The base view of every agent route (/api/agent/v1/): agent-key authentication, the scope each method needs,
 one rate limit per key (120 calls a minute, X-RateLimit-* headers, the typed 429), and errors in the platform
-envelope with a stable error.code; the one reader of query parameters and the one reader of JSON bodies."""
+envelope with a stable error.code; the one reader of query parameters and the one reader of JSON bodies; the one
+list route (query -> selector -> page -> body)."""
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,12 +19,15 @@ from core.api.envelopes import PROTOCOL_ERROR_CODES
 from core.api.query import QueryIntegerField
 from core.errors import ApiError, BadRequestError
 from core.ids import MAX_BIGINT
-from programs.models import AgentKey
+from programs.models import AgentKey, Program
 
 from .. import messages
 from ..auth import AgentKeyAuthentication
 from ..permissions import HasAgentScope
+from ..selectors import agent_program_get
 from ..services import AgentWrite, ResponseSeal, agent_write_run, request_digest
+from .pagination import PageQuerySerializer, page_of
+from .serializers import errors
 
 DEFAULT_CODES = {
     **PROTOCOL_ERROR_CODES,
@@ -117,3 +123,77 @@ class AgentWriteApi(AgentApi):
         if outcome.replayed:
             response["Idempotent-Replayed"] = "true"
         return response
+
+
+class AgentListApi(AgentApi):
+    """A list route (GET): its query read with `query_serializer`, the rows from `selector` (called with owner()
+    and filters(query)), one page of them newest first (`older_than`: as pagination.page_of), answered with
+    `output_serializer`. A list view declares those and overrides only the hooks its answer needs. Combine with
+    AgentWriteApi (listed first) for a route that also creates."""
+
+    query_serializer: ClassVar[type[serializers.Serializer]] = PageQuerySerializer
+    output_serializer: ClassVar[type[serializers.Serializer]]
+    # Functions, each wrapped in staticmethod (mypy reads a Callable class attribute as a method, hence `...`).
+    # selector: (owner, **filters) -> the rows. older_than: (rows, cursor id) -> the older rows, for rows that keep
+    # an order of their own (pagination.page_of); None: the page is ordered by id.
+    selector: ClassVar[Callable[..., QuerySet[Any]]]
+    older_than: ClassVar[Callable[..., QuerySet[Any]] | None] = None
+
+    def owner(self, **path: str) -> Any:
+        """What the list belongs to: the key, or an object the route's path names (read before the query, so a
+        404 for it comes first)."""
+        return self.agent_key
+
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        """The selector's keyword arguments for this query."""
+        return {}
+
+    def program_filter(self, query: dict[str, Any]) -> Program | None:
+        """The program ?program_id= names (404 when the key may not see it), or None without one."""
+        return agent_program_get(self.agent_key, query["program_id"]) if "program_id" in query else None
+
+    def page_data(self, page: list[Any]) -> Any:
+        """What the answer's `data` renders from the page's rows."""
+        return page
+
+    def page_serializer(self, query: dict[str, Any]) -> type[serializers.Serializer]:
+        return self.output_serializer
+
+    def output_context(self, page: list[Any]) -> dict[str, Any]:
+        return {}
+
+    def get(self, request: Request, **path: str) -> Response:
+        owner = self.owner(**path)
+        query = query_of(self.query_serializer, request)
+        rows = type(self).selector(owner, **self.filters(query))
+        page, next_cursor = page_of(rows, query=query, older_than=type(self).older_than)
+        body = {"data": self.page_data(page), "next_cursor": next_cursor}
+        return Response(self.page_serializer(query)(body, context=self.output_context(page)).data)
+
+
+L = TypeVar("L", bound=type[AgentListApi])
+
+
+def list_schema(
+    *,
+    summary: str,
+    error_statuses: Sequence[int],
+    description: str | None = None,
+    operation_id: str | None = None,
+    path_parameters: Sequence[OpenApiParameter] = (),
+) -> Callable[[L], L]:
+    """A list view's OpenAPI operation (GET): its parameters (those of its path, then its query serializer's) and
+    its 200 read from the view's serializers, with the errors it may answer (serializers.errors)."""
+
+    def describe(view: L) -> L:
+        operation = extend_schema(
+            operation_id=operation_id,
+            summary=summary,
+            description=description,
+            parameters=[*path_parameters, view.query_serializer],
+            responses={200: view.output_serializer, **errors(*error_statuses)},
+        )
+        described: L = extend_schema_view(get=operation)(view)
+        return described
+
+    return describe

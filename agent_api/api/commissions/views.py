@@ -2,6 +2,8 @@
 and the owner's actions on one: approve, void, hold, release (commissions:write; idempotent and audited).
 What a commission pays is always read from commissions.selectors.commissions_with_money, never a stored counter."""
 
+from typing import Any
+
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -14,11 +16,10 @@ from core.api.schema import PLATFORM_ERROR
 from core.errors import ConflictError
 
 from ... import messages
-from ...selectors import agent_commission_detail_get, agent_commission_id_get, agent_commissions_list, agent_program_get
+from ...selectors import agent_commission_detail_get, agent_commission_id_get, agent_commissions_list
 from ...services import AgentWrite
 from .. import serializers as s
-from ..base import AgentApi, AgentWriteApi, body_of, query_of
-from ..pagination import page_of
+from ..base import AgentApi, AgentListApi, AgentWriteApi, body_of, list_schema
 from .serializers import (
     AgentCommissionActionResultSerializer,
     AgentCommissionListSerializer,
@@ -38,33 +39,30 @@ STATE_CONFLICT = OpenApiResponse(
 )
 
 
-class AgentCommissionsListApi(AgentApi):
+@list_schema(
+    operation_id="agent_commissions_list",
+    summary="The commissions of the programs this key may see, newest first",
+    description="Each commission with what it still pays (`payable_cents`) and what refunds clawed back "
+    "(`clawed_back_cents`), computed from the commission, never from a running counter. Filters combine.",
+    error_statuses=(400, 404),
+)
+class AgentCommissionsListApi(AgentListApi):
     required_scopes = {"GET": "commissions:read"}
+    query_serializer = CommissionsQuerySerializer
+    selector = staticmethod(agent_commissions_list)
+    output_serializer = AgentCommissionListSerializer
 
-    @extend_schema(
-        operation_id="agent_commissions_list",
-        summary="The commissions of the programs this key may see, newest first",
-        description="Each commission with what it still pays (`payable_cents`) and what refunds clawed back "
-        "(`clawed_back_cents`), computed from the commission, never from a running counter. Filters combine.",
-        parameters=[CommissionsQuerySerializer],
-        responses={200: AgentCommissionListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        query = query_of(CommissionsQuerySerializer, request)
-        program = agent_program_get(self.agent_key, query["program_id"]) if "program_id" in query else None
-        commissions = agent_commissions_list(
-            self.agent_key,
-            program=program,
-            partner_id=query.get("partner_id"),
-            status=query.get("status"),
-            held=query["held"] == "true" if "held" in query else None,
-            hold_rule=query.get("hold_rule"),
-            flagged=query.get("flagged"),
-            created_since=query.get("created_since"),
-            created_until=query.get("created_until"),
-        )
-        rows, next_cursor = page_of(commissions, query=query)
-        return Response(AgentCommissionListSerializer({"data": rows, "next_cursor": next_cursor}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "program": self.program_filter(query),
+            "partner_id": query.get("partner_id"),
+            "status": query.get("status"),
+            "held": query["held"] == "true" if "held" in query else None,
+            "hold_rule": query.get("hold_rule"),
+            "flagged": query.get("flagged"),
+            "created_since": query.get("created_since"),
+            "created_until": query.get("created_until"),
+        }
 
 
 class AgentCommissionGetApi(AgentApi):

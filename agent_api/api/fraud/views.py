@@ -6,6 +6,7 @@ on a rule without one, a value out of range) with a core.messages constant, a 40
 new clicks and sales; nothing recorded is judged again."""
 
 from collections.abc import Callable
+from typing import Any
 
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -22,8 +23,7 @@ from ... import messages
 from ...selectors import agent_flagged_clicks, agent_program_get
 from ...services import AgentWrite
 from .. import serializers as s
-from ..base import AgentApi, AgentWriteApi, body_of, query_of
-from ..pagination import page_of
+from ..base import AgentApi, AgentListApi, AgentWriteApi, body_of, list_schema
 from .serializers import (
     AgentFlaggedClickListSerializer,
     AgentFraudRuleListSerializer,
@@ -109,23 +109,29 @@ class AgentFraudRuleApi(AgentWriteApi):
         )
 
 
-class AgentFlaggedClicksApi(AgentApi):
+@list_schema(
+    operation_id="agent_program_flagged_clicks_list",
+    summary="A program's clicks the fraud rules marked, newest first: duplicates, bots, prefetches, paid-ad clicks",
+    description="Never the IP or the full visitor hash. Live and test clicks alike (is_test says which).",
+    path_parameters=[PROGRAM_ID],
+    error_statuses=(400, 404),
+)
+class AgentFlaggedClicksApi(AgentListApi):
     required_scopes = {"GET": "events:read"}
+    query_serializer = FlaggedClicksQuerySerializer
+    selector = staticmethod(agent_flagged_clicks)
+    output_serializer = AgentFlaggedClickListSerializer
+    # The rows keep the index's own order (tracking.selectors.clicks.marked_clicks).
+    older_than = staticmethod(marked_clicks_before)
 
-    @extend_schema(
-        operation_id="agent_program_flagged_clicks_list",
-        summary="A program's clicks the fraud rules marked, newest first: duplicates, bots, prefetches, paid-ad clicks",
-        description="Never the IP or the full visitor hash. Live and test clicks alike (is_test says which).",
-        parameters=[PROGRAM_ID, FlaggedClicksQuerySerializer],
-        responses={200: AgentFlaggedClickListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request, program_id: str) -> Response:
-        program = agent_program_get(self.agent_key, program_id)
-        query = query_of(FlaggedClicksQuerySerializer, request)
-        marked = marked_as(query["kind"]) if "kind" in query else None
-        clicks = agent_flagged_clicks(program, marked=marked, partner_id=query.get("partner_id"))
-        page, next_cursor = page_of(clicks, query=query, older_than=marked_clicks_before)
-        return Response(AgentFlaggedClickListSerializer({"data": page, "next_cursor": next_cursor}).data)
+    def owner(self, **path: str) -> Program:
+        return agent_program_get(self.agent_key, path["program_id"])
+
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "marked": marked_as(query["kind"]) if "kind" in query else None,
+            "partner_id": query.get("partner_id"),
+        }
 
 
 urlpatterns = [

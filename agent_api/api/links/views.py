@@ -26,8 +26,7 @@ from ... import messages
 from ...selectors import agent_link_get, agent_links_list, agent_partner_get, agent_program_get
 from ...services import AgentWrite
 from .. import serializers as s
-from ..base import AgentWriteApi, body_of, query_of
-from ..pagination import page_of
+from ..base import AgentListApi, AgentWriteApi, body_of, list_schema
 from .serializers import (
     AgentLinkListSerializer,
     AgentLinkResultSerializer,
@@ -49,28 +48,22 @@ def _link_data(link: ReferralLink) -> dict[str, Any]:
     return AgentLinkSerializer(link, context={"counts": link_click_counts([link.pk])}).data
 
 
-class AgentLinksApi(AgentWriteApi):
+@list_schema(summary="Referral links of the programs the key may see, newest first", error_statuses=(400, 404))
+class AgentLinksApi(AgentListApi, AgentWriteApi):
     required_scopes = {"GET": "links:read", "POST": "links:write"}
+    query_serializer = LinksQuerySerializer
+    selector = staticmethod(agent_links_list)
+    output_serializer = AgentLinkListSerializer
 
-    @extend_schema(
-        summary="Referral links of the programs the key may see, newest first",
-        parameters=[LinksQuerySerializer],
-        responses={200: AgentLinkListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        key = self.agent_key
-        query = query_of(LinksQuerySerializer, request)
-        program = agent_program_get(key, query["program_id"]) if "program_id" in query else None
-        links = agent_links_list(
-            key,
-            program=program,
-            partner_id=query.get("partner_id"),
-            active=query["active"] == "true" if "active" in query else None,
-        )
-        page, next_cursor = page_of(links, query=query)
-        counts = link_click_counts(link.pk for link in page)
-        body = {"data": page, "next_cursor": next_cursor}
-        return Response(AgentLinkListSerializer(body, context={"counts": counts}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "program": self.program_filter(query),
+            "partner_id": query.get("partner_id"),
+            "active": query["active"] == "true" if "active" in query else None,
+        }
+
+    def output_context(self, page: list[ReferralLink]) -> dict[str, Any]:
+        return {"counts": link_click_counts(link.pk for link in page)}
 
     @extend_schema(
         summary="Create a referral link for a partner enrolled in the program",

@@ -18,8 +18,7 @@ from ... import messages
 from ...selectors import agent_partner_get, agent_partner_program_ids, agent_partners_list, agent_program_get
 from ...services import AgentWrite
 from .. import serializers as s
-from ..base import AgentWriteApi, body_of, query_of
-from ..pagination import page_of
+from ..base import AgentListApi, AgentWriteApi, body_of, list_schema
 from .serializers import (
     AgentEnrollmentResultSerializer,
     AgentEnrollmentSerializer,
@@ -39,21 +38,17 @@ def _partner_data(partner: Partner, program_ids: list[int]) -> dict[str, Any]:
     return AgentPartnerSerializer(partner, context={"program_ids": {partner.pk: program_ids}}).data
 
 
-class AgentPartnersApi(AgentWriteApi):
+@list_schema(
+    operation_id="agent_partners_list", summary="Partners the key may see, newest first", error_statuses=(400, 404)
+)
+class AgentPartnersApi(AgentListApi, AgentWriteApi):
     required_scopes = {"GET": "partners:read", "POST": "partners:write"}
+    query_serializer = PartnersQuerySerializer
+    selector = staticmethod(agent_partners_list)
+    output_serializer = AgentPartnerListSerializer
 
-    @extend_schema(
-        operation_id="agent_partners_list",
-        summary="Partners the key may see, newest first",
-        parameters=[PartnersQuerySerializer],
-        responses={200: AgentPartnerListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        key = self.agent_key
-        query = query_of(PartnersQuerySerializer, request)
-        program = agent_program_get(key, query["program_id"]) if "program_id" in query else None
-        page, next_cursor = page_of(agent_partners_list(key, program=program), query=query)
-        return Response(AgentPartnerListSerializer({"data": page, "next_cursor": next_cursor}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {"program": self.program_filter(query)}
 
     @extend_schema(
         summary="Create a partner (optionally enrolled in a program at once)",

@@ -10,6 +10,8 @@ payouts and adjustments. Each balance says which it is (`ledger_scope`). Withdra
 program: a key sees those of the partners it may see (agent_partners: every partner of its workspace, or those
 enrolled in one of the programs it is limited to)."""
 
+from typing import Any
+
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -30,7 +32,7 @@ from ...selectors import (
 )
 from ...services import AgentWrite
 from .. import serializers as s
-from ..base import AgentApi, AgentWriteApi, query_of
+from ..base import AgentApi, AgentListApi, AgentWriteApi, list_schema, query_of
 from ..pagination import page_of
 from .serializers import (
     AgentPartnerBalanceListSerializer,
@@ -73,23 +75,20 @@ class AgentBalancesApi(AgentApi):
         return Response(AgentPartnerBalanceListSerializer(body).data)
 
 
-class AgentWithdrawalsApi(AgentApi):
+@list_schema(
+    summary="Withdrawals of the partners this key may see, newest first",
+    description="A withdrawal belongs to a partner, not a program: a key sees those of every partner it may "
+    "see (those of its workspace, or those enrolled in one of the programs it is limited to).",
+    error_statuses=(400,),
+)
+class AgentWithdrawalsApi(AgentListApi):
     required_scopes = {"GET": "payouts:read"}
+    query_serializer = WithdrawalsQuerySerializer
+    selector = staticmethod(agent_withdrawals_list)
+    output_serializer = AgentWithdrawalListSerializer
 
-    @extend_schema(
-        summary="Withdrawals of the partners this key may see, newest first",
-        description="A withdrawal belongs to a partner, not a program: a key sees those of every partner it may "
-        "see (those of its workspace, or those enrolled in one of the programs it is limited to).",
-        parameters=[WithdrawalsQuerySerializer],
-        responses={200: AgentWithdrawalListSerializer, **s.errors(400)},
-    )
-    def get(self, request: Request) -> Response:
-        query = query_of(WithdrawalsQuerySerializer, request)
-        withdrawals = agent_withdrawals_list(
-            self.agent_key, partner_id=query.get("partner_id"), status=query.get("status")
-        )
-        rows, next_cursor = page_of(withdrawals, query=query)
-        return Response(AgentWithdrawalListSerializer({"data": rows, "next_cursor": next_cursor}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {"partner_id": query.get("partner_id"), "status": query.get("status")}
 
 
 class AgentWithdrawalMarkPaidApi(AgentWriteApi):

@@ -1,5 +1,7 @@
 """Agent routes for programs: /api/agent/v1/programs[/:id]."""
 
+from typing import Any
+
 from django.urls import path
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,27 +18,22 @@ from tracking.selectors.performance import tracking_performance_get
 
 from ...selectors import ProgramWithLiveKey, agent_program_get, agent_programs_with_live_key, programs_with_live_key
 from .. import serializers as s
-from ..base import AgentApi, query_of
-from ..pagination import PageQuerySerializer, page_of
+from ..base import AgentApi, AgentListApi, list_schema
 from .serializers import AgentProgramListSerializer, AgentProgramResultSerializer, ProgramDetail
 
 PROGRAM_ID = OpenApiParameter("program_id", int, OpenApiParameter.PATH, description="Program id")
 
 
-class AgentProgramsListApi(AgentApi):
+@list_schema(
+    operation_id="agent_programs_list", summary="The programs this key may see, newest first", error_statuses=(400,)
+)
+class AgentProgramsListApi(AgentListApi):
     required_scopes = {"GET": "programs:read"}
+    selector = staticmethod(agent_programs_with_live_key)
+    output_serializer = AgentProgramListSerializer
 
-    @extend_schema(
-        operation_id="agent_programs_list",
-        summary="The programs this key may see, newest first",
-        parameters=[PageQuerySerializer],
-        responses={200: AgentProgramListSerializer, **s.errors(400)},
-    )
-    def get(self, request: Request) -> Response:
-        query = query_of(PageQuerySerializer, request)
-        programs, next_cursor = page_of(agent_programs_with_live_key(self.agent_key), query=query)
-        body = {"data": programs_with_live_key(programs), "next_cursor": next_cursor}
-        return Response(AgentProgramListSerializer(body).data)
+    def page_data(self, page: list[Any]) -> Any:
+        return programs_with_live_key(page)
 
 
 class AgentProgramGetApi(AgentApi):

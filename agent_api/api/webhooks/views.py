@@ -22,6 +22,7 @@ from core.errors import BadRequestError, ConflictError
 from programs.models import AgentKey
 from webhooks import messages as webhook_messages
 from webhooks import services as webhook_services
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.signing import secret_decrypt, secret_encrypt
 
 from ... import messages
@@ -37,8 +38,7 @@ from ...selectors import (
 )
 from ...services import AgentWrite, ResponseSeal
 from .. import serializers as s
-from ..base import AgentApi, AgentWriteApi, body_of, query_of
-from ..pagination import PageQuerySerializer, page_of
+from ..base import AgentListApi, AgentWriteApi, body_of, list_schema
 from .serializers import (
     AgentWebhookAttemptListSerializer,
     AgentWebhookDeliveryListSerializer,
@@ -120,22 +120,22 @@ SECRET_SEAL = ResponseSeal(close=_secret_close, open=_secret_open)
 # --- routes ---------------------------------------------------------------------------------------------------------
 
 
-class AgentWebhookEndpointsApi(AgentWriteApi):
+@list_schema(
+    operation_id="agent_webhook_endpoints_list",
+    summary="Webhook endpoints the key may see, newest first (never their secrets)",
+    error_statuses=(400, 404),
+)
+class AgentWebhookEndpointsApi(AgentListApi, AgentWriteApi):
     required_scopes = {"GET": READ, "POST": WRITE}
+    query_serializer = EndpointsQuerySerializer
+    selector = staticmethod(agent_webhook_endpoints_list)
+    output_serializer = AgentWebhookEndpointListSerializer
 
-    @extend_schema(
-        operation_id="agent_webhook_endpoints_list",
-        summary="Webhook endpoints the key may see, newest first (never their secrets)",
-        parameters=[EndpointsQuerySerializer],
-        responses={200: AgentWebhookEndpointListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        key = self.agent_key
-        query = query_of(EndpointsQuerySerializer, request)
-        program = agent_program_get(key, query["program_id"]) if "program_id" in query else None
-        page, next_cursor = page_of(agent_webhook_endpoints_list(key, program=program), query=query)
-        body = {"data": page, "next_cursor": next_cursor}
-        return Response(AgentWebhookEndpointListSerializer(body, context={"now": timezone.now()}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {"program": self.program_filter(query)}
+
+    def output_context(self, page: list[WebhookEndpoint]) -> dict[str, Any]:
+        return {"now": timezone.now()}
 
     @extend_schema(
         summary="Create a webhook endpoint for a program (program_id) or every program of the workspace",
@@ -242,37 +242,36 @@ class AgentWebhookSecretRotateApi(AgentWriteApi):
         return self.write(request, perform, seal=SECRET_SEAL)
 
 
-class AgentWebhookDeliveriesApi(AgentApi):
+@list_schema(
+    summary="An endpoint's deliveries (one per event sent to it), newest first",
+    path_parameters=[ENDPOINT_ID],
+    error_statuses=(400, 404),
+)
+class AgentWebhookDeliveriesApi(AgentListApi):
     required_scopes = {"GET": READ}
+    query_serializer = DeliveriesQuerySerializer
+    selector = staticmethod(agent_webhook_deliveries_list)
+    output_serializer = AgentWebhookDeliveryListSerializer
 
-    @extend_schema(
-        summary="An endpoint's deliveries (one per event sent to it), newest first",
-        parameters=[ENDPOINT_ID, DeliveriesQuerySerializer],
-        responses={200: AgentWebhookDeliveryListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request, endpoint_id: str) -> Response:
-        endpoint = agent_webhook_endpoint_get(self.agent_key, endpoint_id)
-        query = query_of(DeliveriesQuerySerializer, request)
-        deliveries = agent_webhook_deliveries_list(
-            endpoint, status=query.get("status"), event_type=query.get("event_type")
-        )
-        page, next_cursor = page_of(deliveries, query=query)
-        return Response(AgentWebhookDeliveryListSerializer({"data": page, "next_cursor": next_cursor}).data)
+    def owner(self, **path: str) -> WebhookEndpoint:
+        return agent_webhook_endpoint_get(self.agent_key, path["endpoint_id"])
+
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {"status": query.get("status"), "event_type": query.get("event_type")}
 
 
-class AgentWebhookAttemptsApi(AgentApi):
+@list_schema(
+    summary="A delivery's attempts (HTTP requests), newest first: status, latency, the start of the answer",
+    path_parameters=[DELIVERY_ID],
+    error_statuses=(400, 404),
+)
+class AgentWebhookAttemptsApi(AgentListApi):
     required_scopes = {"GET": READ}
+    selector = staticmethod(agent_webhook_attempts)
+    output_serializer = AgentWebhookAttemptListSerializer
 
-    @extend_schema(
-        summary="A delivery's attempts (HTTP requests), newest first: status, latency, the start of the answer",
-        parameters=[DELIVERY_ID, PageQuerySerializer],
-        responses={200: AgentWebhookAttemptListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request, delivery_id: str) -> Response:
-        delivery = agent_webhook_delivery_get(self.agent_key, delivery_id)
-        query = query_of(PageQuerySerializer, request)
-        page, next_cursor = page_of(agent_webhook_attempts(delivery), query=query)
-        return Response(AgentWebhookAttemptListSerializer({"data": page, "next_cursor": next_cursor}).data)
+    def owner(self, **path: str) -> WebhookDelivery:
+        return agent_webhook_delivery_get(self.agent_key, path["delivery_id"])
 
 
 class AgentWebhookDeliveryResendApi(AgentWriteApi):
@@ -345,24 +344,21 @@ class AgentWebhookResendFailedApi(AgentWriteApi):
         return self.write(request, perform)
 
 
-class AgentWebhookEventsApi(AgentApi):
+@list_schema(
+    operation_id="agent_webhook_events_list",
+    summary="Webhook events of the programs the key may see, newest first, as receivers get them",
+    description="Every event the service announced, whether or not an endpoint wanted it (also those of "
+    "`svc trigger`, marked synthetic). Kept WEBHOOK_EVENT_RETENTION_DAYS.",
+    error_statuses=(400, 404),
+)
+class AgentWebhookEventsApi(AgentListApi):
     required_scopes = {"GET": READ}
+    query_serializer = EventsQuerySerializer
+    selector = staticmethod(agent_webhook_events_list)
+    output_serializer = AgentWebhookEventListSerializer
 
-    @extend_schema(
-        operation_id="agent_webhook_events_list",
-        summary="Webhook events of the programs the key may see, newest first, as receivers get them",
-        description="Every event the service announced, whether or not an endpoint wanted it (also those of "
-        "`svc trigger`, marked synthetic). Kept WEBHOOK_EVENT_RETENTION_DAYS.",
-        parameters=[EventsQuerySerializer],
-        responses={200: AgentWebhookEventListSerializer, **s.errors(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        key = self.agent_key
-        query = query_of(EventsQuerySerializer, request)
-        program = agent_program_get(key, query["program_id"]) if "program_id" in query else None
-        events = agent_webhook_events_list(key, program=program, event_type=query.get("type"))
-        page, next_cursor = page_of(events, query=query)
-        return Response(AgentWebhookEventListSerializer({"data": page, "next_cursor": next_cursor}).data)
+    def filters(self, query: dict[str, Any]) -> dict[str, Any]:
+        return {"program": self.program_filter(query), "event_type": query.get("type")}
 
 
 urlpatterns = [
