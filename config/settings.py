@@ -260,6 +260,10 @@ RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 RATELIMIT_SCALE = env_float("RATELIMIT_SCALE", 1.0)
 # Seconds a server process keeps a referral link's routing facts (see tracking/link_cache.py).
 LINK_CACHE_SECONDS = env_int("LINK_CACHE_SECONDS", 5)
+# How long a new visitor's click, whose INSERT checks the link's row, may use cached link facts, and the bound on
+# cached links per process.
+LINK_CACHE_VERIFIED_SECONDS = env_int("LINK_CACHE_VERIFIED_SECONDS", 600)
+LINK_CACHE_MAX_ENTRIES = env_int("LINK_CACHE_MAX_ENTRIES", 100_000)
 # Serves GET /bench/trivial, the baseline `make bench` compares against.
 BENCH_TRIVIAL_ENDPOINT = env_bool("BENCH_TRIVIAL_ENDPOINT", default=False)
 # How many reverse proxies we trust to append to X-Forwarded-For. 0: use REMOTE_ADDR only.

@@ -43,14 +43,21 @@ def inserted_fields(model: type[Model]) -> list[Field]:
     return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
 
 
-def insert_sql(model: type[Model], *, using: str = "default", values_sql: dict[str, str] | None = None) -> str:
-    """INSERT INTO the model's table, one %s per inserted column, except the columns `values_sql` gives as SQL."""
+def insert_sql(
+    model: type[Model], *, using: str = "default", values_sql: dict[str, str] | None = None, where: str | None = None
+) -> str:
+    """INSERT INTO the model's table, one %s per inserted column, except the columns `values_sql` gives as SQL.
+    With `where`, the row is inserted only when that condition holds (INSERT ... SELECT ... WHERE)."""
     quote = connections[using].ops.quote_name
     values_sql = values_sql or {}
     fields = inserted_fields(model)
     columns = ", ".join(quote(_column(f)) for f in fields)
     values = ", ".join(values_sql.get(f.attname, "%s") for f in fields)
-    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
+    table = quote(model._meta.db_table)
+    if where is not None:
+        # PostgreSQL types the select list's parameters from the target columns, as it does VALUES'.
+        return f"INSERT INTO {table} ({columns}) SELECT {values} WHERE {where}"
+    return f"INSERT INTO {table} ({columns}) VALUES ({values})"
 
 
 # A column's value as SQL with its own parameters: (SQL with %s placeholders, their values).
@@ -87,11 +94,14 @@ def _family_sql(
     dependents: tuple[tuple[type[Model], tuple[tuple[str, str], ...]], ...],
     using: str,
     unflushed: bool,
+    guard: str | None = None,
 ) -> str:
     quote = connections[using].ops.quote_name
     first_pk = quote(_column(first._meta.pk))
     first_id = f"(SELECT {first_pk} FROM {FIRST_ROW})"
-    ctes = [f"{FIRST_ROW} AS ({insert_sql(first, using=using)} RETURNING {first_pk})"]
+    ctes = [f"{FIRST_ROW} AS ({insert_sql(first, using=using, where=guard)} RETURNING {first_pk})"]
+    # Under a guard the first row may not be inserted; then neither is any dependent.
+    dependent_where = f"EXISTS (SELECT 1 FROM {FIRST_ROW})" if guard is not None else None
     selected = [first_id]
     for index, (model, refers) in enumerate(dependents, start=1):
         name = f"dependent_{index}"
@@ -99,7 +109,8 @@ def _family_sql(
         columns = {field.attname: quote(_column(field)) for field in model._meta.concrete_fields}
         returned = [quote(_column(model._meta.pk)), *(columns[attname] for attname, _ in refers)]
         ctes.append(
-            f"{name} AS ({insert_sql(model, using=using, values_sql=values_sql)} RETURNING {', '.join(returned)})"
+            f"{name} AS ({insert_sql(model, using=using, values_sql=values_sql, where=dependent_where)} "
+            f"RETURNING {', '.join(returned)})"
         )
         selected.extend(f"{name}.{column}" for column in returned)
     if unflushed:
@@ -113,28 +124,35 @@ def insert_family(
     dependents: "list[tuple[Model, dict[str, str | SqlValue]]]",
     *,
     unflushed: bool = False,
+    guard: "SqlValue | None" = None,
     using: str = "default",
-) -> None:
+) -> bool:
     """Inserts `first`, then each dependent, in one statement (PostgreSQL only: see insert_pair_supported). Each
     dependent's dict gives attributes of it as SQL over `{first_id}`, the id of the row just inserted (a foreign
     key to it, a text naming it; a literal % written %%), or as an SqlValue, SQL with parameters of its own (a
     value decided by a subquery); their stored values are read back. `unflushed` (in autocommit only): the
     statement's commit does not wait for the WAL flush (see insert_unflushed). Sets every primary key and marks
-    every instance saved, as save() would."""
+    every instance saved, as save() would, and answers True. `guard`: SQL condition with its parameters, checked in
+    the same statement; when it does not hold nothing is inserted, the instances stay unsaved and the answer is
+    False."""
     connection = connections[using]
     assert not (unflushed and connection.in_atomic_block), "an unflushed insert runs in autocommit only"
     shape = tuple(
         (type(obj), tuple((attname, _template(value)) for attname, value in refers.items()))
         for obj, refers in dependents
     )
-    sql = _family_sql(type(first), shape, using, unflushed)
+    sql = _family_sql(type(first), shape, using, unflushed, None if guard is None else guard[0])
     params = insert_params(first, using=using)
+    if guard is not None:
+        params.extend(guard[1])
     for obj, refers in dependents:
         params.extend(insert_params(obj, using=using, skip=refers))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    assert row is not None  # INSERT ... VALUES with RETURNING answers one row each; their product is one row
+    if row is None:
+        assert guard is not None  # INSERT ... VALUES with RETURNING answers one row each; their product is one row
+        return False
     first.pk = row[0]
     position = 1
     for obj, refers in dependents:
@@ -145,11 +163,19 @@ def insert_family(
     for obj in (first, *(obj for obj, _ in dependents)):
         obj._state.adding = False
         obj._state.db = using
+    return True
 
 
-def insert_pair(first: Model, second: Model, *, refers: "dict[str, str | SqlValue]", using: str = "default") -> None:
+def insert_pair(
+    first: Model,
+    second: Model,
+    *,
+    refers: "dict[str, str | SqlValue]",
+    guard: "SqlValue | None" = None,
+    using: str = "default",
+) -> bool:
     """Inserts `first`, then `second`, in one statement: insert_family with one dependent."""
-    insert_family(first, [(second, refers)], using=using)
+    return insert_family(first, [(second, refers)], guard=guard, using=using)
 
 
 def insert_unflushed(obj: Model, *, using: str = "default") -> None:

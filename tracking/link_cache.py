@@ -4,7 +4,12 @@ facts, which partners are enrolled in which programs, and partners' emails (the 
 Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
 clears this process's cache at once; other server processes see the change within the TTL (a link turned
 off may still take clicks, an enrolment just removed may still let a sale be attributed, for those seconds).
-Only enrolments that exist are cached, so a new enrolment counts at once everywhere."""
+Only enrolments that exist are cached, so a new enrolment counts at once everywhere.
+
+A new visitor's click checks the link's row inside its own INSERT (tracking.services.click.link_guard), so it may
+use a link's facts for LINK_CACHE_VERIFIED_SECONDS (default 600): the long tail of a program's links stays cached
+without a query per click, and a change made elsewhere still stops that click at once (the INSERT inserts nothing,
+and the click is decided again from a fresh read). At most LINK_CACHE_MAX_ENTRIES links are kept."""
 
 import time
 from dataclasses import dataclass
@@ -24,15 +29,18 @@ class LinkTarget:
     cookie_window_days: int | None
 
 
-_entries: dict[str, tuple[float, LinkTarget]] = {}
+_entries: dict[str, tuple[float, LinkTarget]] = {}  # code -> (when read, facts)
 _enrolments: dict[tuple[int, int], float] = {}
 _partner_emails: dict[int, tuple[float, str]] = {}
 
 
-def link_target_get(code: str) -> LinkTarget | None:
+def link_target_get(code: str, *, verified: bool = False) -> LinkTarget | None:
+    """The link's facts, read at most LINK_CACHE_SECONDS ago, or, for a caller whose INSERT checks the link's row
+    (`verified`), at most LINK_CACHE_VERIFIED_SECONDS ago. None for an unknown code (never cached)."""
     now = time.monotonic()
     hit = _entries.get(code)
-    if hit is not None and hit[0] > now:
+    max_age = settings.LINK_CACHE_VERIFIED_SECONDS if verified else settings.LINK_CACHE_SECONDS
+    if hit is not None and now - hit[0] < min(max_age, _verified_limit()):
         return hit[1]
     row = (
         ReferralLink.objects.filter(short_link=code)
@@ -43,8 +51,20 @@ def link_target_get(code: str) -> LinkTarget | None:
         return None
     target = LinkTarget(*row)
     if settings.LINK_CACHE_SECONDS > 0:
-        _entries[code] = (now + settings.LINK_CACHE_SECONDS, target)
+        if len(_entries) >= settings.LINK_CACHE_MAX_ENTRIES:
+            _entries.clear()  # rare: more links in use than the bound; they are read again as clicks come
+        _entries[code] = (now, target)
     return target
+
+
+def link_target_forget(code: str) -> None:
+    """Drops a link whose cached facts its row no longer matches (the verified INSERT inserted nothing)."""
+    _entries.pop(code, None)
+
+
+def _verified_limit() -> float:
+    # LINK_CACHE_SECONDS = 0 turns the cache off for every caller.
+    return settings.LINK_CACHE_VERIFIED_SECONDS if settings.LINK_CACHE_SECONDS > 0 else 0.0
 
 
 def enrolment_exists(*, partner_id: int, program_id: int) -> bool:

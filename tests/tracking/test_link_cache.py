@@ -35,18 +35,79 @@ def test_turning_a_link_off_applies_at_once_in_this_process(api_client):
     assert click(api_client, link.short_link).status_code == 200
 
 
+def returning_click(client, code: str, existing_click_id: str):
+    body = {"affiliate_url": f"https://shop.example.com/?aff={code}", "existing_click_id": existing_click_id}
+    return client.post("/api/v1/track/click", body, format="json")
+
+
 def test_a_change_made_elsewhere_applies_when_the_entry_expires(api_client, monkeypatch, settings):
+    """A click whose INSERT does not check the link's row (a returning visitor's) trusts the cache for its TTL."""
+    settings.LINK_CACHE_SECONDS = 5
+    link = ReferralLinkFactory()
+    clock = [1000.0]
+    monkeypatch.setattr(link_cache.time, "monotonic", lambda: clock[0])
+    click_id = click(api_client, link.short_link).json()["click_id"]
+    # Another process turned it off: no signal reaches this one.
+    ReferralLink.objects.filter(pk=link.pk).update(is_active=False)
+    assert returning_click(api_client, link.short_link, click_id).status_code == 200
+    clock[0] += 5.1
+    assert returning_click(api_client, link.short_link, click_id).status_code == 410
+    assert ClickEvent.objects.count() == 2
+
+
+@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+def test_a_new_visitor_click_sees_a_change_made_elsewhere_at_once(api_client, monkeypatch, settings):
     settings.LINK_CACHE_SECONDS = 5
     link = ReferralLinkFactory()
     clock = [1000.0]
     monkeypatch.setattr(link_cache.time, "monotonic", lambda: clock[0])
     click(api_client, link.short_link)
-    # Another process turned it off: no signal reaches this one.
     ReferralLink.objects.filter(pk=link.pk).update(is_active=False)
+    refused = click(api_client, link.short_link)
+    assert refused.status_code == 410
+    assert refused.json()["error"]["code"] == "link_disabled"
+    assert ClickEvent.objects.count() == 1
+
+
+@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+def test_a_link_given_to_another_partner_elsewhere_credits_the_new_partner_at_once(api_client, settings):
+    settings.LINK_CACHE_SECONDS = 5
+    link = ReferralLinkFactory()
+    click(api_client, link.short_link)
+    other = ReferralLinkFactory(program=link.program).partner
+    ReferralLink.objects.filter(pk=link.pk).update(partner=other)
     assert click(api_client, link.short_link).status_code == 200
-    clock[0] += 5.1
-    assert click(api_client, link.short_link).status_code == 410
-    assert ClickEvent.objects.count() == 2
+    latest = ClickEvent.objects.latest("pk")
+    assert latest.partner_id == other.pk
+    assert latest.customer.first_partner_id == other.pk
+
+
+@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+def test_a_long_tail_link_stays_cached_for_new_visitors(api_client, monkeypatch, settings, django_assert_num_queries):
+    """Past LINK_CACHE_SECONDS, within LINK_CACHE_VERIFIED_SECONDS, a new visitor's click reads no link: its INSERT
+    checks the row."""
+    settings.LINK_CACHE_SECONDS = 5
+    settings.LINK_CACHE_VERIFIED_SECONDS = 600
+    link = ReferralLinkFactory()
+    clock = [1000.0]
+    monkeypatch.setattr(link_cache.time, "monotonic", lambda: clock[0])
+    click(api_client, link.short_link)
+    clock[0] += 300
+    # The program's fraud rules (one read per program on their own short TTL: the clock moved for them too), then
+    # SAVEPOINT, the checked INSERT, RELEASE (the savepoint only because the test runs in a transaction).
+    with django_assert_num_queries(4 + REQUEST_LOG_ROW):
+        assert click(api_client, link.short_link).status_code == 200
+    clock[0] += 301
+    with django_assert_num_queries(5 + REQUEST_LOG_ROW):  # and the link is read again
+        assert click(api_client, link.short_link).status_code == 200
+
+
+def test_the_cache_keeps_at_most_its_bound(api_client, settings):
+    settings.LINK_CACHE_MAX_ENTRIES = 3
+    links = [ReferralLinkFactory() for _ in range(5)]
+    for link in links:
+        assert click(api_client, link.short_link).status_code == 200
+        assert len(link_cache._entries) <= 3
 
 
 def test_a_zero_ttl_disables_the_cache(api_client, settings):

@@ -10,16 +10,16 @@ from django.utils import timezone
 
 from core import messages
 from core.clientip import parse_ip
-from core.errors import BadRequestError, TypedGoneError
+from core.errors import ApiError, BadRequestError, TypedGoneError
 from core.ids import id_parse
-from core.sql import insert_pair, insert_pair_supported
+from core.sql import SqlValue, insert_pair, insert_pair_supported
 from core.text import storable_text
 from fraud.click import ClickQuality, click_quality
 from fraud.rules import Traffic, agent_judged
-from programs.models import Program, ProgramKey
+from programs.models import Program, ProgramKey, ReferralLink
 
 from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
-from ..link_cache import link_target_get
+from ..link_cache import LinkTarget, link_target_forget, link_target_get
 from ..models import ClickEvent, Customer
 from ..quality import DUPLICATE_SQL, duplicate_found, duplicate_params
 from .common import (
@@ -66,8 +66,18 @@ class ConfiguredLink:
     cookie_window_days: int
 
 
-def _link_for(code: str, program_id: str | int | None) -> ConfiguredLink:
-    link = link_target_get(code)
+def _link_for(code: str, program_id: str | int | None, *, verified: bool = False) -> ConfiguredLink:
+    """The link a click on `code` lands on. `verified`: the caller's INSERT checks the link's row (link_guard), so
+    facts cached longer will do; a refusal is never decided from them, only from a fresh read."""
+    if verified:
+        try:
+            return _configured_link(link_target_get(code, verified=True), program_id)
+        except ApiError:
+            pass
+    return _configured_link(link_target_get(code), program_id)
+
+
+def _configured_link(link: LinkTarget | None, program_id: str | int | None) -> ConfiguredLink:
     if program_id is not None:
         scoped = id_parse(program_id)
         if scoped is None:
@@ -96,6 +106,24 @@ def _link_for(code: str, program_id: str | int | None) -> ConfiguredLink:
         program_id=link.program_id,
         cookie_window_days=link.cookie_window_days,
     )
+
+
+def _link_guard_sql() -> str:
+    link, program = ReferralLink._meta.db_table, Program._meta.db_table
+    return (
+        f'EXISTS (SELECT 1 FROM "{link}" AS link JOIN "{program}" AS program ON program."id" = link."program_id" '
+        'WHERE link."id" = %s AND link."short_link" = %s AND link."is_active" AND link."partner_id" = %s '
+        'AND link."program_id" = %s AND program."cookie_duration" = %s)'
+    )
+
+
+LINK_GUARD_SQL = _link_guard_sql()
+
+
+def link_guard(link: ConfiguredLink) -> SqlValue:
+    """The condition under which a click on `link` may be inserted: the link's row still says what the click was
+    decided from (same code, on, same partner and program, same window)."""
+    return LINK_GUARD_SQL, [link.pk, link.short_link, link.partner_id, link.program_id, link.cookie_window_days]
 
 
 class ClickInput(TypedDict, total=False):
@@ -146,6 +174,10 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
 
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
     recorded) and ForbiddenError (test mode naming another program than the key's)."""
+    return _click_record(data=data, context=context, verified_link=True)
+
+
+def _click_record(*, data: ClickInput, context: ClickContext, verified_link: bool) -> ClickRecorded | TestEventRecorded:
     additional = data.get("additional_data") or {}
     # On click a key "affects only visitor_ip" (and the test-mode program check): only the body flag
     # makes a test click, even with the test key.
@@ -153,7 +185,9 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
     if test_mode:
         check_test_program(additional_data=additional, key=context.key)
     code, landing_query = _landing(data.get("affiliate_url") or "")
-    link = _link_for(code, data.get("program_id"))
+    # A new visitor's click (the common one) is inserted by one statement that checks the link's row (link_guard).
+    guarded_insert = not test_mode and not data.get("existing_click_id") and insert_pair_supported()
+    link = _link_for(code, data.get("program_id"), verified=verified_link and guarded_insert)
     program_id = link.program_id
 
     # visitor_ip is trusted only from the link's own program's server (not a retired key).
@@ -227,26 +261,35 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
         # that sent its cookie's existing_click_id gets it back (a prefetch must not replace the visitor's cookie),
         # but that customer is not touched: its attribution window is not extended. Otherwise a click id no
         # customer has.
+        if _link_for(code, data.get("program_id")) != link:
+            # This INSERT checks no row: facts cached for the guarded one are read again if they are old.
+            return _click_record(data=data, context=context, verified_link=False)
         event.click_id = data.get("existing_click_id") or new_click_id(program_id)
         event.save(force_insert=True)
         return _recorded(event, link=link, customer=None)
 
-    if not data.get("existing_click_id") and insert_pair_supported():
+    if guarded_insert:
         # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
-        # one round trip and no BEGIN/COMMIT; the duplicate rule's probe runs inside it. SQLite has no INSERT in
-        # WITH: it takes the transaction below.
+        # one round trip and no BEGIN/COMMIT; the link check and the duplicate rule's probe run inside it. SQLite
+        # has no INSERT in WITH: it takes the transaction below.
         customer = _customer_new(click_id=new_click_id(program_id), link=link, now=now, quality=quality)
         event.click_id = customer.click_id
         # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
         with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
-            insert_pair(
+            inserted = insert_pair(
                 customer,
                 event,
                 refers={
                     "customer_id": "{first_id}",
                     "traffic": (DUPLICATE_SQL, duplicate_params(quality, link_id=link.pk)),
                 },
+                guard=link_guard(link),
             )
+        if not inserted:
+            # The link changed since it was cached (turned off, moved, renamed, deleted): decide the click again
+            # from its row as it is now.
+            link_target_forget(code)
+            return _click_record(data=data, context=context, verified_link=False)
         event.customer = customer
         return _recorded(event, link=link, customer=customer)
 
