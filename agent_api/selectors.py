@@ -5,7 +5,6 @@ what the fraud rules found in a program it sees. Every query an agent route runs
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db.models import Model, Prefetch, Q, QuerySet
@@ -25,7 +24,7 @@ from commissions.selectors import (
     ledger_balances,
     open_withdrawals_by_partner,
 )
-from core.api.query import Instant, TimeBounds
+from core.api.query import Instant, TimeBounds, time_bounds
 from core.errors import NotFoundError
 from core.ids import id_parse
 from programs.models import AgentKey, Partner, PartnerProgram, Program, ProgramKey, ReferralLink
@@ -232,20 +231,6 @@ def visible_commissions(key: AgentKey) -> "QuerySet[CommissionWithMoney]":
     return commissions_with_money(commissions)
 
 
-def _created_between(
-    commissions: "QuerySet[CommissionWithMoney]", since: Instant | None, until: Instant | None
-) -> "QuerySet[CommissionWithMoney]":
-    if since is not None:
-        commissions = commissions.filter(created_at__gte=since.value)
-    if until is not None:
-        # A date covers its whole UTC day.
-        if until.is_date:
-            commissions = commissions.filter(created_at__lt=until.value + timedelta(days=1))
-        else:
-            commissions = commissions.filter(created_at__lte=until.value)
-    return commissions
-
-
 def agent_commissions_list(
     key: AgentKey,
     *,
@@ -268,7 +253,8 @@ def agent_commissions_list(
         held_at__isnull=None if held is None else not held,
         hold_rule=hold_rule,
     )
-    return _created_between(commissions, created_since, created_until)
+    # A date as created_until covers its whole UTC day.
+    return commissions.filter(time_bounds(created_since, created_until).q("created_at"))
 
 
 def agent_commission_id_get(key: AgentKey, raw_id: object) -> int:

@@ -4,8 +4,9 @@ a page number) and every failure names the parameter; an empty parameter (`?even
 dashboard filter forms send."""
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import Q
@@ -151,3 +152,39 @@ class TimeBounds:
         if self.end is not None:
             condition &= Q(**{f"{field}__lt" if self.end_exclusive else f"{field}__lte": self.end})
         return condition
+
+    @property
+    def is_empty(self) -> bool:
+        """The start is past the end: no time is within the bounds."""
+        if self.start is None or self.end is None:
+            return False
+        return self.start >= self.end if self.end_exclusive else self.start > self.end
+
+    @property
+    def end_inclusive(self) -> datetime | None:
+        """The last instant within the bounds, for a reader that takes an inclusive end."""
+        if self.end is None or not self.end_exclusive:
+            return self.end
+        return self.end - timedelta(microseconds=1)
+
+
+def time_bounds(since: Instant | None, until: Instant | None) -> TimeBounds:
+    """The bounds between two optional instants, both inclusive; a date as `until` covers its whole day (up to the
+    next midnight, exclusive)."""
+    if until is None:
+        return TimeBounds(start=since.value if since else None)
+    return TimeBounds(
+        start=since.value if since else None,
+        end=until.value + timedelta(days=1) if until.is_date else until.value,
+        end_exclusive=until.is_date,
+    )
+
+
+def query_time_bounds(attrs: Mapping[str, Any], since: str, until: str, *, reversed_message: str) -> TimeBounds:
+    """The time bounds of a query's two optional InstantFields, named `since` and `until` (a query serializer's
+    validated attrs; see time_bounds); a ValidationError of `reversed_message` (400) when they leave no time between
+    them. For a query serializer's validate()."""
+    bounds = time_bounds(attrs.get(since), attrs.get(until))
+    if bounds.is_empty:
+        raise serializers.ValidationError(reversed_message)
+    return bounds

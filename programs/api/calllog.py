@@ -1,14 +1,13 @@
 """The request log's query and answer, shared by the dashboard's route and the CLI's (svc logs)."""
 
 import re
-from datetime import timedelta
 from typing import Any
 
 from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, spec_messages
 from core.api.output import output_serializer
-from core.api.query import ID_MAX, Instant, InstantField, QueryIdAfterField, QueryIntegerField
+from core.api.query import ID_MAX, InstantField, QueryIdAfterField, QueryIntegerField, query_time_bounds
 from programs.calllog import LOGS_PAGE_SIZE_MAX, LogsFilter
 
 LOGS_STATUS = re.compile(r"^[1-5](?:xx|[0-9]{2})$")
@@ -65,14 +64,7 @@ class LogsQuerySerializer(LeanSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        since: Instant | None = attrs.get("since")
-        until: Instant | None = attrs.get("until")
-        end = None
-        if until is not None:
-            # A date as the upper bound covers its whole day.
-            end = until.value + timedelta(days=1) - timedelta(microseconds=1) if until.is_date else until.value
-        if since is not None and end is not None and since.value > end:
-            raise serializers.ValidationError("since must not be after until")
+        bounds = query_time_bounds(attrs, "since", "until", reversed_message="since must not be after until")
         if attrs.get("cursor") is not None and attrs.get("after") is not None:
             raise serializers.ValidationError("Give cursor or after, not both")
         return {
@@ -80,8 +72,8 @@ class LogsQuerySerializer(LeanSerializer):
                 status=attrs.get("status", ""),
                 route=attrs.get("route", ""),
                 error_code=attrs.get("error_code", ""),
-                since=since.value if since else None,
-                until=end,
+                since=bounds.start,
+                until=bounds.end_inclusive,  # LogsFilter's until is inclusive
             ),
             "cursor": attrs.get("cursor"),
             "after": attrs.get("after"),

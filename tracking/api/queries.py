@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from core.api.fields import LeanSerializer, spec_messages
-from core.api.query import DayField, Instant, InstantField, QueryIntegerField, TimeBounds
+from core.api.query import DayField, InstantField, QueryIntegerField, query_time_bounds
 from tracking.selectors.events import EVENT_TYPES
 
 PAGE_SIZE_MAX = 100
@@ -41,21 +41,9 @@ class EventsQuerySerializer(LeanSerializer):
     dateTo = InstantField(message="dateTo must be an ISO 8601 date or date-time", required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        start: Instant | None = attrs.get("dateFrom")
-        end: Instant | None = attrs.get("dateTo")
-        bounds = TimeBounds(start=start.value if start else None)
-        if end is not None:
-            # A date as the upper bound covers its whole day: up to the next midnight, exclusive.
-            bounds = TimeBounds(
-                start=bounds.start,
-                end=end.value + timedelta(days=1) if end.is_date else end.value,
-                end_exclusive=end.is_date,
-            )
-        if bounds.start is not None and bounds.end is not None:
-            empty = bounds.start >= bounds.end if bounds.end_exclusive else bounds.start > bounds.end
-            if empty:
-                raise serializers.ValidationError("dateFrom must not be after dateTo")
-        attrs["bounds"] = bounds
+        attrs["bounds"] = query_time_bounds(
+            attrs, "dateFrom", "dateTo", reversed_message="dateFrom must not be after dateTo"
+        )
         attrs.setdefault("page", 1)
         attrs.setdefault("pageSize", 10)
         return attrs

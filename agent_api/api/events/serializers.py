@@ -1,14 +1,13 @@
 """What the events route reads (its query) and answers (a serializer per event type, which both renders the items
 and describes them in the OpenAPI document)."""
 
-from datetime import timedelta
 from typing import Any
 
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField, spec_messages
-from core.api.query import Instant, InstantField, TimeBounds
+from core.api.query import InstantField, query_time_bounds
 from fraud.rules import Traffic
 from tracking.services.tracker import UTM_FIELDS, utm_params_of
 
@@ -52,19 +51,7 @@ class EventsQuerySerializer(PageQuerySerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The same bounds as the dashboard's events list: a date as `until` covers its whole day.
-        since: Instant | None = attrs.get("since")
-        until: Instant | None = attrs.get("until")
-        bounds = TimeBounds(start=since.value if since else None)
-        if until is not None:
-            bounds = TimeBounds(
-                start=bounds.start,
-                end=until.value + timedelta(days=1) if until.is_date else until.value,
-                end_exclusive=until.is_date,
-            )
-        if bounds.start is not None and bounds.end is not None:
-            if bounds.start >= bounds.end if bounds.end_exclusive else bounds.start > bounds.end:
-                raise serializers.ValidationError(messages.EVENT_RANGE_INVALID)
-        attrs["bounds"] = bounds
+        attrs["bounds"] = query_time_bounds(attrs, "since", "until", reversed_message=messages.EVENT_RANGE_INVALID)
         attrs["is_test"] = attrs.get("test") == "true"
         return attrs
 
