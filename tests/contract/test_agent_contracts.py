@@ -2,6 +2,7 @@
 no or unknown key, 403 a key without the route's scope, 404 an id it cannot see, 409 a reused Idempotency-Key or
 a state that refuses the write), each answer checked against the published description."""
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +16,20 @@ pytestmark = pytest.mark.django_db
 
 API = "/api/agent/v1"
 NUL = {"x": "a\x00b"}  # a query value that cannot be stored: refused with 400 before any route's own checks
+
+
+def agent_case(method: str, path: str, status: int, label: str, **fields: Any) -> Case:
+    """A call to API + path by the world's agent key (every scope, the world's programs)."""
+    return Case(method, API + path, status, label, "agent", **fields)
+
+
+def agent_call(method: str, path: str, **fields: Any) -> Callable[[World], None]:
+    """A setup step (a case's `before`): the agent's call to API + path sent first, whatever it answers."""
+
+    def send(world: World) -> None:
+        agent_case(method, path, 0, "", **fields).send(world)
+
+    return send
 
 
 def agent_cases(
@@ -31,22 +46,22 @@ def agent_cases(
     other_body: Any = None,
 ) -> list[Case]:
     """The success and the errors every agent route shares; the route's own errors are added beside it."""
-    path = API + path
+    sent = {"body": body, "query": query}
     cases = [
-        Case(method, path, ok, "success", "agent", body=body, query=query, before=before),
-        Case(method, path, 401, "no key", "anonymous", body=body, query=query),
-        Case(method, path, 401, "unknown key", "bad_agent", body=body, query=query),
+        agent_case(method, path, ok, "success", **sent, before=before),
+        Case(method, API + path, 401, "no key", "anonymous", **sent),
+        Case(method, API + path, 401, "unknown key", "bad_agent", **sent),
     ]
     if scope is not None:
         # A key holding another scope only.
         other = "programs_reader" if scope != "programs:read" else "events_reader"
-        cases.append(Case(method, path, 403, f"without {scope}", other, body=body, query=query))
+        cases.append(Case(method, API + path, 403, f"without {scope}", other, **sent))
     if has_id(path):
-        cases.append(Case(method, path, 404, "unknown id", "agent", body=body, query=query, url=unknown_id_url(path)))
+        cases.append(agent_case(method, path, 404, "unknown id", **sent, url=unknown_id_url(API + path)))
     if bad_body is not None:
-        cases.append(Case(method, path, 400, "bad body", "agent", body=bad_body))
+        cases.append(agent_case(method, path, 400, "bad body", body=bad_body))
     else:
-        cases.append(Case(method, path, 400, "bad query", "agent", body=body, query=bad_query or NUL))
+        cases.append(agent_case(method, path, 400, "bad query", body=body, query=bad_query or NUL))
     if method != "GET":
         cases.append(idempotency_conflict(method, path, body, before, other_body))
     return cases
@@ -56,32 +71,24 @@ def idempotency_conflict(method: str, path: str, body: Any, before: Any, other_b
     """A write that succeeded, then its Idempotency-Key sent again with another valid body (a body that fails
     validation is refused with 400 before the key is looked at)."""
     headers = {"HTTP_IDEMPOTENCY_KEY": "contract-retry"}
-
-    def first_call(world: World) -> None:
-        if method == "DELETE":
-            # A retried DELETE finds nothing left to delete (404): the key is first spent on another request.
-            Case("POST", f"{API}/partners", 0, "", "agent", body={"name": "Ada"}, headers=headers).send(world)
-        else:
-            Case(method, path, 0, "", "agent", body=body, headers=headers, before=before).send(world)
-
-    return Case(
+    if method == "DELETE":
+        # A retried DELETE finds nothing left to delete (404): the key is first spent on another request.
+        first_call = agent_call("POST", "/partners", body={"name": "Ada"}, headers=headers)
+    else:
+        first_call = agent_call(method, path, body=body, headers=headers, before=before)
+    return agent_case(
         method,
         path,
         409,
         "reused Idempotency-Key",
-        "agent",
         body=other_body or {"another": "body"},
         headers=headers,
         before=first_call,
     )
 
 
-def hold(world: World) -> None:
-    Case("POST", f"{API}/commissions/{{commission_id}}/hold", 0, "", "agent", body={"reason": "check"}).send(world)
-
-
-def mark_paid(world: World) -> None:
-    Case("POST", f"{API}/payouts/withdrawals/{{withdrawal_id}}/mark-paid", 0, "", "agent").send(world)
+hold = agent_call("POST", "/commissions/{commission_id}/hold", body={"reason": "check"})
+mark_paid = agent_call("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid")
 
 
 def disable_endpoint(world: World) -> None:
@@ -97,36 +104,24 @@ def stranger_program(world: World) -> dict[str, Any]:
 
 
 def not_seen(method: str, path: str, **fields: Any) -> Case:
-    """A program_id the key may not see, as a list's filter or in a body: 404."""
-    if method == "GET":
-        return Case(
-            method,
-            API + path,
-            404,
-            "a program the key cannot see",
-            "agent",
-            query=lambda w: {**stranger_program(w), **fields},
-        )
-    return Case(
-        method,
-        API + path,
-        404,
-        "a program the key cannot see",
-        "agent",
-        body=lambda w: {**stranger_program(w), **fields},
-    )
+    """A program_id the key may not see, as a list's filter (GET) or in a body: 404."""
+
+    def sent(world: World) -> dict[str, Any]:
+        return {**stranger_program(world), **fields}
+
+    where = "query" if method == "GET" else "body"
+    return agent_case(method, path, 404, "a program the key cannot see", **{where: sent})
 
 
 CASES: list[Case] = [
     not_seen("GET", "/partners"),
     not_seen("POST", "/partners", name="Ada"),
     not_seen("GET", "/links"),
-    Case(
+    agent_case(
         "POST",
-        f"{API}/links",
+        "/links",
         404,
         "an unknown partner",
-        "agent",
         body=lambda w: {"program_id": w.ids["program"], "partner_id": w.ids["unknown"]},
     ),
     not_seen("GET", "/events", type="sale"),
@@ -149,12 +144,11 @@ CASES: list[Case] = [
         bad_body={},
         other_body={"enabled": True},
     ),
-    Case(
+    agent_case(
         "PATCH",
-        f"{API}/programs/{{program_id}}/fraud-rules/{{rule}}",
+        "/programs/{program_id}/fraud-rules/{rule}",
         404,
         "unknown rule",
-        "agent",
         body={"enabled": False},
         url=API + "/programs/{program}/fraud-rules/nope",
     ),
@@ -180,12 +174,11 @@ CASES: list[Case] = [
         bad_body={},
         other_body=lambda w: {"program_id": w.ids["program2"]},
     ),
-    Case(
+    agent_case(
         "POST",
-        f"{API}/partners/{{partner_id}}/enrollments",
+        "/partners/{partner_id}/enrollments",
         201,
         "a new enrolment",
-        "agent",
         body=lambda w: {"program_id": w.ids["program2"]},
     ),
     *agent_cases("GET", "/links", "links:read", bad_query={"active": "maybe"}),
@@ -198,12 +191,11 @@ CASES: list[Case] = [
         bad_body={},
         other_body=lambda w: {"program_id": w.ids["program"], "partner_id": w.ids["partner"], "short_link": "other"},
     ),
-    Case(
+    agent_case(
         "POST",
-        f"{API}/links",
+        "/links",
         409,
         "short link taken",
-        "agent",
         body=lambda w: {
             "program_id": w.ids["program"],
             "partner_id": w.ids["partner"],
@@ -241,9 +233,7 @@ CASES: list[Case] = [
     *agent_cases("GET", "/payouts/balances", "payouts:read", bad_query={"limit": "0"}),
     *agent_cases("GET", "/payouts/withdrawals", "payouts:read", bad_query={"status": "lost"}),
     *agent_cases("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid", "payouts:write"),
-    Case(
-        "POST", f"{API}/payouts/withdrawals/{{withdrawal_id}}/mark-paid", 409, "already paid", "agent", before=mark_paid
-    ),
+    agent_case("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid", 409, "already paid", before=mark_paid),
     *agent_cases("GET", "/webhooks/endpoints", "webhooks:read", bad_query={"limit": "0"}),
     *agent_cases(
         "POST",
@@ -274,25 +264,17 @@ CASES: list[Case] = [
         bad_body={},
         other_body={**PERIOD, "since": "2021-01-01"},
     ),
-    Case(
+    agent_case(
         "POST",
-        f"{API}/webhooks/endpoints/{{endpoint_id}}/resend-failed",
+        "/webhooks/endpoints/{endpoint_id}/resend-failed",
         409,
         "endpoint disabled",
-        "agent",
         body=PERIOD,
         before=disable_endpoint,
     ),
     *agent_cases("GET", "/webhooks/deliveries/{delivery_id}/attempts", "webhooks:read", bad_query={"limit": "0"}),
     *agent_cases("POST", "/webhooks/deliveries/{delivery_id}/resend", "webhooks:write"),
-    Case(
-        "POST",
-        f"{API}/webhooks/deliveries/{{delivery_id}}/resend",
-        409,
-        "endpoint disabled",
-        "agent",
-        before=disable_endpoint,
-    ),
+    agent_case("POST", "/webhooks/deliveries/{delivery_id}/resend", 409, "endpoint disabled", before=disable_endpoint),
     *agent_cases("GET", "/webhooks/events", "webhooks:read", bad_query={"type": "nope"}),
 ]
 
