@@ -5,7 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from core.views import ErrorReferenceView, TrivialApi, healthz
-from tracking.bench_views import bare_click, bare_sale
+from tracking.bench_views import bare_click, bare_lead, bare_sale
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -29,4 +29,5 @@ if settings.BENCH_TRIVIAL_ENDPOINT:
         path("bench/trivial", TrivialApi.as_view()),
         path("bench/bare-click", bare_click),
         path("bench/bare-sale", bare_sale),
+        path("bench/bare-lead", bare_lead),
     ]
