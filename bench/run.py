@@ -703,7 +703,7 @@ def rounds_order(wanted: Sequence[str], rounds: int) -> list[str]:
 def median_result(runs: list[dict]) -> dict:
     """One mix's figures over its rounds: the median of each (a single round is itself)."""
     figures = ("requests_per_sec", "p50_ms", "p99_ms", "requests", "load_before")
-    summary: dict[str, Any] = {key: statistics.median(run[key] for run in runs) for key in figures}
+    summary: dict[str, Any] = {key: round(statistics.median(run[key] for run in runs), 3) for key in figures}
     rows = [run["rows"]["rows"] for run in runs if run.get("rows")]
     summary["rows"] = statistics.median(rows) if rows else None
     summary["rounds"] = [round(run["requests_per_sec"], 1) for run in runs]
