@@ -38,8 +38,9 @@ OTHER_DEVICE = "other"
 
 @lru_cache(maxsize=1)
 def _reader() -> maxminddb.Reader:
-    # The GeoLite2 City database ships inside the maxminddb-geolite2 package: nothing is downloaded.
-    return maxminddb.open_database(geolite2_database(), maxminddb.MODE_MMAP)
+    # The GeoLite2 City database ships inside the maxminddb-geolite2 package: nothing is downloaded. MODE_AUTO reads
+    # it with maxminddb's C extension where it is built (a tenth of the pure-Python reader's time per lookup).
+    return maxminddb.open_database(geolite2_database(), maxminddb.MODE_AUTO)
 
 
 @lru_cache(maxsize=8192)
