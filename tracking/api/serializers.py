@@ -14,6 +14,7 @@ from core.api.fields import (
     IdField,
     JsonObjectField,
     LeanSerializer,
+    SharedFieldsSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -81,7 +82,7 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
     return {**value, **inner.validated_data}
 
 
-class ClickInputSerializer(LeanSerializer, TypedInputSerializer[ClickInput]):
+class ClickInputSerializer(SharedFieldsSerializer, TypedInputSerializer[ClickInput]):
     """A click on a referral link, as the tracker script sends it: `affiliate_url` carries the partner's
     `?aff=` (or `?via=`) code; the other fields describe the visit."""
 
@@ -141,7 +142,7 @@ def _dimensions(value: str, message: str) -> str:
     return f"{int(match[1])}x{int(match[2])}"
 
 
-class LeadInputSerializer(LeanSerializer, TypedInputSerializer[LeadInput]):
+class LeadInputSerializer(SharedFieldsSerializer, TypedInputSerializer[LeadInput]):
     """A signup. Browser mode (no key) proves attribution with `click_id`; server mode (program key) sends
     `click_id` with `customer_key` so later sales can use `customer_key` alone."""
 
