@@ -15,7 +15,7 @@ field's pre_save (auto_now) and get_db_prep_save (JSON, dates), as Django's inse
 (tests/core/test_sql.py compares the two). The statement's text depends only on the models, so it is built
 once per process and PostgreSQL plans it once per connection (prepared statements)."""
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from django.db import connections
@@ -196,3 +196,37 @@ def insert_unflushed(obj: Model, *, using: str = "default") -> None:
     obj.pk = row[0]
     obj._state.adding = False
     obj._state.db = using
+
+
+# --- Reading rows without the ORM's compiler ---------------------------------------------------------------------
+
+
+def select_columns_sql(model: type[Model], alias: str, *, using: str = "default") -> str:
+    """The model's concrete columns, in field order, qualified by `alias`: what model_from_row reads back."""
+    quote = connections[using].ops.quote_name
+    return ", ".join(f"{alias}.{quote(_column(field))}" for field in model._meta.concrete_fields)
+
+
+@lru_cache(maxsize=64)
+def _row_plan(model: type[Model], connection: Any) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
+    # Per connection object: a backend's converters may be bound to its operations.
+    attnames, converters = [], []
+    for field in model._meta.concrete_fields:
+        column = field.get_col(model._meta.db_table)
+        attnames.append(field.attname)
+        converters.append((column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)))
+    return attnames, converters
+
+
+def model_from_row(model: type[Model], row: "tuple[Any, ...] | list[Any]", *, using: str = "default") -> Model:
+    """An instance of `model` from the values of its concrete columns in field order (select_columns_sql), each
+    converted as the ORM converts it when it loads the model: for the hot paths' hand-written SELECTs, which the
+    ORM would compile again on every call."""
+    connection = connections[using]
+    attnames, plan = _row_plan(model, connection)
+    values = []
+    for (column, converters), value in zip(plan, row, strict=True):
+        for convert in converters:
+            value = convert(value, column, connection)
+        values.append(value)
+    return model.from_db(using, attnames, values)
