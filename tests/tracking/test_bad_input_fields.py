@@ -5,6 +5,7 @@ stores nothing; none is a 500 (which the spec tells callers to retry, so a sale 
 import logging
 
 import pytest
+from rest_framework import serializers
 
 from commissions.models import Commission
 from core import messages
@@ -31,7 +32,7 @@ LEAD = Route("post", "/api/v1/track/lead", "key")
 SALE = Route("post", "/api/v1/track/sale", "key", coded=True)
 REFUND = Route("post", "/api/v1/track/refund", "key", coded=True)
 VISIT = Route("post", "/api/v1/track/visit", "none")
-SERIALIZERS = {
+SERIALIZERS: dict[Route, type[serializers.Serializer]] = {
     CLICK: ClickInputSerializer,
     LEAD: LeadInputSerializer,
     SALE: SaleInputSerializer,
