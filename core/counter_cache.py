@@ -163,6 +163,22 @@ class SQLiteCounterCache(BaseCache):
             raise ValueError(f"Key '{key}' not found")
         return row[0]
 
+    def count_one(self, key: str, timeout: float) -> int:
+        """One more in the counter under `key`, which starts at 1 (living `timeout` seconds) when it is missing or
+        has expired: django-ratelimit's add-then-incr in one statement. Returns the new count."""
+        key = self.make_and_validate_key(key)
+        now = time.time()
+        self._maybe_cull(now)
+        row = self._execute(
+            "INSERT INTO cache (key, value, expires) VALUES (?, 1, ?) ON CONFLICT (key) DO UPDATE SET "
+            "value = CASE WHEN cache.expires <= ? OR typeof(cache.value) <> 'integer' THEN 1 ELSE cache.value + 1 END, "
+            "expires = CASE WHEN cache.expires <= ? THEN excluded.expires ELSE cache.expires END "
+            "RETURNING value",
+            (key, now + timeout, now, now),
+        ).fetchone()
+        assert row is not None  # an upsert with RETURNING answers its row
+        return row[0]
+
     def delete(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         return self._execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
@@ -218,6 +234,28 @@ class RedisCounterCache(RedisCache):
             # Redis took the add, then failed: this process starts the count again rather than refusing the call.
             self._local.add(key, delta, self.LOCAL_COUNT_SECONDS, version)
             return delta
+
+    # INCR, and the expiry set by the INCR that created the key: one round trip, atomic in Redis.
+    _COUNT_ONE = (
+        "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return n"
+    )
+
+    def count_one(self, key: str, timeout: float) -> int:
+        """One more in the counter under `key`, which starts at 1 (living `timeout` seconds) when missing: one round
+        trip where django-ratelimit's add-then-incr takes two. Counts in the process while Redis is unreachable."""
+        full_key = self.make_and_validate_key(key)
+        try:
+            client = self._cache.get_client(full_key, write=True)
+            return int(client.eval(self._COUNT_ONE, 1, full_key, max(1, int(timeout))))
+        except RedisError as error:
+            self._unavailable(error)
+        if self._local.add(key, 1, timeout):
+            return 1
+        try:
+            return self._local.incr(key)
+        except ValueError:  # expired between the two calls
+            self._local.add(key, 1, timeout)
+            return 1
 
     def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         try:

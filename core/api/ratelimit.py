@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 from django.http import HttpRequest
-from django_ratelimit.core import get_usage
+from django_ratelimit.core import EXPIRATION_FUDGE, _get_window, _make_cache_key, get_usage
 
 from core import messages
 from core.api.auth import bearer_token
@@ -71,11 +72,32 @@ class RateUsage:
         }
 
 
+PERIOD_SECONDS = 60
+
+
 def _usage(scope: RateScope, request: HttpRequest, *, increment: bool) -> tuple[int, dict[str, Any] | None]:
     limit = max(1, math.ceil(scope.per_minute * settings.RATELIMIT_SCALE))
     bucket = _bucket(scope, request)
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    count_one = getattr(cache, "count_one", None)
+    if increment and count_one is not None and settings.RATELIMIT_ENABLE:
+        # Our counter caches count in one operation (core.counter_cache); the bucket's window and cache key are
+        # django-ratelimit's own, so rate_limit_peek (get_usage) reads the same count.
+        window = _get_window(bucket, PERIOD_SECONDS)
+        key = _make_cache_key(scope.group, window, (limit, PERIOD_SECONDS), bucket, get_usage.ALL)
+        count = count_one(key, PERIOD_SECONDS + EXPIRATION_FUDGE)
+        return limit, {
+            "count": count,
+            "limit": limit,
+            "should_limit": count > limit,
+            "time_left": window - int(time.time()),
+        }
     usage = get_usage(
-        request, group=scope.group, key=lambda _group, _request: bucket, rate=(limit, 60), increment=increment
+        request,
+        group=scope.group,
+        key=lambda _group, _request: bucket,
+        rate=(limit, PERIOD_SECONDS),
+        increment=increment,
     )
     return limit, usage
 

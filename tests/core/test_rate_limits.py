@@ -158,11 +158,34 @@ def _count_calls(path: str, calls: int) -> None:
             cache.incr("bucket")
 
 
+def _count_one_calls(path: str, calls: int) -> None:
+    """What the rate limit does per request with our counter caches: one count_one."""
+    cache = SQLiteCounterCache(path, {})
+    for _ in range(calls):
+        cache.count_one("bucket", 60)
+
+
 class TestSQLiteCounterCache:
     def test_counts_from_several_processes_at_once_all_add_up(self, counter_file):
         with ProcessPoolExecutor(4) as pool:
             list(pool.map(_count_calls, [counter_file] * 4, [250] * 4))
         assert SQLiteCounterCache(counter_file, {}).get("bucket") == 1000
+
+    def test_count_one_from_several_processes_at_once_all_add_up(self, counter_file):
+        with ProcessPoolExecutor(4) as pool:
+            list(pool.map(_count_one_calls, [counter_file] * 4, [250] * 4))
+        assert SQLiteCounterCache(counter_file, {}).get("bucket") == 1000
+
+    def test_count_one_starts_at_one_counts_on_and_restarts_once_expired(self, counter_file, time_machine):
+        time_machine.move_to("2025-03-10 12:00:00", tick=False)
+        cache = SQLiteCounterCache(counter_file, {})
+        assert [cache.count_one("bucket", 65) for _ in range(3)] == [1, 2, 3]
+        assert cache.get("bucket") == 3  # what the rate limit's peek reads
+        time_machine.shift(64)
+        assert cache.count_one("bucket", 65) == 4  # the window's expiry is the first count's
+        time_machine.shift(2)
+        assert cache.get("bucket") is None
+        assert cache.count_one("bucket", 65) == 1
 
     @pytest.mark.parametrize("code", [sqlite3.SQLITE_BUSY, 261, sqlite3.SQLITE_LOCKED])  # 261: SQLITE_BUSY_RECOVERY
     def test_a_busy_database_is_waited_for_whatever_its_extended_code(self, code):
@@ -256,6 +279,10 @@ class TestRedisCounterCache:
         warnings = [record for record in caplog.records if record.getMessage() == "ratelimit.redis_unavailable"]
         assert len(warnings) == 1  # once a minute per process, not once per call
 
+    def test_count_one_while_redis_is_unreachable_counts_in_the_process(self):
+        cache = RedisCounterCache(self.UNREACHABLE, {"OPTIONS": {"socket_connect_timeout": 0.5}})
+        assert [cache.count_one("bucket", 65) for _ in range(3)] == [1, 2, 3]
+
     def test_a_failure_between_add_and_incr_restarts_the_count_locally(self):
         cache = RedisCounterCache(self.UNREACHABLE, {"OPTIONS": {"socket_connect_timeout": 0.5}})
         # As if Redis took the add and then went away: the local fallback has no count yet.
@@ -263,12 +290,49 @@ class TestRedisCounterCache:
         assert cache.incr("bucket") == 2
 
 
-def test_clearing_the_redis_counts_leaves_the_rest_of_redis_alone():
+def _redis_url() -> str:
     url = os.environ.get("REDIS_URL", "")
     if not url:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true needs REDIS_URL", pytrace=False)
         pytest.skip("needs REDIS_URL")
+    return url
+
+
+def test_count_one_on_redis_counts_in_one_key_that_expires_with_its_window():
+    cache = RedisCounterCache(_redis_url(), {"KEY_PREFIX": f"ratelimit:test-count-{os.getpid()}"})
+    try:
+        assert [cache.count_one("bucket", 65) for _ in range(3)] == [1, 2, 3]
+        assert cache.get("bucket") == 3  # what the rate limit's peek reads
+        client = cache._cache.get_client(write=False)
+        assert 0 < client.ttl(cache.make_and_validate_key("bucket")) <= 65
+    finally:
+        cache.clear()
+
+
+def test_the_limit_headers_and_typed_429_on_redis(api_client, settings):
+    settings.CACHES = {
+        **settings.CACHES,
+        "ratelimit": {
+            "BACKEND": "core.counter_cache.RedisCounterCache",
+            "LOCATION": _redis_url(),
+            "KEY_PREFIX": f"ratelimit:test-route-{os.getpid()}",
+        },
+    }
+    from django.core.cache import caches
+
+    try:
+        for sent in range(1, 31):
+            response = api_client.post("/t/optional", {}, format="json")
+            assert response.status_code == 200
+            assert response["X-RateLimit-Remaining"] == str(30 - sent)
+        assert_rate_limited(api_client.post("/t/optional", {}, format="json"))
+    finally:
+        caches["ratelimit"].clear()
+
+
+def test_clearing_the_redis_counts_leaves_the_rest_of_redis_alone():
+    url = _redis_url()
     cache = RedisCounterCache(url, {"KEY_PREFIX": "ratelimit:test-clear"})
     neighbour = RedisCounterCache(url, {"KEY_PREFIX": "ratelimit:test-neighbour"})
     cache.add("bucket", 1, 60)
