@@ -692,11 +692,14 @@ class Bench:
 
 
 def rounds_order(wanted: Sequence[str], rounds: int) -> list[str]:
-    """The measured runs in order: group by group, the group's wanted mixes interleaved `rounds` times."""
+    """The measured runs in order: group by group, the group's wanted mixes interleaved `rounds` times, every other
+    round in reverse (bare, path, path, bare, ...): the tables grow with every run, so a path always measured after
+    its baseline would always meet the larger ones."""
     order = []
     for group in GROUPS:
         chosen = [name for name in group if name in wanted]
-        order += chosen * rounds
+        for round_index in range(rounds):
+            order += chosen if round_index % 2 == 0 else chosen[::-1]
     return order
 
 

@@ -183,7 +183,7 @@ def test_rounds_must_be_positive_and_fit_the_visitor_addresses():
 
 def test_rounds_interleave_each_path_with_its_baseline():
     order = bench.rounds_order(["trivial", "bare-click", "click", "click-hot", "sale"], 2)
-    assert order == ["trivial", "trivial", "bare-click", "click", "bare-click", "click", "click-hot", "click-hot"] + [
+    assert order == ["trivial", "trivial", "bare-click", "click", "click", "bare-click", "click-hot", "click-hot"] + [
         "sale",
         "sale",
     ]
