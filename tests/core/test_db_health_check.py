@@ -17,7 +17,8 @@ pytestmark = [
 
 def _admin_url() -> str:
     database = settings.DATABASES["default"]
-    return f"postgresql://{database['USER'] or 'postgres'}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/postgres"
+    user, host, port = database["USER"] or "postgres", database["HOST"] or "127.0.0.1", database["PORT"] or 5432
+    return f"postgresql://{user}@{host}:{port}/postgres"
 
 
 def test_a_quiet_idle_connection_is_usable_without_asking_the_server():
