@@ -37,10 +37,19 @@ def _column(field: Field) -> str:
     return field.column
 
 
-def inserted_fields(model: type[Model]) -> list[Field]:
-    """The columns save() inserts: every concrete one but generated ones and the auto primary key."""
-    meta = model._meta
-    return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+_inserted_fields: dict[type[Model], tuple[Field, ...]] = {}
+
+
+def inserted_fields(model: type[Model]) -> tuple[Field, ...]:
+    """The columns save() inserts: every concrete one but generated ones and the auto primary key (fixed per
+    model, so worked out once per process: insert_params asks on every hot-path INSERT)."""
+    fields = _inserted_fields.get(model)
+    if fields is None:
+        meta = model._meta
+        fields = _inserted_fields[model] = tuple(
+            f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field
+        )
+    return fields
 
 
 def insert_sql(
