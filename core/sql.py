@@ -15,6 +15,7 @@ field's pre_save (auto_now) and get_db_prep_save (JSON, dates), as Django's inse
 (tests/core/test_sql.py compares the two). The statement's text depends only on the models, so it is built
 once per process and PostgreSQL plans it once per connection (prepared statements)."""
 
+import time
 from functools import cache, lru_cache
 from typing import Any
 
@@ -239,3 +240,27 @@ def model_from_row(model: type[Model], row: "tuple[Any, ...] | list[Any]", *, us
             value = convert(value, column, connection)
         values.append(value)
     return model.from_db(using, attnames, values)
+
+
+# --- Many rows at once -------------------------------------------------------------------------------------------
+
+
+def rows_copy(
+    model: type[Model], attnames: "tuple[str, ...]", rows: "list[tuple[Any, ...]]", *, using: str = "default"
+) -> None:
+    """Writes `rows` (values of `attnames`, in order, as the database takes them: JSON as its text) into the
+    model's table with one COPY (PostgreSQL only: see insert_pair_supported). A batch of log rows costs a tenth of
+    the CPU bulk_create spends adapting each value through its field; errors are Django's DatabaseError."""
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    fields = {field.attname: field for field in model._meta.concrete_fields}
+    columns = ", ".join(quote(_column(fields[attname])) for attname in attnames)
+    sql = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
+    started = time.monotonic()
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        with cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+    if connection.queries_logged:
+        # As Django's debug cursor logs a statement: query counts and captures see the COPY.
+        connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})

@@ -4,12 +4,14 @@ hot paths insert with it, and insert_pair and insert_family store every row and 
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models.sql import InsertQuery
 from django.test.utils import CaptureQueriesContext
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
-from core.sql import UNFLUSHED, insert_family, insert_pair, insert_params, insert_sql, inserted_fields
+from core.sql import UNFLUSHED, insert_family, insert_pair, insert_params, insert_sql, inserted_fields, rows_copy
+from programs.calllog import ROW_COLUMNS as API_CALL_COLUMNS
+from programs.models import ApiCall
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory
 from tracking.models import ClickEvent, Customer, SaleEvent
 from webhooks.models import WebhookEvent
@@ -143,3 +145,22 @@ def test_insert_family_of_one_failing_dependent_stores_nothing(frozen):
         insert_family(commission, dependents)
     assert not Commission.objects.exists() and not LedgerEntry.objects.exists()
     assert list(WebhookEvent.objects.values_list("type", flat=True)) == ["x"]
+
+
+@pytest.mark.postgres
+def test_rows_copy_stores_what_the_orm_reads_back_and_shows_in_the_query_log(frozen):
+    program = ReferralLinkFactory().program
+    row = (program.pk, frozen, "POST", "track-click", 200, "", "", "req-1", "", "", 3, '{"page_url": "é"}')
+    with CaptureQueriesContext(connection) as captured:
+        rows_copy(ApiCall, ("program_id", "created_at", *API_CALL_COLUMNS[2:]), [row, row])
+    assert [q["sql"].split()[0] for q in captured.captured_queries] == ["COPY"]
+    stored = list(ApiCall.objects.values_list("program_id", "created_at", "route", "latency_ms", "excerpt"))
+    assert stored == [(program.pk, frozen, "track-click", 3, {"page_url": "é"})] * 2
+
+
+@pytest.mark.postgres
+def test_rows_copy_fails_as_a_django_database_error_and_stores_nothing(frozen):
+    row = (None, frozen, "POST", "track-click", "not a status", "", "", "", "", "", 3, "{}")
+    with pytest.raises(DataError), transaction.atomic():
+        rows_copy(ApiCall, API_CALL_COLUMNS, [row])
+    assert not ApiCall.objects.exists()

@@ -86,7 +86,7 @@ def test_tracker_calls_are_logged_under_their_program(api_client, program):
 
 
 def test_a_log_failure_never_changes_the_answer(api_client, program, customer):
-    with mock.patch.object(ApiCall.objects, "bulk_create", side_effect=DatabaseError("down")):
+    with mock.patch.object(calllog, "_rows_write", side_effect=DatabaseError("down")):
         assert post_sale(api_client, program, **sale_body()).status_code == 200
     assert not ApiCall.objects.exists()
 
