@@ -228,11 +228,15 @@ class RedisCounterCache(RedisCache):
             return super().incr(key, delta, version)
         except RedisError as error:
             self._unavailable(error)
+        # Redis may have taken the add, then failed: then this process starts the count again rather than refusing.
+        return self._count_locally(key, delta, self.LOCAL_COUNT_SECONDS, version)
+
+    def _count_locally(self, key: str, delta: int, timeout: float, version: int | None = None) -> int:
+        """`delta` more in this process's own counter under `key`, which starts at `delta` when missing or expired."""
         try:
             return self._local.incr(key, delta, version)
         except ValueError:
-            # Redis took the add, then failed: this process starts the count again rather than refusing the call.
-            self._local.add(key, delta, self.LOCAL_COUNT_SECONDS, version)
+            self._local.add(key, delta, timeout, version)
             return delta
 
     # INCR, and the expiry set by the INCR that created the key: one round trip, atomic in Redis.
@@ -249,13 +253,7 @@ class RedisCounterCache(RedisCache):
             return int(client.eval(self._COUNT_ONE, 1, full_key, max(1, int(timeout))))
         except RedisError as error:
             self._unavailable(error)
-        if self._local.add(key, 1, timeout):
-            return 1
-        try:
-            return self._local.incr(key)
-        except ValueError:  # expired between the two calls
-            self._local.add(key, 1, timeout)
-            return 1
+        return self._count_locally(key, 1, timeout)
 
     def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         try:

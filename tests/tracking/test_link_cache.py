@@ -1,11 +1,13 @@
 import pytest
 
-from core.sql import insert_pair_supported
+from core.sql import SqlValue, insert_pair_supported
 from programs.models import PartnerProgram, ReferralLink
 from tests.factories import CustomerFactory, ReferralLinkFactory
 from tests.helpers import REQUEST_LOG_ROW, bearer
 from tracking import link_cache
 from tracking.models import ClickEvent
+from tracking.services import click as click_service
+from tracking.services.click import ConfiguredLink
 
 pytestmark = pytest.mark.django_db
 
@@ -147,3 +149,31 @@ def test_a_missing_enrolment_is_not_cached(api_client):
     assert sale(api_client, link, "t1", "u1").status_code == 400
     PartnerProgram.objects.create(partner=link.partner, program=link.program)
     assert sale(api_client, link, "t1", "u1").status_code == 200
+
+
+@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+def test_a_link_whose_row_never_matches_is_decided_a_bounded_number_of_times(api_client, monkeypatch):
+    """A row that changes under every checked INSERT (here: a check that never holds) sends the click round at most
+    MAX_CLICK_DECISIONS times; the last decision takes the transaction and records it."""
+    link = ReferralLinkFactory()
+    guards: list[int] = []
+
+    def never(checked: ConfiguredLink) -> SqlValue:
+        guards.append(checked.pk)
+        return "FALSE", []
+
+    monkeypatch.setattr(click_service, "link_guard", never)
+    assert click(api_client, link.short_link).status_code == 200
+    assert guards == [link.pk] * (click_service.MAX_CLICK_DECISIONS - 1)
+    assert ClickEvent.objects.get().customer.first_link_id == link.pk
+
+
+@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+def test_an_unknown_code_on_a_named_program_is_read_once(api_client, django_assert_num_queries):
+    """The long-cached read found nothing, so it read the row just now: the refusal is not read again."""
+    program = ReferralLinkFactory().program
+    body = {"affiliate_url": "https://shop.example.com/?aff=nobody", "program_id": program.pk}
+    # The link (none), then whether the program exists (it does: the code is what is unknown).
+    with django_assert_num_queries(2 + REQUEST_LOG_ROW):
+        response = api_client.post("/api/v1/track/click", body, format="json")
+    assert response.status_code == 400

@@ -70,8 +70,12 @@ def _link_for(code: str, program_id: str | int | None, *, verified: bool = False
     """The link a click on `code` lands on. `verified`: the caller's INSERT checks the link's row (link_guard), so
     facts cached longer will do; a refusal is never decided from them, only from a fresh read."""
     if verified:
+        target = link_target_get(code, verified=True)
+        if target is None:
+            # Read just now (an unknown code is never cached): refused from the row as it is.
+            return _configured_link(None, program_id)
         try:
-            return _configured_link(link_target_get(code, verified=True), program_id)
+            return _configured_link(target, program_id)
         except ApiError:
             pass
     return _configured_link(link_target_get(code), program_id)
@@ -174,10 +178,17 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
 
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
     recorded) and ForbiddenError (test mode naming another program than the key's)."""
-    return _click_record(data=data, context=context, verified_link=True)
+    return _click_record(data=data, context=context, verified_link=True, decisions_left=MAX_CLICK_DECISIONS)
 
 
-def _click_record(*, data: ClickInput, context: ClickContext, verified_link: bool) -> ClickRecorded | TestEventRecorded:
+# A click is decided again, from its link's row as it is now, when that row changed under it; a link changed again and
+# again meanwhile cannot keep it going round: the last decision takes the transaction, which needs no unchanged row.
+MAX_CLICK_DECISIONS = 3
+
+
+def _click_record(
+    *, data: ClickInput, context: ClickContext, verified_link: bool, decisions_left: int
+) -> ClickRecorded | TestEventRecorded:
     additional = data.get("additional_data") or {}
     # On click a key "affects only visitor_ip" (and the test-mode program check): only the body flag
     # makes a test click, even with the test key.
@@ -186,7 +197,9 @@ def _click_record(*, data: ClickInput, context: ClickContext, verified_link: boo
         check_test_program(additional_data=additional, key=context.key)
     code, landing_query = _landing(data.get("affiliate_url") or "")
     # A new visitor's click (the common one) is inserted by one statement that checks the link's row (link_guard).
-    guarded_insert = not test_mode and not data.get("existing_click_id") and insert_pair_supported()
+    guarded_insert = (
+        not test_mode and not data.get("existing_click_id") and insert_pair_supported() and decisions_left > 1
+    )
     link = _link_for(code, data.get("program_id"), verified=verified_link and guarded_insert)
     program_id = link.program_id
 
@@ -261,9 +274,9 @@ def _click_record(*, data: ClickInput, context: ClickContext, verified_link: boo
         # that sent its cookie's existing_click_id gets it back (a prefetch must not replace the visitor's cookie),
         # but that customer is not touched: its attribution window is not extended. Otherwise a click id no
         # customer has.
-        if _link_for(code, data.get("program_id")) != link:
+        if decisions_left > 1 and _link_for(code, data.get("program_id")) != link:
             # This INSERT checks no row: facts cached for the guarded one are read again if they are old.
-            return _click_record(data=data, context=context, verified_link=False)
+            return _click_record(data=data, context=context, verified_link=False, decisions_left=decisions_left - 1)
         event.click_id = data.get("existing_click_id") or new_click_id(program_id)
         event.save(force_insert=True)
         return _recorded(event, link=link, customer=None)
@@ -289,7 +302,7 @@ def _click_record(*, data: ClickInput, context: ClickContext, verified_link: boo
             # The link changed since it was cached (turned off, moved, renamed, deleted): decide the click again
             # from its row as it is now.
             link_target_forget(code)
-            return _click_record(data=data, context=context, verified_link=False)
+            return _click_record(data=data, context=context, verified_link=False, decisions_left=decisions_left - 1)
         event.customer = customer
         return _recorded(event, link=link, customer=customer)
 
