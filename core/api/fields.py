@@ -4,6 +4,7 @@ spec message."""
 
 import copy
 import threading
+from collections.abc import Hashable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -82,12 +83,22 @@ class SharedFieldsSerializer(LeanSerializer):
     validation). Safe for flat input serializers only: no field reads its parent's state or context, no nested
     serializers, never partial (a shared field's root is the instance that first bound it)."""
 
+    def shared_fields_variant(self) -> Hashable:
+        """Which shared set of fields this instance takes: one per class, unless a class keeps variants."""
+        return None
+
+    def shared_fields_adjust(self, fields: Any) -> None:
+        """Changes a variant's fields once, when its shared set is first bound."""
+
     @property
     def fields(self) -> Any:
         shared = _bound_fields.__dict__.setdefault("by_class", {})
-        fields = shared.get(type(self))
+        variant = (type(self), self.shared_fields_variant())
+        fields = shared.get(variant)
         if fields is None:
-            fields = shared[type(self)] = super().fields
+            fields = super().fields
+            self.shared_fields_adjust(fields)
+            shared[variant] = fields
         return fields
 
 

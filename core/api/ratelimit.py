@@ -9,7 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import caches
 from django.http import HttpRequest
-from django_ratelimit.core import EXPIRATION_FUDGE, _get_window, _make_cache_key, get_usage
+from django_ratelimit import core as django_ratelimit_core
+from django_ratelimit.core import EXPIRATION_FUDGE, _make_cache_key, get_usage
 
 from core import messages
 from core.api.auth import bearer_token
@@ -83,7 +84,8 @@ def _usage(scope: RateScope, request: HttpRequest, *, increment: bool) -> tuple[
     if increment and count_one is not None and settings.RATELIMIT_ENABLE:
         # Our counter caches count in one operation (core.counter_cache); the bucket's window and cache key are
         # django-ratelimit's own, so rate_limit_peek (get_usage) reads the same count.
-        window = _get_window(bucket, PERIOD_SECONDS)
+        # Looked up on the module at each call, as get_usage does, so both ways of counting share one window rule.
+        window = django_ratelimit_core._get_window(bucket, PERIOD_SECONDS)
         key = _make_cache_key(scope.group, window, (limit, PERIOD_SECONDS), bucket, get_usage.ALL)
         count = count_one(key, PERIOD_SECONDS + EXPIRATION_FUDGE)
         return limit, {

@@ -82,9 +82,10 @@ def test_the_answer_is_the_documented_one(
             if spend is not None:
                 spend(world)
             # DRF checks throttles (this project has none) right after authentication and permissions; the click
-            # route's common call skips DRF (tracking/api/lean.py) and fails in its service.
+            # and sale routes' common calls skip DRF (tracking/api/lean.py) and fail in their services.
             monkeypatch.setattr(APIView, "check_throttles", failing)
             monkeypatch.setattr(lean, "click_record", failing)
+            monkeypatch.setattr(lean, "sale_record", failing)
 
         case = replace(case, before=fail_after_authentication)
     case_check(case, world, schema)

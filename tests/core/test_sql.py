@@ -57,11 +57,34 @@ def comparable(params: list) -> list:
     return [getattr(param, "obj", param) for param in params]
 
 
+def test_values_of_other_types_are_prepared_by_their_field_as_django_does(frozen):
+    """A value not of its column's plain type (a number as text, 1 for a boolean, a str subclass, a key given as
+    text) takes the field's own chain, as Django's compiler does."""
+    link = ReferralLinkFactory()
+    customer = CustomerFactory(link=link)
+
+    class Code(str):
+        pass
+
+    sale = SaleEvent(
+        program_id=str(link.program_id),
+        customer=customer,
+        processor_event_id=Code("txn_odd"),
+        amount_cents="7",
+        is_test=1,
+    )
+    sql, params = compiled_by_django(sale)
+    assert comparable(insert_params(sale)) == comparable(params)
+    assert [type(param) for param in insert_params(sale)] == [type(param) for param in params]
+
+
 def test_insert_sql_and_params_are_what_django_compiles(frozen):
     for obj in instances(frozen):
         sql, params = compiled_by_django(obj)
         assert insert_sql(type(obj)) == sql, type(obj).__name__
         assert comparable(insert_params(obj)) == comparable(params), type(obj).__name__
+        # The same types too: psycopg binds Int2, Int4 and Int8 (the backend's integer adapter) as their own types.
+        assert [type(param) for param in insert_params(obj)] == [type(param) for param in params], type(obj).__name__
 
 
 @pytest.mark.postgres

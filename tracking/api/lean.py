@@ -1,42 +1,54 @@
-"""The click route's common call without DRF's per-request machinery.
+"""The click and sale routes' common calls without DRF's per-request machinery.
 
-Nearly every click is the same call: a POST of a JSON object, with no key, from a browser's tracker or a backend.
-For it DRF would wrap the request, negotiate the renderer, pick the parser, run empty authentication, permission
-and throttle steps and finalize the response: about a tenth of a new visitor's click in a worker. `track_click`
-answers that call itself, through the same pieces: the same parser (parse_json_body), the same body validation
-(ClickInputSerializer), the same rate limit, the same service, the same exception handler and envelopes, the same
-JSON rendering, headers and request-log row.
+Nearly every click is the same call: a POST of a JSON object, with no key, from a browser's tracker or a backend;
+nearly every sale a POST of a JSON object with the program's key. For them DRF would wrap the request, negotiate
+the renderer, pick the parser, run the authentication, permission and throttle steps and finalize the response:
+about a tenth of a worker's time per call. `track_click` and `track_sale` answer those calls themselves, through
+the same pieces: the same parser (parse_json_body), key lookup and checks, body validation (the routes'
+serializers), rate limit, service, exception handler and envelopes, JSON rendering, headers and request-log row.
+A sale's key and the customer its click_id names are read in one round trip (key_and_customer_get).
 
-It only answers what it knows it answers exactly as DRF would: everything else (another method, a key, another
-content type or Accept header, a body it cannot read, any body the serializer refuses) is handed, untouched and
-not yet counted, to ClickTrackApi, whose answers are the contract. tests/tracking/test_lean_click.py holds the
-two side by side."""
+They only answer what they know they answer exactly as DRF would: everything else (another method, a missing,
+unknown, retired or rotation-flagged key, a key on a click, another content type or Accept header, a body they
+cannot read, any body the serializer refuses) is handed, untouched and not yet counted, to ClickTrackApi or
+SaleTrackApi, whose answers are the contract. tests/tracking/test_lean_routes.py holds the two side by side.
+
+One difference, by design: a sale over its rate limit with a valid key has had its key read before the 429
+(DRF refuses before authentication). Nothing is written either way."""
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from core.api import ratelimit
+from core.api.auth import bearer_token
+from core.api.base import BaseApi
 from core.api.handler import api_exception_handler
 from core.api.parsers import parse_json_body
 from core.clientip import client_ip
 from core.errors import ApiError
 from core.middleware import request_id_of
 from programs.calllog import api_call_record, body_excerpt
+from programs.models import ProgramKey
 from tracking.services.click import ClickContext, ClickInput, ClickRecorded, click_record
+from tracking.services.common import sale_is_test
+from tracking.services.sale import PrefetchedCustomer, SaleInput, key_and_customer_get, sale_record
 
-from .results import click_body
-from .serializers import ClickInputSerializer
-from .views import ClickTrackApi
+from .results import click_body, sale_body
+from .serializers import ClickInputSerializer, SaleInputSerializer
+from .views import ClickTrackApi, SaleTrackApi
 
 drf_track_click = ClickTrackApi.as_view()
+drf_track_sale = SaleTrackApi.as_view()
 
 # What DRF's negotiation answers with JSON for, unchanged (a parameter such as `indent` changes the rendering).
 _PLAIN_ACCEPT = frozenset(("", "*/*", "application/json"))
@@ -44,30 +56,65 @@ _PLAIN_CONTENT_TYPES = frozenset(
     ("application/json", "application/json; charset=utf-8", "application/json;charset=utf-8")
 )
 _RENDERER = JSONRenderer()
-_ALLOW = ", ".join(ClickTrackApi().allowed_methods)
+# What it answers, and what it logs: (status, body) and the log row's program (None: the key's, or none).
+Answer = tuple[Response, int | None]
 
 
 @csrf_exempt
 def track_click(request: HttpRequest) -> HttpResponseBase:
     """POST /api/v1/track/click (name track-click)."""
     started = time.monotonic()
-    data = _plain_click(request)
-    if data is None:
+    plain = _plain_click(request)
+    if plain is None:
         return drf_track_click(request)
-    body, validated = data
-    return _answered(request, body, validated, started=started)
+    body, data = plain
+
+    def answer() -> Answer:
+        result = click_record(
+            data=data,
+            context=ClickContext(
+                key=None,
+                request_ip=client_ip(request),
+                request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
+                request_id=request_id_of(request),
+                request_method="POST",
+                request_meta=request.META,
+            ),
+        )
+        program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
+        return Response(click_body(result)), program_id
+
+    return _answered(request, ClickTrackApi, ratelimit.TRACK_CLICK, answer, body=body, key=None, started=started)
 
 
-# The URL's view stays ClickTrackApi for everything that inspects it: the OpenAPI schema (cls), the envelope and
+@csrf_exempt
+def track_sale(request: HttpRequest) -> HttpResponseBase:
+    """POST /api/v1/track/sale (name track-sale)."""
+    started = time.monotonic()
+    plain = _plain_sale(request)
+    if plain is None:
+        return drf_track_sale(request)
+    body, key, data, prefetched = plain
+
+    def answer() -> Answer:
+        result = sale_record(data=data, key=key, request_id=request_id_of(request), prefetched=prefetched)
+        return Response(sale_body(result)), None
+
+    return _answered(request, SaleTrackApi, ratelimit.TRACK_MONEY, answer, body=body, key=key, started=started)
+
+
+# Each URL's view stays the DRF class for everything that inspects it: the OpenAPI schema (cls), the envelope and
 # rate limit of a refusal made before any view runs (view_class, core.api.handler.error_response_for_route).
-for _attribute in ("cls", "initkwargs", "view_class", "view_initkwargs"):
-    setattr(track_click, _attribute, getattr(drf_track_click, _attribute))
+for _lean, _drf in ((track_click, drf_track_click), (track_sale, drf_track_sale)):
+    for _attribute in ("cls", "initkwargs", "view_class", "view_initkwargs"):
+        setattr(_lean, _attribute, getattr(_drf, _attribute))
 
 
-def _plain_click(request: HttpRequest) -> tuple[dict[str, Any], ClickInput] | None:
-    """The parsed body and its validated input when the call is the common one; None hands it to DRF."""
+def _plain_body(request: HttpRequest, *, with_key: bool) -> dict[str, Any] | None:
+    """The parsed body of a plain call (POST, plain Accept and content type, a length within the limit, no query,
+    an Authorization header exactly when `with_key`, a JSON object); None otherwise."""
     meta = request.META
-    if request.method != "POST" or "HTTP_AUTHORIZATION" in meta or request.GET:
+    if request.method != "POST" or ("HTTP_AUTHORIZATION" in meta) is not with_key or request.GET:
         return None
     if meta.get("HTTP_ACCEPT", "").strip() not in _PLAIN_ACCEPT:
         return None
@@ -81,7 +128,13 @@ def _plain_click(request: HttpRequest) -> tuple[dict[str, Any], ClickInput] | No
         body = parse_json_body(request.body)
     except ApiError:
         return None
-    if not isinstance(body, dict):
+    return body if isinstance(body, dict) else None
+
+
+def _plain_click(request: HttpRequest) -> tuple[dict[str, Any], ClickInput] | None:
+    """The parsed body and its validated input when the call is the common one; None hands it to DRF."""
+    body = _plain_body(request, with_key=False)
+    if body is None:
         return None
     try:
         return body, ClickInputSerializer(data=body).validated_input()
@@ -89,47 +142,78 @@ def _plain_click(request: HttpRequest) -> tuple[dict[str, Any], ClickInput] | No
         return None
 
 
-def _answered(request: HttpRequest, body: dict[str, Any], data: ClickInput, *, started: float) -> HttpResponseBase:
-    """BaseApi.initial's rate limit, ClickTrackApi.post, the exception handler and CallLoggedApi's log row."""
+def _plain_sale(
+    request: HttpRequest,
+) -> tuple[dict[str, Any], ProgramKey, SaleInput, PrefetchedCustomer | None] | None:
+    """The body, the key (valid, not retired, not flagged for rotation: those answers carry DRF's headers), the
+    validated input and the customer its click_id names, when the call is the common one; None hands it to DRF."""
+    body = _plain_body(request, with_key=True)
+    if body is None:
+        return None
+    token = bearer_token(request.META["HTTP_AUTHORIZATION"])
+    if not token:
+        return None
+    raw_click_id = body.get("click_id")
+    # The customer is read with the key only for the click_id the serializer keeps as it is (it strips spaces).
+    click_id = raw_click_id if isinstance(raw_click_id, str) and raw_click_id == raw_click_id.strip() else ""
+    key, prefetched = key_and_customer_get(token, click_id)
+    if key is None or key.rotation_flagged or key.is_retired(timezone.now()):
+        return None
+    try:
+        data = SaleInputSerializer(data=body, test_mode=sale_is_test(data=body, key=key)).validated_input()
+    except (ValidationError, ApiError):
+        return None
+    return body, key, data, prefetched
+
+
+def _answered(
+    request: HttpRequest,
+    view_class: type[BaseApi],
+    rate_scope: ratelimit.RateScope,
+    answer: Callable[[], Answer],
+    *,
+    body: dict[str, Any],
+    key: ProgramKey | None,
+    started: float,
+) -> HttpResponseBase:
+    """BaseApi.initial's rate limit, the route's post(), the exception handler, BaseApi.finalize_response's headers
+    and CallLoggedApi's log row."""
     usage = None
     program_id = None
     try:
-        usage = ratelimit.rate_limit_check(ratelimit.TRACK_CLICK, request)
-        result = click_record(
-            data=data,
-            context=ClickContext(
-                key=None,
-                request_ip=client_ip(request),
-                request_user_agent=request.META.get("HTTP_USER_AGENT", ""),
-                request_id=request_id_of(request),
-                request_method="POST",
-                request_meta=request.META,
-            ),
-        )
-        program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
-        response = Response(click_body(result))
+        usage = ratelimit.rate_limit_check(rate_scope, request)
+        response, program_id = answer()
     except Exception as exc:  # noqa: BLE001 - the API's one exception handler decides, as DRF's dispatch lets it
-        view = ClickTrackApi()
+        view = view_class()
         view.request = request  # type: ignore[assignment]  # the handler reads the path, for its log line
         response = api_exception_handler(exc, {"view": view})
     response.accepted_renderer = _RENDERER
     response.accepted_media_type = _RENDERER.media_type
     response.renderer_context = {}  # type: ignore[attr-defined]  # set by DRF before render()
     response.render()
-    response["Allow"] = _ALLOW
+    response["Allow"] = _allowed(view_class)
     for name, value in (usage.headers() if usage is not None else {}).items():
         response.headers.setdefault(name, value)
     response["X-Request-ID"] = request_id_of(request)
     match = request.resolver_match
     api_call_record(
-        program_id=program_id,
+        program_id=key.program_id if key is not None else program_id,
         method="POST",
         route=match.url_name if match and match.url_name else request.path,
         status=response.status_code,
         body=response.data,
         request_id=request_id_of(request),
-        key=None,
+        key=key,
         latency_ms=round((time.monotonic() - started) * 1000),
         excerpt=body_excerpt(body),
     )
     return response
+
+
+_ALLOWED: dict[type[BaseApi], str] = {}
+
+
+def _allowed(view_class: type[BaseApi]) -> str:
+    if view_class not in _ALLOWED:
+        _ALLOWED[view_class] = ", ".join(view_class().allowed_methods)
+    return _ALLOWED[view_class]

@@ -162,7 +162,7 @@ class LeadInputSerializer(SharedFieldsSerializer, TypedInputSerializer[LeadInput
         return validate_additional_data(value)
 
 
-class SaleInputSerializer(LeanSerializer, TypedInputSerializer[SaleInput]):
+class SaleInputSerializer(SharedFieldsSerializer, TypedInputSerializer[SaleInput]):
     """A payment to record. `transaction_id` is your unique payment id: a second call with it answers 409,
     so retry a failed call with the same id. The sale is attributed through `customer_key` or `click_id`.
     Amounts are integers in the smallest currency unit. Test mode (test key, `livemode: false` or
@@ -242,13 +242,19 @@ class SaleInputSerializer(LeanSerializer, TypedInputSerializer[SaleInput]):
     additional_data = additional_data_field()
 
     def __init__(self, *args: Any, test_mode: bool = False, **kwargs: Any) -> None:
+        self.test_mode = test_mode
         super().__init__(*args, **kwargs)
-        if test_mode:
+
+    def shared_fields_variant(self) -> bool:
+        return self.test_mode
+
+    def shared_fields_adjust(self, fields: Any) -> None:
+        if self.test_mode:
             # Test sales may leave out the id and amount.
-            self.fields["transaction_id"].required = False
-            self.fields["transaction_id"].allow_null = True
-            self.fields["amount_cents"].required = False
-            self.fields["amount_cents"].allow_null = True
+            fields["transaction_id"].required = False
+            fields["transaction_id"].allow_null = True
+            fields["amount_cents"].required = False
+            fields["amount_cents"].allow_null = True
 
     def validate_occurred_at(self, value: str | None) -> datetime | None:
         if value is None:

@@ -1,14 +1,14 @@
 from django.urls import path
 
-from .lean import track_click
+from .lean import track_click, track_sale
 from .reports import ProgramClickSourcesGetApi, ProgramReadinessGetApi
 from .tracker import TrackerConfigGetApi, VisitTrackApi, tracker_script_get
-from .views import LeadTrackApi, RefundTrackApi, SaleTrackApi
+from .views import LeadTrackApi, RefundTrackApi
 
 urlpatterns = [
     path("api/v1/track/click", track_click, name="track-click"),
     path("api/v1/track/lead", LeadTrackApi.as_view(), name="track-lead"),
-    path("api/v1/track/sale", SaleTrackApi.as_view(), name="track-sale"),
+    path("api/v1/track/sale", track_sale, name="track-sale"),
     path("api/v1/track/refund", RefundTrackApi.as_view(), name="track-refund"),
     path("api/v1/track/visit", VisitTrackApi.as_view(), name="track-visit"),
     path("api/v1/track/config", TrackerConfigGetApi.as_view(), name="track-config"),

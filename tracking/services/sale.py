@@ -13,7 +13,14 @@ from commissions.services import SaleCommission
 from core import messages
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from core.sql import insert_family, insert_pair_supported, model_from_row, select_columns_sql
+from programs.keys import key_digest
 from programs.models import Program, ProgramKey
+from programs.selectors import (
+    KEY_WITH_PROGRAM_COLUMNS,
+    key_with_program_select,
+    program_key_from_row,
+    program_key_get_by_raw,
+)
 from webhooks.events import event_new, event_saved
 from webhooks.models import EventType
 from webhooks.payloads import sale_data
@@ -61,8 +68,21 @@ class SaleInput(TypedDict, total=False):
     additional_data: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class PrefetchedCustomer:
+    """The live customer a sale's click_id names (None: nobody), read in the same round trip as the sale's key
+    (key_and_customer_get): the sale's click_id lookup is then not sent again."""
+
+    click_id: str
+    customer: Customer | None
+
+
+# The click_id lookup, and the same condition inside key_and_customer_get's LATERAL join.
+_BY_CLICK_ID = '"click_id" = %s AND "is_test" = %s'  # click_id is unique
+
+
 def _customer_for_sale(
-    *, program: Program, customer_key: str, click_id: str, is_test: bool
+    *, program: Program, customer_key: str, click_id: str, is_test: bool, prefetched: PrefetchedCustomer | None = None
 ) -> tuple[Customer | None, str]:
     """customer_key first (the earliest customer with it keeps the attribution), then click_id. Returns the
     customer and the lookup that found it (kept on the sale as attributed_by), or (None, "")."""
@@ -72,11 +92,43 @@ def _customer_for_sale(
         if customer is not None:
             return customer, "customer_key"
     if click_id:
-        sql = _customer_select_sql('"click_id" = %s AND "is_test" = %s')  # click_id is unique
-        customer = _customer_fetch(sql, [click_id, is_test])
+        if prefetched is not None and prefetched.click_id == click_id and not is_test:
+            customer = prefetched.customer
+        else:
+            customer = _customer_fetch(_customer_select_sql(_BY_CLICK_ID), [click_id, is_test])
         if customer is not None:
             return customer, "click_id"
     return None, ""
+
+
+@cache
+def _key_and_customer_sql() -> str:
+    keys, programs, customers = ProgramKey._meta.db_table, Program._meta.db_table, Customer._meta.db_table
+    return (
+        f"SELECT {key_with_program_select()}, {select_columns_sql(Customer, 'c')} "
+        f'FROM "{keys}" AS k JOIN "{programs}" AS p ON p."id" = k."program_id" '
+        f'LEFT JOIN LATERAL (SELECT * FROM "{customers}" WHERE {_BY_CLICK_ID} LIMIT 1) AS c ON true '
+        'WHERE k."digest" = %s LIMIT 1'
+    )
+
+
+def key_and_customer_get(raw_key: str, click_id: str) -> tuple[ProgramKey | None, PrefetchedCustomer | None]:
+    """The key raw_key is (as program_key_get_by_raw finds it) and the live customer click_id names, in one round
+    trip: a sale's two reads before it writes. The customer is read whatever the key's program; sale_record checks
+    that it is the program's, as it does for one it reads itself. SQLite has no LATERAL join: the key alone, and
+    no customer read ahead (None)."""
+    if not insert_pair_supported():
+        return program_key_get_by_raw(raw_key), None
+    digest = key_digest(raw_key)
+    with connection.cursor() as cursor:
+        cursor.execute(_key_and_customer_sql(), [click_id, False, digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None, PrefetchedCustomer(click_id=click_id, customer=None)
+    key = program_key_from_row(row, digest=digest)
+    customer_row = row[KEY_WITH_PROGRAM_COLUMNS:]
+    customer = None if customer_row[0] is None else cast(Customer, model_from_row(Customer, customer_row))
+    return key, PrefetchedCustomer(click_id=click_id, customer=customer)
 
 
 def _customer_fetch(sql: str, params: list[Any]) -> Customer | None:
@@ -177,7 +229,7 @@ class SaleWindowExpired:
 
 
 def sale_record(
-    *, data: SaleInput, key: ProgramKey, request_id: str = ""
+    *, data: SaleInput, key: ProgramKey, request_id: str = "", prefetched: PrefetchedCustomer | None = None
 ) -> SaleRecorded | SaleWindowExpired | TestEventRecorded:
     """Records a sale for the key's program and, when attributable, its commission.
 
@@ -198,7 +250,7 @@ def sale_record(
         return _test_sale_record(data=data, program=program, now=now, request_id=request_id)
 
     customer, found_by = _customer_for_sale(
-        program=program, customer_key=customer_key, click_id=click_id, is_test=False
+        program=program, customer_key=customer_key, click_id=click_id, is_test=False, prefetched=prefetched
     )
     if customer is None:
         raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id, click_id)
