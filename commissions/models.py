@@ -155,6 +155,7 @@ class LedgerEntry(SameWorkspace, models.Model):
     workspace_relations = ("partner", "program", "commission")
 
     class Meta:
+        verbose_name_plural = "ledger entries"  # Django's default appends an "s": "ledger entrys"
         indexes = [models.Index(fields=["partner", "currency"], name="ledger_partner_currency")]
         constraints = [
             # A commission is credited at most once.
