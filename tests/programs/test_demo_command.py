@@ -143,3 +143,28 @@ def test_the_public_address_and_an_explicit_base_url_win(settings, server_url_fi
     settings.PUBLIC_BASE_URL = "https://track.example.test"
     assert "https://track.example.test/api/v1/track/refund" in run_demo_text()
     assert "http://track.internal:81/api/v1/track/refund" in run_demo_text("--base-url", "http://track.internal:81/")
+
+
+def test_the_summary_says_where_to_sign_in_and_which_user_to_try_first(settings, server_url_file, monkeypatch):
+    settings.PUBLIC_BASE_URL = ""
+    monkeypatch.setenv("PORT", "9300")
+    text = run_demo_text()
+    owner = next(line for line in text.splitlines() if line.strip().startswith("owner "))
+    username = owner.split()[1]
+    assert "Dashboard: http://127.0.0.1:9300/ (sign in at http://127.0.0.1:9300/accounts/login/)" in text
+    assert f"Try the owner first ({username})" in text
+    main_id = Program.objects.filter(name__startswith="Main ").order_by("-pk").values_list("pk", flat=True)[0]
+    assert f"Main program: http://127.0.0.1:9300/programs/{main_id}/" in text
+
+    settings.PUBLIC_BASE_URL = "https://track.example.test"
+    assert "sign in at https://track.example.test/accounts/login/" in run_demo_text()
+
+
+def test_the_sign_in_it_prints_opens_the_dashboard_for_the_owner(client, settings, server_url_file):
+    settings.PUBLIC_BASE_URL = ""
+    demo = run_demo()
+    owner = demo["users"]["owner"]
+    signed_in = client.post("/accounts/login/", {"username": owner["username"], "password": owner["password"]})
+    assert signed_in.status_code == 302 and signed_in.headers["Location"] == "/"
+    overview = client.get(f"/programs/{demo['programs']['main']['id']}/")
+    assert overview.status_code == 200

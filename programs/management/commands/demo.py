@@ -63,6 +63,14 @@ class Command(BaseCommand):
         ]
         for label, user in demo["users"].items():
             lines.append(f"  {label:<8} {user['username']} / {user['password']}")
+        owner = demo["users"]["owner"]
+        lines += [
+            "",
+            f"Dashboard: {base}/ (sign in at {base}{settings.LOGIN_URL})",
+            f"  Try the owner first ({owner['username']}): every page and action. The member reads the pages but",
+            "  changes nothing; the outsider belongs to no workspace, so their program list is empty.",
+            f"  Main program: {base}/programs/{main['id']}/",
+        ]
         link = demo["links"]["main"]
         lines += [
             "",
