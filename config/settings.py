@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: the same 404 with DEBUG on or off (JSON under /api/, the dashboard's page elsewhere).
+    "core.not_found.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
