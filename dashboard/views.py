@@ -7,7 +7,6 @@ owner/admin-only API are rendered only for roles whose actions allow them; the A
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
-from decimal import Decimal
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -26,6 +25,7 @@ from commissions.selectors import commissions_with_money
 from core.api.query import present
 from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
+from core.money import money
 from core.pagination import CappedPaginator
 from core.urls import public_url
 from programs.api.calllog import LogsQuerySerializer
@@ -67,8 +67,6 @@ LOG_STATUS_CLASSES = ("2xx", "4xx", "5xx")
 DEFAULT_RANGE_DAYS = 30
 # The events API's eventType values, with their labels.
 EVENT_TYPES = {"click": "Clicks", "lead": "Leads", "conversion": "Sales (conversions)"}
-# ISO 4217 currencies without a minor unit; every other supported currency has two decimals.
-ZERO_DECIMAL_CURRENCIES = frozenset({"VND"})
 # Printed in snippets instead of a key: a page never shows a real key except right after regenerating it.
 PLACEHOLDER_KEY = "aff_..."
 
@@ -122,14 +120,6 @@ def program_access(request: HttpRequest, *, program_id: int, action: str) -> Pro
         # A member of the workspace: they may see the program, so the page says what their role lacks.
         return render(request, "dashboard/forbidden.html", {"program": program, "role": access.role}, status=403)
     return access
-
-
-def money(cents: int, currency: str | None = None) -> str:
-    """An amount in the smallest unit, in major units: 12345 USD -> "123.45 USD", 5000 VND -> "5,000 VND".
-    Without a currency (sums over sales in any currency) two decimals are assumed and no code is shown."""
-    places = 0 if currency in ZERO_DECIMAL_CURRENCIES else 2
-    text = f"{Decimal(cents).scaleb(-places):,.{places}f}"
-    return f"{text} {currency}" if currency else text
 
 
 def commission_terms(program: Program) -> str:

@@ -62,11 +62,17 @@ class TestAnAttributedApiSale:
             "rate": "20",
             "computed_cents": 2000,
             "matches_commission": True,
-            "text": "20% of 10000 = 2000",
+            "text": "20% of 100.00 USD = 20.00 USD",
         }
         assert (commission["amount_cents"], commission["status"], commission["credited"]) == (2000, "pending", False)
         assert commission["hold_until"] > timezone.now() + timedelta(days=29)
         assert commission["no_commission_reason"] == ""
+        assert commission["payable_cents"] == 2000
+        assert commission["payable_text"] == "still pays 20.00 USD: pending, credited when its hold period ends"
+        assert explained["summary"] == (
+            f"Matched by customer_key; commission #{commission['id']} of 20.00 USD is pending; it still pays "
+            "20.00 USD: pending, credited when its hold period ends."
+        )
         assert explained["refunds"]["count"] == 0 and explained["refunds"]["steps"] == []
         assert explained["ledger"] == {"entries": [], "total_cents": 0}  # pending: nothing credited yet
 
@@ -90,7 +96,7 @@ class TestAnAttributedApiSale:
         commission = sale_explain(program=program, transaction_id="txn_1")["commission"]
 
         assert (commission["policy"]["source"], commission["policy"]["product_id"]) == ("product", "pro")
-        assert commission["arithmetic"]["text"] == "fixed 750 = 750"
+        assert commission["arithmetic"]["text"] == "fixed 750 (smallest unit) = 7.50 USD"
         assert commission["amount_cents"] == 750
 
     def test_a_later_sale_follows_the_customer_past_the_window(self, api_client, program, customer):
@@ -189,7 +195,8 @@ class TestAStripeSaleByEmail:
         ]
         assert explained["processor_event"]["event_id"] == payload["id"]
         assert attribution["click"]["click_id"] == customer.click_id
-        assert explained["commission"]["arithmetic"]["text"] == "20% of 5000 = 1000"
+        assert explained["commission"]["arithmetic"]["text"] == "20% of 50.00 USD = 10.00 USD"
+        assert explained["commission"]["payable_text"] == "still pays 10.00 USD: credited"
         assert explained["commission"]["status"] == "approved"
         assert [(e["kind"], e["amount_cents"], e["running_total_cents"]) for e in explained["ledger"]["entries"]] == [
             ("credit", 1000, 1000)
@@ -233,7 +240,8 @@ class TestAPartlyRefundedCommission:
             (2, False, False),
         ]
         assert refunds["text"] == (
-            "4000 of 10000 refunded: the commission's share is 2000 × 4000 / 10000 rounded half up = 800"
+            "40.00 USD of 100.00 USD refunded: the commission's share is 20.00 USD × 40.00 USD / 100.00 USD rounded "
+            "half up = 8.00 USD; the commission still pays 12.00 USD: 20.00 USD less 8.00 USD taken back by refunds"
         )
         assert [(e["kind"], e["amount_cents"], e["running_total_cents"]) for e in explained["ledger"]["entries"]] == [
             ("credit", 2000, 2000),
@@ -242,6 +250,10 @@ class TestAPartlyRefundedCommission:
         ]
         assert explained["ledger"]["total_cents"] == 1200
         assert explained["commission"]["status"] == "refunded"
+        assert (explained["commission"]["payable_cents"], explained["commission"]["payable_text"]) == (
+            1200,
+            "still pays 12.00 USD: 20.00 USD less 8.00 USD taken back by refunds",
+        )
 
 
 class TestNotFound:

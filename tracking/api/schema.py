@@ -435,6 +435,12 @@ EXPLAIN_SALE = inline_serializer(
                 "approved_at": _time(),
                 "no_commission_reason": serializers.CharField(),
                 "no_commission_text": serializers.CharField(),
+                "payable_cents": serializers.IntegerField(
+                    allow_null=True,
+                    help_text="What the commission still pays in its state (0 once reversed, or when a refund "
+                    "cancelled it pending); null with no commission",
+                ),
+                "payable_text": serializers.CharField(help_text='In words: "still pays 9.80 USD: credited"'),
             },
         ),
         "review": _REVIEW,

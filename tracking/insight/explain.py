@@ -11,7 +11,10 @@ refusals and says whether the click is past the window now.
 The fraud rules (fraud.rules) are named where they decided something: a click recorded as a duplicate, a bot or
 a prefetch, a click flagged paid_ads, and a commission the sale rules flagged or held, with its review history and
 what the owner can do about it. A bot's or a prefetch's click id has no customer: asked by click_id it is
-explained as the click alone (kind "click"), never attributed."""
+explained as the click alone (kind "click"), never attributed.
+
+Money in the texts reads as on every page (core.money: "9.80 USD", "5,000 VND"); the fields keep minor units. What a
+commission still pays is said in every state (commission_payable)."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,10 +27,11 @@ from django.utils import timezone
 
 from commissions.approval import RULE_ACTOR
 from commissions.calculations import NoCommission, commission_amount
-from commissions.models import Commission, CommissionReview, LedgerEntry
+from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from commissions.selectors import commission_ledger, commission_refund_steps
 from commissions.services import commission_policy
 from core.errors import NotFoundError
+from core.money import money
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
@@ -214,7 +218,8 @@ def _sale_outcome(*, sale: SaleEvent, commission: Commission | None, attribution
     if commission is not None:
         return "commission", (
             f"Matched by {attribution['matched_rule']}; commission #{commission.pk} of "
-            f"{commission.amount_cents} {commission.currency} is {commission.status}."
+            f"{money(commission.amount_cents, commission.currency)} is {commission.status}; it "
+            f"{commission_payable(commission).text}."
         )
     if sale.no_commission_reason:
         return "no_commission", f"Attributed, but it pays nothing: {_no_commission_text(sale.no_commission_reason)}."
@@ -348,14 +353,19 @@ def _arithmetic(
     *, policy: dict[str, Any], rate: Decimal, sale: SaleEvent, commission: Commission | None
 ) -> dict[str, Any]:
     computed = commission_amount(sale_amount=sale.amount_cents, commission_type=policy["commission_type"], rate=rate)
+    currency = sale.currency
     if policy["commission_type"] in PERCENT_TYPES:
-        text = f"{policy['rate']}% of {sale.amount_cents} = {computed}"
+        text = f"{policy['rate']}% of {money(sale.amount_cents, currency)} = {money(computed, currency)}"
     else:
-        text = f"fixed {policy['rate']} = {computed}"
+        # A fixed rate is an amount in the smallest unit of the sale's currency.
+        text = f"fixed {policy['rate']} (smallest unit) = {money(computed, currency)}"
     matches = commission is None or commission.amount_cents == computed
     if not matches:
         assert commission is not None
-        text += f" (the commission holds {commission.amount_cents}: the policy changed after it was created)"
+        text += (
+            f" (the commission holds {money(commission.amount_cents, commission.currency)}: the policy changed "
+            "after it was created)"
+        )
     return {
         "sale_amount_cents": sale.amount_cents,
         "rate": policy["rate"],
@@ -371,6 +381,7 @@ def _commission(*, program: Program, sale: SaleEvent, commission: Commission | N
     policy, rate = _policy(program=program, product_id=sale.product_id)
     arithmetic = _arithmetic(policy=policy, rate=rate, sale=sale, commission=commission)
     reason = sale.no_commission_reason
+    payable = commission_payable(commission) if commission else None
     return {
         "policy": policy,
         "arithmetic": arithmetic,
@@ -383,7 +394,47 @@ def _commission(*, program: Program, sale: SaleEvent, commission: Commission | N
         "approved_at": commission.approved_at if commission else None,
         "no_commission_reason": reason,
         "no_commission_text": _no_commission_text(reason) if reason else "",
+        "payable_cents": payable.cents if payable else None,
+        "payable_text": payable.text if payable else "",
     }
+
+
+@dataclass(frozen=True)
+class Payable:
+    """What a commission still pays the partner, in minor units, and the same in words ("still pays 9.80 USD")."""
+
+    cents: int
+    text: str
+
+
+def commission_payable(commission: Commission) -> Payable:
+    """What the commission still pays in its state, as commissions.selectors.payable_cents computes it (the
+    Commissions page's "still pays"), and why: a reversed commission and a pending one cancelled by a refund pay
+    nothing; a credited one partly refunded pays its amount less what the refunds took back."""
+    currency = commission.currency
+    amount = commission.amount_cents
+    status = commission.status
+    if status == CommissionStatus.REVERSED:
+        if commission.voided_at is not None:
+            why = "voided" + (f": {commission.void_reason}" if commission.void_reason else "")
+        else:
+            why = "the sale was refunded in full"
+        return Payable(0, f"still pays {money(0, currency)}: {why}")
+    if status == CommissionStatus.REFUNDED and not commission.credited:
+        return Payable(0, f"still pays {money(0, currency)}: a refund cancels a pending commission whole")
+    payable = amount - commission.deducted_cents
+    text = f"still pays {money(payable, currency)}"
+    if commission.deducted_cents:
+        text += f": {money(amount, currency)} less {money(commission.deducted_cents, currency)} taken back by refunds"
+    elif status == CommissionStatus.PENDING and commission.held_at is not None:
+        text += " if released: on hold"
+    elif status == CommissionStatus.PENDING:
+        text += ": pending, credited when its hold period ends"
+    elif status == CommissionStatus.PAID:
+        text += ": paid out"
+    else:
+        text += ": credited"
+    return Payable(payable, text)
 
 
 def _review(commission: Commission | None, *, sale: SaleEvent) -> dict[str, Any] | None:
@@ -462,13 +513,18 @@ def _refunds(*, sale_amount: int, commission: Commission | None) -> dict[str, An
     steps = list(ExplainRefundStepSerializer(commission_refund_steps(commission_id=commission.pk), many=True).data)
     text = ""
     if commission.refund_count:
+        currency = commission.currency
+        refunded, share = money(commission.sale_refunded_cents, currency), money(commission.deducted_cents, currency)
         text = (
-            f"{commission.sale_refunded_cents} of {sale_amount} refunded: the commission's share is "
-            f"{commission.amount_cents} × {commission.sale_refunded_cents} / {sale_amount} rounded half up = "
-            f"{commission.deducted_cents}"
+            f"{refunded} of {money(sale_amount, currency)} refunded: the commission's share is "
+            f"{money(commission.amount_cents, currency)} × {refunded} / {money(sale_amount, currency)} rounded half "
+            f"up = {share}"
         )
         if not commission.credited:
             text += " (never credited, so nothing was taken from the balance)"
+        # What the refunds leave: a pending commission partly refunded is cancelled whole (the spec's refund
+        # answer still reports the share above as its deductionAmount).
+        text += f"; the commission {commission_payable(commission).text}"
     return {
         "count": commission.refund_count,
         "sale_refunded_cents": commission.sale_refunded_cents,

@@ -44,7 +44,7 @@ def test_it_explains_an_attributed_sale(member_client, program, sale):
     assert "Matched rule: <strong>customer_key</strong>" in body
     assert "matched</span> customer_key: the earliest customer" in body
     assert "the window is" in body and "within it." in body
-    assert f"Commission #{commission.pk}" in body and "of 10000 =" in body
+    assert f"Commission #{commission.pk}" in body and "of 100.00 USD =" in body
     assert sale.customer.click_id in body
 
 
