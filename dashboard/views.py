@@ -11,6 +11,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -142,19 +143,70 @@ def _base_url(request: HttpRequest) -> str:
     return public_url(request, "/").rstrip("/")
 
 
-def _day(value: str | None) -> date | None:
+# Said on the page when a date parameter is set aside (`refused` lists each one and why).
+RANGE_SET_ASIDE = "Set aside: {refused}. Showing {start} to {end} (UTC)."
+EVENTS_DATES_SET_ASIDE = "Set aside: {refused}. Showing events {shown} (UTC)."
+# The range parameters of the overview and events pages, each with the name the dashboard API gives it (a user
+# who read the API docs tries that one on the page too).
+DATE_PARAMETERS = {"from": "dateFrom", "to": "dateTo"}
+
+
+def _day(value: str) -> date | None:
+    """A UTC day written YYYY-MM-DD (fromisoformat alone would also read 20260105 or 2026-W01-1)."""
+    if len(value) != 10:
+        return None
     try:
-        return date.fromisoformat(value or "")
+        return date.fromisoformat(value)
     except ValueError:
         return None
 
 
+@dataclass(frozen=True)
+class DatesGiven:
+    start: date | None
+    end: date | None
+    # What was set aside and why, e.g. 'dateFrom=2026-13-45 is not a date (YYYY-MM-DD)'; "" when nothing was.
+    refused: str
+
+
+def _dates_given(request: HttpRequest) -> DatesGiven:
+    """?from=&to= (or ?dateFrom=&dateTo=). A value that is no date, or a start after the end, is set aside and
+    named, so that the page says what it shows instead of quietly showing something else."""
+    days: dict[str, date | None] = {}
+    refused: list[str] = []
+    for name, api_name in DATE_PARAMETERS.items():
+        given_as = name if name in request.GET or api_name not in request.GET else api_name
+        value = request.GET.get(given_as, "").strip()
+        days[name] = _day(value)
+        if value and days[name] is None:
+            refused.append(f"{given_as}={value} is not a date (YYYY-MM-DD)")
+    start, end = days["from"], days["to"]
+    if start is not None and end is not None and start > end:
+        refused.append(f"the start {start} is after the end {end}")
+        start = end = None
+    return DatesGiven(start=start, end=end, refused="; ".join(refused))
+
+
 def _date_range(request: HttpRequest) -> tuple[date, date]:
-    """The overview's range from ?from=&to= (YYYY-MM-DD), else the last 30 days including today (UTC)."""
-    today = timezone.now().date()
-    start, end = _day(request.GET.get("from")), _day(request.GET.get("to"))
-    if start is None or end is None or start > end:
-        return today - timedelta(days=DEFAULT_RANGE_DAYS - 1), today
+    """The overview's range, as the performance API reads it: both days given, or DEFAULT_RANGE_DAYS from the one
+    day given, else the last DEFAULT_RANGE_DAYS including today (UTC). A range with a day set aside is the default
+    one, and the page says so."""
+    given = _dates_given(request)
+    span = timedelta(days=DEFAULT_RANGE_DAYS - 1)
+    if given.refused:
+        end = timezone.now().date()
+        start = end - span
+    elif given.start is not None and given.end is not None:
+        start, end = given.start, given.end
+    elif given.start is not None:
+        start, end = given.start, given.start + span
+    elif given.end is not None:
+        start, end = given.end - span, given.end
+    else:
+        end = timezone.now().date()
+        start = end - span
+    if given.refused:
+        flash.warning(request, RANGE_SET_ASIDE.format(refused=given.refused, start=start, end=end))
     return start, end
 
 
@@ -198,7 +250,11 @@ def program_overview(request: HttpRequest, access: ProgramAccess) -> HttpRespons
 @program_page
 def program_events(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     event_type = request.GET.get("type", "")
-    start, end = _day(request.GET.get("from")), _day(request.GET.get("to"))
+    given = _dates_given(request)
+    start, end = given.start, given.end
+    if given.refused:
+        shown = f"from {start}" if start else f"until {end}" if end else "of any date"
+        flash.warning(request, EVENTS_DATES_SET_ASIDE.format(refused=given.refused, shown=shown))
     return render(
         request,
         "dashboard/program_events.html",
