@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -54,6 +54,8 @@ from tracking.insight.rollups import (
     rollup_read,
     with_clicks_not_counted,
 )
+from tracking.models import ClickEvent, SaleEvent
+from tracking.selectors.clicks import COUNTED_CLICKS
 from tracking.services.tracker import tracker_script_tag
 
 if TYPE_CHECKING:
@@ -210,6 +212,12 @@ def _date_range(request: HttpRequest) -> tuple[date, date]:
     return start, end
 
 
+def _latest_live(model: type[ClickEvent | SaleEvent], time_field: str, *counted: Q) -> Subquery:
+    """The time of the program's latest live event of the model (one indexed probe per program)."""
+    rows = model.objects.filter(*counted, program=OuterRef("pk"), is_test=False).order_by(f"-{time_field}")
+    return Subquery(rows.values(time_field)[:1])
+
+
 @login_required
 @require_safe
 def program_list(request: HttpRequest) -> HttpResponse:
@@ -218,7 +226,16 @@ def program_list(request: HttpRequest) -> HttpResponse:
     memberships = {
         m.workspace_id: m for m in Membership.objects.filter(user=user, is_active=True).select_related("workspace")
     }
-    programs = Program.objects.filter(workspace_id__in=memberships).select_related("workspace").order_by("name", "pk")
+    programs = (
+        Program.objects.filter(workspace_id__in=memberships)
+        .select_related("workspace")
+        .annotate(
+            # Each program's state at a glance: is tracking live (the latest counted live click and sale)?
+            last_click=_latest_live(ClickEvent, "click_timestamp", COUNTED_CLICKS),
+            last_sale=_latest_live(SaleEvent, "sale_date"),
+        )
+        .order_by("name", "pk")
+    )
     rows = [{"program": program, "role": memberships[program.workspace_id].role} for program in programs]
     return render(request, "dashboard/program_list.html", {"rows": rows})
 

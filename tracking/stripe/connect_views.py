@@ -14,6 +14,7 @@ from core.errors import ForbiddenError, NotFoundError
 from core.urls import public_url
 from programs.models import Action, Program
 from programs.permissions import program_for_action
+from programs.selectors import membership_get
 from programs.stripe_connect import (
     StripeConnectError,
     stripe_connect_complete,
@@ -46,10 +47,17 @@ def _program(request: HttpRequest, program_id: int) -> Program:
 def stripe_connection(request: HttpRequest, program_id: int) -> HttpResponse:
     program = _program(request, program_id)
     last_event = ProcessorEvent.objects.filter(program=program).order_by("-received_at").first()
+    membership = membership_get(user=request.user, program=program)
     return render(
         request,
         "programs/stripe_connection.html",
-        {"program": program, "last_event": last_event, "configured": stripe_connect_configured()},
+        {
+            "program": program,
+            # The header's role badge, as on the other program pages (only a role that manages gets here).
+            "role": membership.role if membership else "",
+            "last_event": last_event,
+            "configured": stripe_connect_configured(),
+        },
     )
 
 
