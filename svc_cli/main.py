@@ -47,6 +47,7 @@ from .client import (
     CliFailure,
 )
 from .config import credentials_delete, credentials_load, credentials_save
+from .money import money
 
 app = typer.Typer(
     name="svc",
@@ -186,6 +187,19 @@ def _parse_time(value: Any) -> datetime | None:
         return datetime.fromisoformat(str(value))
     except ValueError:
         return None
+
+
+def _time_text(value: Any, *, zone: bool = True) -> str:
+    """A time from the service as the dashboard shows times: "2026-01-31 14:05:09 UTC" (to the second, in UTC;
+    `zone=False` under a "(UTC)" heading). Empty: "?"; not a time: as it came."""
+    if not value:
+        return "?"
+    parsed = _parse_time(value)
+    if parsed is None:
+        return str(value)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC)
+    return f"{parsed:%Y-%m-%d %H:%M:%S}" + (" UTC" if zone else "")
 
 
 def _logged_in(explicit_base_url: str | None) -> tuple[Api, dict[str, Any]]:
@@ -348,7 +362,8 @@ def _number_or_text(raw: str) -> int | float | str:
 def _commission(program: dict[str, Any]) -> str:
     kind = str(program.get("commission_type", ""))
     rate = program.get("commission_rate")
-    return f"{rate}% {kind}" if "percent" in kind else f"{rate} {kind}"
+    # A fixed rate is an amount in the smallest unit of each sale's currency: a program has no currency of its own.
+    return f"{rate}% {kind}" if "percent" in kind else f"{rate} {kind} (smallest currency unit)"
 
 
 @app.command()
@@ -476,7 +491,7 @@ def status(
         for mistake in readiness.get("mistakes") or []:
             output.say(
                 f"[yellow]Mistake[/yellow] {escape(mistake['code'])}: {escape(mistake['title'])} "
-                f"({mistake['count']}x, last {escape(str(mistake.get('last_seen_at') or '?'))})"
+                f"({mistake['count']}x, last {escape(_time_text(mistake.get('last_seen_at')))})"
             )
             output.say(f"  Fix: {escape(mistake['fix'])}")
         if readiness.get("next_step"):
@@ -542,6 +557,9 @@ def mcp(
 
 FOLLOW_INTERVAL_SECONDS = 2.0
 LOGS_ROUTE = "cli-logs"  # the route of `svc logs` itself: its own polls are not echoed while following
+LOGS_PAGE_MAX = 100  # the service's largest page (programs.calllog.LOGS_PAGE_SIZE_MAX)
+# How far back --follow looks for the newest calls that are not `svc logs` polls, in pages of LOGS_PAGE_MAX.
+FOLLOW_LOOKBACK_PAGES = 5
 
 
 def _pause(seconds: float) -> None:
@@ -554,9 +572,9 @@ def _logs_table(rows: list[dict[str, Any]], *, header: bool = True) -> Table:
         status = row.get("status", 0)
         color = "green" if status < 400 else ("yellow" if status < 500 else "red")
         error = " ".join(part for part in (row.get("error_code") or "", row.get("message") or "") if part)
-        key = f"{row.get('key_masked')} {row.get('key_mode')}" if row.get("key_masked") else "–"
+        key = _key_text(row)
         table.add_row(
-            escape(str(row.get("created_at", ""))[:19].replace("T", " ")),
+            escape(_time_text(row.get("created_at"), zone=False)),
             escape(f"{row.get('method', '')} {row.get('route', '')}"),
             f"[{color}]{status}[/{color}]",
             escape(error) or "–",
@@ -565,6 +583,20 @@ def _logs_table(rows: list[dict[str, Any]], *, header: bool = True) -> Table:
             escape(row.get("request_id") or ""),
         )
     return table
+
+
+def _key_text(row: dict[str, Any]) -> str:
+    """The key a call sent: its mask and mode; a key regeneration replaced as the service names it ("replaced key
+    ending …1234"), or, from a service that only notes it in the excerpt, "replaced key"; "–" when none is known."""
+    if row.get("key_masked"):
+        return " ".join(part for part in (str(row["key_masked"]), str(row.get("key_mode") or "")) if part)
+    excerpt = row.get("excerpt")
+    if not isinstance(excerpt, dict):
+        excerpt = {}
+    if excerpt.get("retired_key"):
+        replaced_on = f" (replaced on {excerpt['replaced_on']})" if excerpt.get("replaced_on") else ""
+        return f"replaced key{replaced_on}"
+    return "–"
 
 
 @app.command()
@@ -610,17 +642,39 @@ def logs(
         def shown(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [row for row in batch if route == LOGS_ROUTE or row.get("route") != LOGS_ROUTE]
 
+        if route != LOGS_ROUTE and len(shown(rows)) < len(rows):
+            # Polls of `svc logs` took places among the newest: look further back for `limit` calls to show.
+            rows = _newest_calls(api, params, first=body, limit=limit)
         _follow_print(output, shown(list(reversed(rows))), header=True)
         try:
             while True:
                 _pause(FOLLOW_INTERVAL_SECONDS)
-                body = api.call("GET", "/api/v1/cli/logs", params={**params, "after": str(last_id), "limit": "100"})
+                body = api.call(
+                    "GET", "/api/v1/cli/logs", params={**params, "after": str(last_id), "limit": str(LOGS_PAGE_MAX)}
+                )
                 fresh = body["data"]
                 if fresh:
                     last_id = fresh[-1]["id"]
                 _follow_print(output, shown(fresh), header=False)
         except KeyboardInterrupt:
             return
+
+
+def _newest_calls(api: Api, params: dict[str, str], *, first: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` calls that are not `svc logs` polls, newest first: those of the first page (`first`), then
+    of the older pages, at most FOLLOW_LOOKBACK_PAGES of LOGS_PAGE_MAX rows. So `--follow --limit 1` starts with
+    the latest call even when the polls of an earlier follow are the newest rows."""
+    kept = [row for row in first["data"] if row.get("route") != LOGS_ROUTE]
+    cursor = (first.get("meta") or {}).get("next_cursor")
+    for _ in range(FOLLOW_LOOKBACK_PAGES):
+        if len(kept) >= limit or not cursor:
+            break
+        page = api.call(
+            "GET", "/api/v1/cli/logs", params={**params, "cursor": str(cursor), "limit": str(LOGS_PAGE_MAX)}
+        )
+        kept += [row for row in page["data"] if row.get("route") != LOGS_ROUTE]
+        cursor = (page.get("meta") or {}).get("next_cursor")
+    return kept[:limit]
 
 
 def _follow_print(output: Output, rows: list[dict[str, Any]], *, header: bool) -> None:
@@ -639,8 +693,8 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
     sale = data.get("sale")
     if sale:
         output.say(
-            f"Amount {sale['amount_cents']} {escape(sale['currency'])}, {escape(sale['sale_type'])}, "
-            f"on {escape(str(sale['sale_date']))}{' (test)' if sale.get('is_test') else ''}"
+            f"Amount {escape(money(sale['amount_cents'], sale['currency']))}, {escape(sale['sale_type'])}, "
+            f"on {escape(_time_text(sale['sale_date']))}{' (test)' if sale.get('is_test') else ''}"
         )
     attribution = data["attribution"]
     output.say(
@@ -652,7 +706,7 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
     click = attribution.get("click")
     if click:
         link = f" on {escape(click['link']['short_link'])}" if click.get("link") else ""
-        output.say(f"Click {escape(click['click_id'])}{link} at {escape(str(click['clicked_at']))}")
+        output.say(f"Click {escape(click['click_id'])}{link} at {escape(_time_text(click['clicked_at']))}")
         _explain_rules(output, click.get("rules"))
     if attribution.get("window"):
         output.say(f"Window: {escape(attribution['window']['text'])}")
@@ -666,9 +720,10 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
             f"arithmetic: {escape(commission['arithmetic']['text'])}"
         )
         if commission.get("id"):
+            payable = f"; {commission['payable_text']}" if commission.get("payable_text") else ""
             output.say(
-                f"Commission #{commission['id']}: {commission['amount_cents']} {escape(commission['currency'])}, "
-                f"{escape(str(commission['status']))}"
+                f"Commission #{commission['id']}: {escape(money(commission['amount_cents'], commission['currency']))}, "
+                f"{escape(str(commission['status']))}{escape(payable)}"
             )
         if commission.get("no_commission_text"):
             output.say(f"No commission: {escape(commission['no_commission_text'])}")
@@ -679,25 +734,24 @@ def _explain_sale(output: Output, data: dict[str, Any]) -> None:
     for decision in review.get("history") or []:
         rule = f" ({decision['rule']})" if decision.get("rule") else ""
         output.say(
-            f" · {escape(str(decision['created_at']))} {escape(decision['action'])} by "
+            f" · {escape(_time_text(decision['created_at']))} {escape(decision['action'])} by "
             f"{escape(decision['actor'])}{escape(rule)}"
         )
     refunds = data.get("refunds") or {}
     if refunds.get("count"):
         output.say(f"Refunds: {escape(refunds['text'])}")
         for step in refunds.get("steps", []):
-            output.say(
-                f" · {escape(str(step['created_at']))} {escape(str(step['step']))} {escape(step['reason'] or '')}"
-            )
+            when, reason = _time_text(step["created_at"]), step["reason"] or ""
+            output.say(f" · {escape(when)} {escape(str(step['step']))} {escape(reason)}")
     entries = (data.get("ledger") or {}).get("entries") or []
     if entries:
         table = Table("Time (UTC)", "Kind", "Amount", "Running total", "Memo")
         for entry in entries:
             table.add_row(
-                escape(str(entry["created_at"])[:19].replace("T", " ")),
+                escape(_time_text(entry["created_at"], zone=False)),
                 escape(entry["kind"]),
-                f"{entry['amount_cents']} {escape(entry['currency'])}",
-                str(entry["running_total_cents"]),
+                escape(money(entry["amount_cents"], entry["currency"])),
+                escape(money(entry["running_total_cents"], entry["currency"])),
                 escape(entry.get("memo") or ""),
             )
         output.out.print(table)
@@ -731,11 +785,14 @@ def _explain_customer(output: Output, data: dict[str, Any]) -> None:
     output.say(f"Leads: {len(data['leads'])}" + ("" if data["leads"] else " (no lead was sent)"))
     for sale in data["sales"]:
         commission = sale.get("commission")
-        paid = f", commission #{commission['id']} {commission['status']}" if commission else ""
+        paid = ""
+        if commission:
+            paid = f", commission #{commission['id']} {money(commission['amount_cents'], sale['currency'])} "
+            paid += str(commission["status"])
         if commission and commission.get("held"):
             paid += f" on hold{' by ' + commission['hold_rule'] if commission.get('hold_rule') else ''}"
         output.say(
-            f" · sale {escape(sale['transaction_id'])} {sale['amount_cents']} {escape(sale['currency'])}, "
+            f" · sale {escape(str(sale['transaction_id']))} {escape(money(sale['amount_cents'], sale['currency']))}, "
             f"attributed by {escape(sale['attributed_by'] or '–')}{escape(paid)}"
         )
     for refused in data.get("refused_sales") or []:
