@@ -2,7 +2,7 @@
    (POST /api/tracking/run-verification/<id>, shown only to roles with tracking:test). */
 (function () {
   "use strict";
-  const { api, el, formatNumber, setStatus } = window.svcDash;
+  const { api, el, formatNumber, formatTime, setStatus } = window.svcDash;
   const root = document.getElementById("readiness");
   if (!root) return;
   const verdict = document.getElementById("readiness-verdict");
@@ -79,7 +79,8 @@
             el(
               "div",
               { className: "detail" },
-              `${mistake.code}, last ${mistake.last_seen_at ? new Date(mistake.last_seen_at).toLocaleString() : "?"}`,
+              // In UTC to the second, as every time on the dashboard reads (formatTime).
+              `${mistake.code}, last ${mistake.last_seen_at ? `${formatTime(mistake.last_seen_at)} UTC` : "?"}`,
             ),
           ),
           el(
