@@ -208,7 +208,10 @@ def api_call_record(
     key: ProgramKey | None,
     latency_ms: int,
     excerpt: dict[str, Any],
+    refused_key: tuple[str, str] = ("", ""),
 ) -> None:
+    """Queues the call's row. `refused_key`: (what to show, mode) of a key sent that did not authenticate the call
+    (past its rotation deadline, or replaced: "replaced key ending …1234"), when `key` is None."""
     code, message = error_of(body)
     # Every text of the row passes the redaction, not only the excerpt: a message may quote what was sent.
     _queue.add(
@@ -221,8 +224,8 @@ def api_call_record(
             code,
             redact(message)[:300],
             redact(request_id)[:64],
-            key.masked if key else "",
-            key.mode if key else "",
+            key.masked if key else refused_key[0][:40],
+            key.mode if key else refused_key[1][:8],
             max(0, latency_ms),
             excerpt_redacted(excerpt),
         )

@@ -241,10 +241,13 @@ class CliTestEventApi(CliProgramKeyApi):
 
 
 class CliLogsApi(CliProgramKeyApi):
-    """The request log of the key's program (the dashboard's GET /api/tracking/logs/:programId, same body)."""
+    """The request log of the key's program (the dashboard's GET /api/tracking/logs/:programId, same body). Its
+    own answered reads are not logged: `svc logs --follow` polls every few seconds and would fill the log it reads
+    (its refusals, 4xx and 5xx, are)."""
 
     failure_message = messages.LOGS_FAILED
     blank_query_means_absent = True
+    log_answered = False
 
     @extend_schema(
         summary="The request log of the key's program, newest first (svc logs)",

@@ -8,6 +8,7 @@ class SaleTrackApi(ProgramKeyApi):
 """
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest
@@ -17,21 +18,55 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import messages
-from core.api.auth import DashboardSessionAuthentication
+from core.api.auth import DashboardSessionAuthentication, bearer_token
 from core.api.base import BaseApi
 from core.errors import ApiError, UnauthorizedError
 from programs.api import auth
 from programs.calllog import api_call_record, body_excerpt
-from programs.models import Program, ProgramKey
+from programs.keys import key_digest
+from programs.models import Program, ProgramKey, RetiredProgramKey
 from programs.permissions import HasProgramAction
+from programs.selectors import program_key_get_by_raw
+
+REPLACED_KEY_SHOWN = "replaced key ending …{last4}"
+
+
+@dataclass(frozen=True)
+class RefusedKey:
+    """A Bearer key that did not authenticate its call, as the call's log row names it."""
+
+    program_id: int
+    shown: str  # the key's mask, or REPLACED_KEY_SHOWN for a key that regeneration replaced
+    mode: str
+    note: dict[str, Any]
+
+
+def refused_key_find(token: str) -> RefusedKey | None:
+    """The program of a key that did not authenticate: a current key past its rotation deadline (refused, or
+    ignored by the click route), or a key regeneration replaced (by its digest, programs.RetiredProgramKey). One or
+    two indexed queries, only for calls whose key failed; None for a key no program ever had."""
+    key = program_key_get_by_raw(token)
+    if key is not None:
+        return RefusedKey(key.program_id, key.masked, key.mode, {})
+    retired = RetiredProgramKey.objects.filter(digest=key_digest(token)).values("program_id", "mode", "retired_at")
+    found = next(iter(retired[:1]), None)
+    if found is None:
+        return None
+    note = {"retired_key": True, "replaced_on": found["retired_at"].date().isoformat()}
+    return RefusedKey(found["program_id"], REPLACED_KEY_SHOWN.format(last4=token[-4:]), found["mode"], note)
 
 
 class CallLoggedApi(BaseApi):
     """Every call is written to the program's request log (programs.calllog) once answered. The program is the
-    key's; a route that takes no key names it in `log_program_id` once it knows it."""
+    key's; a route that takes no key names it in `log_program_id` once it knows it. A call whose key did not
+    authenticate it (past its deadline, replaced, or ignored by the click route) is logged under that key's program,
+    so readiness's diagnosis finds a backend's refused calls as it finds the tracker's."""
 
     log_program_id: int | None = None
     log_note: dict[str, Any] | None = None  # added to the row's excerpt (e.g. a retired key, by auth)
+    # False: answered reads (status < 400) are not logged (the CLI's log reads: a follower would fill the log it
+    # reads, and push older rows out past REQUEST_LOG_MAX_ROWS).
+    log_answered: bool = True
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         started = time.monotonic()
@@ -45,9 +80,19 @@ class CallLoggedApi(BaseApi):
             # An unparsable body: answered with 400 when the view read it, or refused before that (a rate limit,
             # a bad key) with the body never read. Either way the log keeps no excerpt of it.
             sent = None
+        if not self.log_answered and response.status_code < 400:
+            return response
+        program_id, note, refused = (key.program_id if key else self.log_program_id), self.log_note or {}, ("", "")
+        # A rate-limited call was refused before its key was read, and is not worth a query more.
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) if key is None else None
+        token = token if response.status_code != 429 else None
+        found = refused_key_find(token) if token else None
+        if found is not None:
+            program_id = program_id or found.program_id
+            note, refused = {**note, **found.note}, (found.shown, found.mode)
         match = getattr(request, "resolver_match", None)
         api_call_record(
-            program_id=key.program_id if key else self.log_program_id,
+            program_id=program_id,
             method=request.method or "",  # set on every request the server received
             route=match.url_name if match and match.url_name else request.path,
             status=response.status_code,
@@ -55,7 +100,8 @@ class CallLoggedApi(BaseApi):
             request_id=getattr(request, "request_id", ""),
             key=key,
             latency_ms=round((time.monotonic() - started) * 1000),
-            excerpt={**body_excerpt(sent), **(self.log_note or {})},
+            excerpt={**body_excerpt(sent), **note},
+            refused_key=refused,
         )
         return response
 
