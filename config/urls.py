@@ -4,6 +4,7 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from core.docs_pages import ReadinessDocsView
 from core.views import ErrorReferenceView, TrivialApi, healthz
 from tracking.bench_views import bare_click, bare_lead, bare_sale
 
@@ -14,6 +15,7 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
+    path("docs/readiness", ReadinessDocsView.as_view(), name="docs-readiness"),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("", include("programs.api.urls")),
     path("", include("tracking.api.urls")),

@@ -47,7 +47,7 @@
         el(
           "li",
           { className: check.status, dataset: { checkId: check.id, status: check.status } },
-          el("span", { className: "icon", "aria-label": check.status, title: check.status }, ICONS[check.status] || "?"),
+          el("span", { className: "icon", role: "img", "aria-label": check.status, title: check.status }, ICONS[check.status] || "?"),
           el(
             "div",
             {},
@@ -68,14 +68,19 @@
       ...items.map((mistake) =>
         el(
           "li",
-          { className: "warn", dataset: { mistakeCode: mistake.code } },
-          el("span", { className: "icon", "aria-label": "mistake", title: "mistake" }, ICONS.warn),
+          // A mistake that lost something (severity "fail") shows as a failure.
+          { className: mistake.severity || "warn", dataset: { mistakeCode: mistake.code, severity: mistake.severity || "warn" } },
+          el(
+            "span",
+            { className: "icon", role: "img", "aria-label": `mistake (${mistake.severity || "warn"})`, title: "mistake" },
+            ICONS[mistake.severity] || ICONS.warn,
+          ),
           el(
             "div",
             {},
             el("span", { className: "title" }, mistake.title),
             " ",
-            el("span", { className: "badge warn" }, `${formatNumber(mistake.count)}×`),
+            el("span", { className: `badge ${mistake.severity || "warn"}` }, `${formatNumber(mistake.count)}×`),
             el(
               "div",
               { className: "detail" },

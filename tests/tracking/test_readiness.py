@@ -73,6 +73,7 @@ class TestVerdict:
                 "test_clicks": 0,
                 "test_leads": 0,
                 "test_sales": 0,
+                "clicks_set_aside": 0,
             },
             "last_event_at": {"click": None, "lead": None, "sale": None},
             "checks": [
@@ -131,6 +132,8 @@ class TestVerdict:
                 },
             ],
             "mistakes": [],
+            "mistakes_count": 0,
+            "clicks_set_aside": {"days": 7, "total": 0, "by_reason": {"duplicate": 0, "bot": 0, "prefetch": 0}},
         }
 
     def test_a_working_integration_is_ready(self, program):
@@ -146,6 +149,7 @@ class TestVerdict:
             "test_clicks": 0,
             "test_leads": 0,
             "test_sales": 0,
+            "clicks_set_aside": 0,
         }
         assert verdict["last_event_at"] == {
             "click": (NOW - timedelta(hours=3)).isoformat(),
@@ -404,7 +408,8 @@ class TestBotClicks:
             f'user agent: "{GOOGLEBOT_UA}" (3), "{FACEBOOK_UA}" (1)',
             "next_step": BOT_NEXT_STEP,
         }
-        assert verdict["checks"][-1] == bots
+        # After the seven checks: the bots, then every click set aside (the bots among them) with its reason.
+        assert [check["id"] for check in verdict["checks"][-2:]] == ["bot_clicks", "clicks_set_aside"]
         assert (verdict["ready"], verdict["status"]) == (True, "ready")
 
     def test_bot_clicks_with_no_counted_click_beside_them_are_a_warning(self, api_client, program):

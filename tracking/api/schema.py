@@ -89,7 +89,18 @@ class ReadinessMistakeSerializer(serializers.Serializer):
     count = serializers.IntegerField(help_text="How often in the window")
     last_seen_at = serializers.DateTimeField(allow_null=True)
     fix = serializers.CharField()
-    docs = serializers.CharField(help_text="A docs path, or empty")
+    docs = serializers.CharField(help_text="The code's section of docs/readiness.md, served at /docs/readiness#<code>")
+    severity = serializers.ChoiceField(
+        choices=["fail", "warn"], help_text="fail: it lost something (calls refused); it fails integration_mistakes"
+    )
+
+
+class ReadinessClicksSetAsideSerializer(serializers.Serializer):
+    days = serializers.IntegerField(help_text="The window: the last N days (among the latest 1,000 marked clicks)")
+    total = serializers.IntegerField()
+    by_reason = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Per fraud traffic value: duplicate, bot, prefetch"
+    )
 
 
 # The readiness verdict (tracking.insight.readiness.readiness_compute), as every surface answers it.
@@ -98,15 +109,20 @@ class ReadinessVerdictSerializer(serializers.Serializer):
     ready = serializers.BooleanField(help_text="No check fails")
     status = serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"])
     next_step = serializers.CharField(
-        help_text="The most recent mistake's fix, else the first failing (else warning) check's next step"
+        help_text="The worst mistake's fix, else the first failing (else warning) check's next step"
     )
     checked_at = serializers.DateTimeField()
     counts = serializers.DictField(child=serializers.IntegerField())
     last_event_at = ReadinessLastEventAtSerializer()
     checks = serializers.ListField(child=ReadinessCheckSerializer())
     mistakes = serializers.ListField(
-        help_text="Integration mistakes seen in the last 7 days of calls, most recent first",
+        help_text="Integration mistakes seen in the last 7 days of calls, worst first (fail before warn, then the "
+        "most frequent)",
         child=ReadinessMistakeSerializer(),
+    )
+    mistakes_count = serializers.IntegerField()
+    clicks_set_aside = ReadinessClicksSetAsideSerializer(
+        help_text="Live clicks the fraud rules set aside lately (not counted as clicks), and why"
     )
 
 

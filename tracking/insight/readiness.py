@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Count, Exists, OuterRef, Subquery
+from django.db.models import BooleanField, Count, Exists, IntegerField, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -14,7 +14,7 @@ from core import messages
 from fraud.rules import Traffic
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
-from tracking.insight.diagnosis import Mistake, mistakes_find
+from tracking.insight.diagnosis import DIAGNOSIS_WINDOW, Mistake, mistakes_find
 from tracking.insight.rollups import (
     ALL_COLUMNS,
     CLICK,
@@ -64,12 +64,17 @@ class ReadinessCounts:
     # The user agents of the live clicks recently set aside as bots, with how many each (most first); empty when
     # none was.
     bot_agents: list[tuple[str, int]] = field(default_factory=list)
+    # The live clicks recently set aside (not counted), per reason (fraud.rules.Traffic: duplicate, bot, prefetch).
+    set_aside: dict[str, int] = field(default_factory=dict)
 
 
 # The latest live click the fraud rules did not count (a bot, a prefetch or a duplicate), read with the others.
 UNCOUNTED_CLICK = "uncounted_click"
 # Whether live clicks were set aside as bots lately, read with the others; only then are their user agents read.
 RECENT_BOTS = "recent_bots"
+# How many live clicks were set aside lately for each reason, read with the others ("set_aside_duplicate", ...).
+SET_ASIDE = "set_aside_"
+SET_ASIDE_REASONS = tuple(traffic for traffic in Traffic if traffic != Traffic.HUMAN)
 # "Lately": within BOT_DAYS, among the program's latest BOT_SCAN marked clicks (the partial index
 # click_program_flagged, newest first), so the cost stays bounded however many duplicates a program has.
 BOT_DAYS = 7
@@ -79,11 +84,13 @@ BOT_AGENTS_NAMED = 5
 BOT_AGENT_SHOWN = 160
 
 
-def _recent_bots_sql(program_id: int, *, now: datetime, select: str) -> tuple[str, list[Any]]:
-    """SELECT `select` from the live clicks set aside as bots within BOT_DAYS among the program's latest BOT_SCAN
-    marked clicks. The latest marked clicks are a subquery with its own LIMIT, which the planner cannot flatten:
-    it reads them off the partial index first, then filters those. (As `id IN (...)` with the filters outside,
-    PostgreSQL scanned every click of the table for bots, measured.)"""
+def _recent_bots_sql(
+    program_id: int, *, now: datetime, select: str, traffic: str = Traffic.BOT
+) -> tuple[str, list[Any]]:
+    """SELECT `select` from the live clicks set aside as bots (or for another `traffic` reason) within BOT_DAYS
+    among the program's latest BOT_SCAN marked clicks. The latest marked clicks are a subquery with its own LIMIT,
+    which the planner cannot flatten: it reads them off the partial index first, then filters those. (As
+    `id IN (...)` with the filters outside, PostgreSQL scanned every click of the table for bots, measured.)"""
     latest = (
         ClickEvent.objects.filter(MARKED_CLICKS, program_id=program_id)
         .order_by(NEWEST_FIRST)
@@ -95,7 +102,7 @@ def _recent_bots_sql(program_id: int, *, now: datetime, select: str) -> tuple[st
         f"SELECT {select} FROM ({latest_sql}) AS recent "
         "WHERE recent.traffic = %s AND NOT recent.is_test AND recent.click_timestamp >= %s"
     )
-    return sql, [*latest_params, Traffic.BOT.value, since]
+    return sql, [*latest_params, str(traffic), since]
 
 
 def bot_agents_read(program_id: int, *, now: datetime) -> list[tuple[str, int]]:
@@ -104,6 +111,18 @@ def bot_agents_read(program_id: int, *, now: datetime) -> list[tuple[str, int]]:
     with connection.cursor() as cursor:
         cursor.execute(f"{sql} GROUP BY recent.user_agent ORDER BY COUNT(*) DESC, recent.user_agent", params)
         return [(agent, seen) for agent, seen in cursor.fetchall()]
+
+
+def clicks_set_aside_read(program_id: int, *, now: datetime) -> dict[str, int]:
+    """How many live clicks were set aside for each reason within BOT_DAYS (among the program's latest BOT_SCAN
+    marked clicks), in one query: what the overview shows (readiness reads the same with its other times)."""
+    parts = [_recent_bots_sql(program_id, now=now, select="COUNT(*)", traffic=reason) for reason in SET_ASIDE_REASONS]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT " + ", ".join(f"({sql})" for sql, _ in parts), [p for _, params in parts for p in params]
+        )
+        row = cursor.fetchone() or ()
+    return {str(reason): seen or 0 for reason, seen in zip(SET_ASIDE_REASONS, row, strict=False)}
 
 
 def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
@@ -125,6 +144,9 @@ def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
     subqueries: dict[str, Subquery | RawSQL] = {kind: latest(kind) for kind in KINDS}
     bots_sql, bots_params = _recent_bots_sql(program.pk, now=now, select="1")
     subqueries[RECENT_BOTS] = RawSQL(f"EXISTS ({bots_sql})", bots_params, output_field=BooleanField())
+    for reason in SET_ASIDE_REASONS:
+        count_sql, count_params = _recent_bots_sql(program.pk, now=now, select="COUNT(*)", traffic=reason)
+        subqueries[f"{SET_ASIDE}{reason}"] = RawSQL(f"({count_sql})", count_params, output_field=IntegerField())
     last = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
     # Only a program without a counted click asks whether uncounted ones came; then every live click it has is
     # uncounted, and the newest is the first row of its time index. (Asked always, "the newest uncounted click"
@@ -196,6 +218,7 @@ def readiness_counts(*, program: Program, now: datetime | None = None) -> Readin
         links_enrolled=links["enrolled"],
         last_processor_event_at=last_processor_event_at,
         bot_agents=bot_agents_read(program.pk, now=now) if last[RECENT_BOTS] else [],
+        set_aside={str(reason): last[f"{SET_ASIDE}{reason}"] or 0 for reason in SET_ASIDE_REASONS},
     )
 
 
@@ -273,6 +296,67 @@ def bot_clicks_check(counts: ReadinessCounts) -> Check | None:
         "If one of these is your own server or app rather than a crawler, send the visitor's browser user agent as "
         "user_agent in the click body (without it, the User-Agent header is judged only when it is a browser's), "
         "or turn the bot rule off; crawlers and link previews need nothing.",
+    )
+
+
+# Why a click was set aside, per fraud.rules.Traffic value: what docs/readiness.md and the overview say too.
+SET_ASIDE_WHY: dict[str, str] = {
+    Traffic.DUPLICATE.value: "the same visitor clicked the same link again within the duplicate_click window: each "
+    "visitor counts once, and its click id still attributes",
+    Traffic.BOT.value: "a crawler's or link preview's user agent",
+    Traffic.PREFETCH.value: "a HEAD or prefetch request, not a visit",
+}
+
+
+def clicks_set_aside(counts: ReadinessCounts) -> dict[str, Any]:
+    """The live clicks set aside lately, as the verdict's `clicks_set_aside` carries them."""
+    return {
+        "days": BOT_DAYS,
+        "total": sum(counts.set_aside.values()),
+        "by_reason": dict(counts.set_aside),
+    }
+
+
+def set_aside_summary(by_reason: dict[str, int]) -> str:
+    """'7 duplicate (why), 1 bot (why)': the reasons with clicks, most first."""
+    reasons = sorted((reason for reason, seen in by_reason.items() if seen), key=lambda r: -by_reason[r])
+    return ", ".join(
+        f"{by_reason[reason]} {reason}" + (f" ({SET_ASIDE_WHY[reason]})" if reason in SET_ASIDE_WHY else "")
+        for reason in reasons
+    )
+
+
+def clicks_set_aside_check(counts: ReadinessCounts) -> Check | None:
+    """Says how many live clicks of the last BOT_DAYS days the fraud rules set aside, and why, so "8 clicks sent,
+    1 counted" is never a mystery. None when none. It passes: setting clicks aside is the rules working; the clicks
+    check fails on its own when no click counted at all."""
+    total = sum(counts.set_aside.values())
+    if not total:
+        return None
+    return Check(
+        "clicks_set_aside",
+        PASS,
+        "Clicks set aside",
+        f"{total} live click(s) of the last {BOT_DAYS} days set aside, not counted as clicks: "
+        f"{set_aside_summary(counts.set_aside)}",
+        "Nothing to fix for real traffic. To try a click again as a new visitor, use another browser or device "
+        "(or wait out the duplicate_click window); the Review page lists each click set aside.",
+    )
+
+
+def mistakes_check(mistakes: list[Mistake]) -> Check | None:
+    """The mistakes weigh in the checklist: how many, the worst first (`mistakes` come worst first). It fails when
+    one lost something (calls refused, test events in production), warns otherwise. None when there is none."""
+    if not mistakes:
+        return None
+    failing = any(mistake.severity == FAIL for mistake in mistakes)
+    named = "; ".join(f"{mistake.title} ({mistake.count}x)" for mistake in mistakes)
+    return Check(
+        "integration_mistakes",
+        FAIL if failing else WARN,
+        "Integration mistakes",
+        f"{len(mistakes)} mistake(s) in the last {DIAGNOSIS_WINDOW.days} days of calls, worst first: {named}",
+        mistakes[0].fix,
     )
 
 
@@ -386,10 +470,11 @@ class Verdict:
 
 
 def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None) -> Verdict:
-    """Ready unless a check fails. The next step is the fix of the most recent mistake (`mistakes` come most
-    recent first), else the first failing check's, else the first warning's: a mistake names what the
-    integration actually got wrong, where a check can only say what has not arrived yet. A mistake never changes
-    `ready`, but a program with one is at best "ready_with_warnings", never plainly "ready"."""
+    """Ready unless a check fails (the integration_mistakes check among them: a mistake that lost something fails
+    it, any other warns). The next step is the fix of the worst mistake (`mistakes` come worst first), else the
+    first failing check's, else the first warning's: a mistake names what the integration actually got wrong,
+    where a check can only say what has not arrived yet. A program with a mistake is at best
+    "ready_with_warnings", never plainly "ready"."""
     failing = [c for c in checks if c.status == FAIL]
     warning = [c for c in checks if c.status == WARN]
     if failing:
@@ -403,7 +488,9 @@ def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None
 
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
     """Counts, checks and the mistakes seen in recent calls (tracking.insight.diagnosis) for one program. `key`, when
-    given, is the key the caller used (its rotation state is checked); otherwise the program's live key is."""
+    given, is the key the caller used (its rotation state is checked); otherwise the program's live key is. The
+    seven checks come first, always in the same order; then, when there is something to say, the bot clicks, the
+    clicks set aside and the integration mistakes (docs/readiness.md)."""
     now = timezone.now()
     counts = readiness_counts(program=program, now=now)
     live_key = key or program_live_key_get(program_id=program.pk)
@@ -416,10 +503,10 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         stripe_check(counts, program=program),
         live_events_check(counts),
     ]
-    bots = bot_clicks_check(counts)
-    if bots is not None:
-        checks.append(bots)
     mistakes = mistakes_find(program=program, now=now)
+    for extra in (bot_clicks_check(counts), clicks_set_aside_check(counts), mistakes_check(mistakes)):
+        if extra is not None:
+            checks.append(extra)
     verdict = readiness_verdict(checks, mistakes)
     return {
         "program_id": program.pk,
@@ -435,6 +522,8 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
             "test_clicks": counts.clicks["test"],
             "test_leads": counts.leads["test"],
             "test_sales": counts.sales["test"],
+            # Live clicks of the last BOT_DAYS days the fraud rules did not count (`clicks_set_aside` says why).
+            "clicks_set_aside": sum(counts.set_aside.values()),
         },
         "last_event_at": {
             "click": _iso(counts.clicks["last_live"]),
@@ -443,4 +532,6 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         },
         "checks": [asdict(c) for c in checks],
         "mistakes": [m.as_dict() for m in mistakes],
+        "mistakes_count": len(mistakes),
+        "clicks_set_aside": clicks_set_aside(counts),
     }

@@ -9,7 +9,7 @@ from core import messages
 from core.currency import Currency
 from programs.models import ApiCall, Program
 
-from . import Mistake, detector
+from . import FAIL, WARN, Mistake, detector
 
 SALE, LEAD, CLICK = "track-sale", "track-lead", "track-click"
 # The click refusals that mean "this URL names no partner of the program".
@@ -48,7 +48,7 @@ def sale_customer_key_without_lead(program: Program, since: datetime, now: datet
         last_seen_at=found["last"],
         fix="Send the lead first: on signup call POST /api/v1/track/lead with the click_id (svc_click_id cookie) "
         "and your user id as customer_key, then send that same customer_key with each sale.",
-        docs="/docs/errors#no_attribution",
+        severity=FAIL,
     )
 
 
@@ -72,7 +72,7 @@ def lead_without_click_id(program: Program, since: datetime, now: datetime) -> M
         last_seen_at=found["last"],
         fix="Send the click id the tracker stored (the svc_click_id cookie) as click_id with each lead, "
         "together with your user id as customer_key.",
-        docs="/docs/errors#customer_not_found",
+        severity=FAIL if found["refused"] else WARN,
     )
 
 
@@ -96,7 +96,7 @@ def unsupported_currency(program: Program, since: datetime, now: datetime) -> Mi
         last_seen_at=max(row["last"] for row in rows),
         fix=f"Send currency as one of {', '.join(Currency.values)} (or leave it out for USD); convert other "
         "currencies before calling POST /api/v1/track/sale.",
-        docs="/docs/errors#unsupported_currency",
+        severity=FAIL,
     )
 
 
@@ -131,7 +131,6 @@ def click_without_known_code(program: Program, since: datetime, now: datetime) -
         count=missing + unknown,
         last_seen_at=max(lasts),
         fix=" ".join(fixes),
-        docs="/docs/errors#click",
     )
 
 
@@ -171,5 +170,4 @@ def duplicate_transaction(program: Program, since: datetime, now: datetime) -> M
         count=count,
         last_seen_at=max(row["last"] for row in rows),
         fix=fix,
-        docs="/docs/errors#duplicate_transaction",
     )

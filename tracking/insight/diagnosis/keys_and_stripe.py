@@ -9,12 +9,16 @@ from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from programs.models import ApiCall, Program, ProgramKey
 from tracking.models import LeadEvent, ProcessorEvent, SaleEvent
 
-from . import Mistake, detector
+from . import FAIL, WARN, Mistake, detector
 
 # The tracking routes a backend calls with its key.
 KEYED_TRACKING_ROUTES = ("track-click", "track-lead", "track-sale", "track-refund")
 # Test-key calls that look like real traffic rather than an integrator trying things out.
 TEST_TRAFFIC_MIN_CALLS = 10
+# Beside the live key, test-key calls look like production when, among their newest TEST_TRAFFIC_SCAN, some came
+# from the program's site or from other sites, or they named this many distinct customer keys.
+TEST_TRAFFIC_SCAN = 500
+TEST_CUSTOMERS_MIN = 5
 # Stripe events without a program read to find the ones naming this program (bounded: the diagnosis is a hint).
 UNCONNECTED_EVENTS_SCAN = 500
 # The sale detectors examine at most this many of the window's newest live sales, through the (program, is_test,
@@ -44,26 +48,84 @@ def _on_domain(host: str, domain: str) -> bool:
     return bool(host) and bool(domain) and (host == domain or host.endswith(f".{domain}"))
 
 
+def _production_signs(program: Program, excerpts: list[dict[str, Any]]) -> list[str]:
+    """What in test-key calls looks like production rather than a developer trying things out: pages on the
+    program's own site, visitors referred by other sites, many distinct customer keys."""
+    domain = _host(program.domain)
+    on_site = 0
+    referrers: dict[str, int] = {}
+    customers: set[str] = set()
+    for excerpt in excerpts:
+        # The page the tracker ran on (not the landing URL: a developer's curl names the real site too).
+        if _host(str(excerpt.get("page_url") or "")) == domain:
+            on_site += 1
+        referrer = _host(str(excerpt.get("referrer_url") or ""))
+        if _public_host(referrer) and not _on_domain(referrer, domain):
+            referrers[referrer] = referrers.get(referrer, 0) + 1
+        if excerpt.get("customer_key"):
+            customers.add(str(excerpt["customer_key"]))
+    signs = []
+    if on_site:
+        signs.append(f"{on_site} on {domain}")
+    if referrers:
+        named = sorted(referrers, key=lambda host: -referrers[host])[:3]
+        signs.append(f"{sum(referrers.values())} referred by other sites ({', '.join(named)})")
+    if len(customers) >= TEST_CUSTOMERS_MIN:
+        signs.append(f"{len(customers)} distinct customer keys")
+    return signs
+
+
+def _public_host(host: str) -> bool:
+    """A host a real visitor's referrer could name: not localhost, not an IP address, not a single label."""
+    if not host or host == "localhost" or host.endswith((".localhost", ".local", ".test", ".internal")):
+        return False
+    return "." in host and not host.replace(".", "").isdigit() and ":" not in host
+
+
 @detector
 def test_key_on_live_traffic(program: Program, since: datetime, now: datetime) -> Mistake | None:
-    """Accepted tracking calls keep coming with the test key while the live key is not used at all in the window.
-    A program still being integrated looks the same at first, hence TEST_TRAFFIC_MIN_CALLS."""
+    """Accepted tracking calls made with the test key (test events: no commission, never counted) that look like
+    real traffic. Without a live-key call in the window, TEST_TRAFFIC_MIN_CALLS of them are enough (a program still
+    being integrated looks the same at first, hence the minimum) unless live sales came another way (Stripe). With
+    the live key in use too, testing beside production is ordinary, so the test calls are named only when they
+    also look like production (_production_signs, among the newest TEST_TRAFFIC_SCAN)."""
     calls = ApiCall.objects.filter(
         program=program, created_at__gte=since, created_at__lte=now, route__in=KEYED_TRACKING_ROUTES, status__lt=400
     )
-    test = calls.filter(key_mode=ProgramKey.Mode.TEST).aggregate(count=Count("id"), last=Max("created_at"))
-    if test["count"] < TEST_TRAFFIC_MIN_CALLS:
+    test_calls = Q(key_mode=ProgramKey.Mode.TEST)
+    seen = calls.aggregate(
+        test=Count("id", filter=test_calls),
+        live=Count("id", filter=Q(key_mode=ProgramKey.Mode.LIVE)),
+        last=Max("created_at", filter=test_calls),
+    )
+    if seen["test"] < TEST_TRAFFIC_MIN_CALLS:
         return None
-    if calls.filter(key_mode=ProgramKey.Mode.LIVE).exists():
-        return None
-    if SaleEvent.objects.filter(program=program, is_test=False, sale_date__gte=since).exists():
+    if not seen["live"]:
+        if SaleEvent.objects.filter(program=program, is_test=False, sale_date__gte=since).exists():
+            return None
+        return Mistake(
+            code="test_key_on_live_traffic",
+            title=f"{seen['test']} tracking calls used the test key and none the live key: test events only",
+            count=seen["test"],
+            last_seen_at=seen["last"],
+            fix="Use the live key (aff_…, not aff_test_…) in production; test events earn no commission.",
+            severity=FAIL,
+        )
+    excerpts = list(
+        calls.filter(test_calls).order_by("-created_at").values_list("excerpt", flat=True)[:TEST_TRAFFIC_SCAN]
+    )
+    signs = _production_signs(program, [excerpt for excerpt in excerpts if isinstance(excerpt, dict)])
+    if not signs:
         return None
     return Mistake(
         code="test_key_on_live_traffic",
-        title=f"{test['count']} tracking calls used the test key and none the live key: test events only",
-        count=test["count"],
-        last_seen_at=test["last"],
-        fix="Use the live key (aff_…, not aff_test_…) in production; test events earn no commission.",
+        title=f"{seen['test']} tracking calls used the test key beside the live key's {seen['live']}, and look like "
+        f"production: {'; '.join(signs)}",
+        count=seen["test"],
+        last_seen_at=seen["last"],
+        fix="Use the live key (aff_…, not aff_test_…) wherever real visitors and payments are tracked "
+        f"({program.domain} and the backend serving it); keep the test key for local and staging setups. Test "
+        "events earn no commission and are never counted.",
     )
 
 
@@ -85,13 +147,14 @@ def retired_key_used(program: Program, since: datetime, now: datetime) -> Mistak
         count=seen["count"],
         last_seen_at=seen["last"],
         fix="Update the key in your backend's configuration to the program's current key.",
-        docs="/docs/errors#invalid_key",
+        severity=FAIL,
     )
 
 
 @detector
 def tracker_misconfigured(program: Program, since: datetime, now: datetime) -> Mistake | None:
-    """The browser tracker without `data-svc-program-id`, or on another domain than the program's.
+    """The browser tracker without `data-svc-program-id`, or on another domain than the program's; both are named
+    when both happen (one fixed must not reveal the other only then).
 
     The request log keeps no Origin or Referer, so a refused track/visit (no or unknown program_id) is matched to
     the program by its page_url host against the program's domain; a refused track/config carries no page_url and
@@ -101,14 +164,6 @@ def tracker_misconfigured(program: Program, since: datetime, now: datetime) -> M
         program__isnull=True, route="track-visit", status__gte=400, created_at__gte=since, created_at__lte=now
     ).values_list("excerpt", "created_at")[:UNCONNECTED_EVENTS_SCAN]
     missing = [at for excerpt, at in refused if _on_domain(_host(str(excerpt.get("page_url") or "")), program.domain)]
-    if missing:
-        return Mistake(
-            code="tracker_misconfigured",
-            title=f"The tracker on {_host(program.domain)} sent {len(missing)} visits without a valid program id",
-            count=len(missing),
-            last_seen_at=max(missing),
-            fix=f'Add data-svc-program-id="{program.pk}" to the tracker\'s script tag.',
-        )
     visits = ApiCall.objects.filter(
         program=program, route="track-visit", status__lt=400, created_at__gte=since, created_at__lte=now
     ).values_list("excerpt", "created_at")[:UNCONNECTED_EVENTS_SCAN]
@@ -117,16 +172,28 @@ def tracker_misconfigured(program: Program, since: datetime, now: datetime) -> M
         host = _host(str(excerpt.get("page_url") or ""))
         if host and not _on_domain(host, program.domain):
             elsewhere.setdefault(host, []).append(at)
-    if not elsewhere:
+    titles, fixes, times = [], [], list(missing)
+    if missing:
+        titles.append(f"The tracker on {_host(program.domain)} sent {len(missing)} visits without a valid program id")
+        fixes.append(f'Add data-svc-program-id="{program.pk}" to the tracker\'s script tag.')
+    if elsewhere:
+        hosts = sorted(elsewhere, key=lambda h: len(elsewhere[h]), reverse=True)
+        titles.append(
+            f"The tracker runs on another domain ({', '.join(hosts[:3])}) than the program's ({program.domain})"
+        )
+        fixes.append(f"Install the tracker on {program.domain}, or set the program's domain to the site it runs on.")
+        times.extend(at for at_times in elsewhere.values() for at in at_times)
+    if not titles:
         return None
-    hosts = sorted(elsewhere, key=lambda h: len(elsewhere[h]), reverse=True)
-    count = sum(len(times) for times in elsewhere.values())
     return Mistake(
         code="tracker_misconfigured",
-        title=f"The tracker runs on another domain ({', '.join(hosts[:3])}) than the program's ({program.domain})",
-        count=count,
-        last_seen_at=max(max(times) for times in elsewhere.values()),
-        fix=f"Install the tracker on {program.domain}, or set the program's domain to the site it runs on.",
+        # The second problem, when there are two, is named in lower case after the first.
+        title="; ".join([titles[0], *(title[0].lower() + title[1:] for title in titles[1:])]),
+        count=len(times),
+        last_seen_at=max(times),
+        fix=" ".join(fixes),
+        # Visits refused for their program id are lost; visits from another domain were recorded.
+        severity=FAIL if missing else WARN,
     )
 
 
@@ -182,6 +249,7 @@ def stripe_unattributed(program: Program, since: datetime, now: datetime) -> Mis
                 count=len(arrived),
                 last_seen_at=max(arrived),
                 fix="Connect the program's Stripe account (the one that takes these payments).",
+                severity=FAIL,
             )
     unattributed = _newest_live_sales(program, since, now).filter(provider="stripe", attributed=False)
     seen = unattributed.aggregate(
