@@ -11,6 +11,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core import messages
+from core.times import utc_text
 from fraud.rules import Traffic
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
@@ -46,6 +47,7 @@ class Check:
 
 
 def _iso(value: datetime | None) -> str | None:
+    """A time in the JSON fields (ISO 8601); the checks' prose shows times as the dashboard does (utc_text)."""
     return value.isoformat() if value else None
 
 
@@ -253,7 +255,7 @@ def referral_links_check(counts: ReadinessCounts) -> Check:
 
 def clicks_check(counts: ReadinessCounts, *, program: Program, base_url: str) -> Check:
     if counts.clicks["live"]:
-        detail = f"{counts.clicks['live']} click(s), last at {_iso(counts.clicks['last_live'])}"
+        detail = f"{counts.clicks['live']} click(s), last at {utc_text(counts.clicks['last_live'])}"
         return Check("clicks_received", PASS, "Clicks received", detail)
     tag = tracker_script_tag(base_url=base_url, program_id=program.pk)
     if counts.clicks["last_uncounted"]:
@@ -264,7 +266,7 @@ def clicks_check(counts: ReadinessCounts, *, program: Program, base_url: str) ->
             FAIL,
             "Clicks received",
             "No counted live click yet: only clicks the fraud rules did not count (bots, prefetches or "
-            f"duplicates), the latest at {_iso(counts.clicks['last_uncounted'])}",
+            f"duplicates), the latest at {utc_text(counts.clicks['last_uncounted'])}",
             f"Open a page of {program.domain} with ?aff=<code> in a normal browser window (with the tracker: {tag}); "
             "crawlers, link previews and prefetches are recorded but never counted.",
         )
@@ -420,7 +422,7 @@ def key_check(live_key: ProgramKey | None, *, now: datetime) -> Check:
             "key_health",
             FAIL if rotation.retired else WARN,
             "API key",
-            f"{'Retired on' if rotation.retired else 'Must be rotated before'} {rotation.deadline.isoformat()}",
+            f"{'Retired on' if rotation.retired else 'Must be rotated before'} {utc_text(rotation.deadline)}",
             "Regenerate the key in the dashboard (owners) and update your integration.",
         )
     return Check("key_health", PASS, "API key", f"{live_key.masked} is healthy")
@@ -428,7 +430,7 @@ def key_check(live_key: ProgramKey | None, *, now: datetime) -> Check:
 
 def stripe_check(counts: ReadinessCounts, *, program: Program) -> Check:
     if program.stripe_account_id:
-        last = _iso(counts.last_processor_event_at) or "none yet"
+        last = utc_text(counts.last_processor_event_at)
         detail = f"Connected ({program.stripe_account_id}); last event {last}"
         return Check("stripe_connection", PASS, "Stripe connection", detail)
     return Check(
