@@ -11,6 +11,7 @@ from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE
 from fraud.rules import Action as RuleAction
 
 from . import messages
+from .form_errors import FieldErrorsForm
 
 # As the agent API's void and hold: a reason fits the ledger memo and an owner's sentence.
 REASON_MAX_LENGTH = 500
@@ -29,19 +30,23 @@ class VoidForm(forms.Form):
     )
 
 
-class RuleForm(forms.Form):
-    """One rule's settings, prefixed with the rule's name; threshold and window only where the rule has them."""
+class RuleForm(FieldErrorsForm):
+    """One rule's settings, prefixed with the rule's name; threshold and window only where the rule has them.
+    The labels are the page's column headings: each control is named by its rule and its column."""
 
-    enabled = forms.BooleanField(required=False)
+    enabled = forms.BooleanField(required=False, label="On")
     action = forms.ChoiceField(
+        label="When it fires",
         choices=[(RuleAction.FLAG, "Flag only"), (RuleAction.HOLD, "Flag and hold")],
         error_messages={"invalid_choice": messages.RULE_ACTION_INVALID},
     )
     threshold = forms.IntegerField(
-        error_messages={"required": messages.RULE_THRESHOLD_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID}
+        label="Threshold",
+        error_messages={"required": messages.RULE_THRESHOLD_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID},
     )
     window_minutes = forms.IntegerField(
-        error_messages={"required": messages.RULE_WINDOW_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID}
+        label="Window (minutes)",
+        error_messages={"required": messages.RULE_WINDOW_REQUIRED, "invalid": messages.RULE_NUMBER_INVALID},
     )
 
     def __init__(self, data: Mapping[str, Any] | None = None, *, rule: str, config: RuleConfig) -> None:
