@@ -31,6 +31,11 @@ LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Rows p
 PROGRAM_ID = {"type": "integer", "description": "Program id"}
 COMMISSION_ID = {"type": "integer", "description": "Commission id"}
 PARTNER_ID = {"type": "integer", "description": "Partner id"}
+LINK_ID = {"type": "integer", "description": "Referral link id"}
+PARTNER_FIELDS: dict[str, Any] = {
+    "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The partner's name"},
+    "email": {"type": "string", "maxLength": 254, "description": "The partner's email (may be empty)"},
+}
 ENDPOINT_ID = {"type": "integer", "description": "Webhook endpoint id"}
 DELIVERY_ID = {"type": "integer", "description": "Webhook delivery id"}
 FRAUD_RULE = {
@@ -55,8 +60,9 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
     "enabled": {"type": "boolean", "description": "false: nothing is sent to it"},
     "include_test_events": {"type": "boolean", "description": "true: test-mode events are sent to it too"},
 }
-# Tools that lose something for good: clients may ask before calling them.
-DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint", "reset_fraud_rule"})
+# Tools that lose something for good: clients may ask before calling them. A deactivated link refuses its clicks
+# from then on, and no agent route turns it back on.
+DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint", "reset_fraud_rule", "deactivate_link"})
 
 
 @dataclass(frozen=True)
@@ -202,6 +208,97 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             "/programs/{program_id}/fraud-rules/{rule}",
             {"program_id": PROGRAM_ID, "rule": FRAUD_RULE},
             required=("program_id", "rule"),
+        ),
+    ),
+    "partners:read": (
+        ToolSpec(
+            "list_partners",
+            "List the partners this key may see, newest first, each with the programs it is enrolled in; "
+            "program_id: only those enrolled in that program.",
+            "GET",
+            "/partners",
+            {"program_id": PROGRAM_ID, "cursor": CURSOR, "limit": LIMIT},
+        ),
+        ToolSpec(
+            "get_partner",
+            "One partner: name, email and the programs it is enrolled in (of those the key may see).",
+            "GET",
+            "/partners/{partner_id}",
+            {"partner_id": PARTNER_ID},
+            required=("partner_id",),
+        ),
+    ),
+    "partners:write": (
+        ToolSpec(
+            "create_partner",
+            "Create a partner in the key's workspace, enrolled in program_id at once when given (a key limited "
+            "to programs must give one).",
+            "POST",
+            "/partners",
+            {**PARTNER_FIELDS, "program_id": PROGRAM_ID},
+            required=("name",),
+        ),
+        ToolSpec(
+            "update_partner",
+            "Change a partner's name or email (only those given).",
+            "PATCH",
+            "/partners/{partner_id}",
+            {"partner_id": PARTNER_ID, **PARTNER_FIELDS},
+            required=("partner_id",),
+        ),
+        ToolSpec(
+            "enroll_partner",
+            "Enroll a partner in a program, so its referral links there earn commissions (created: false when it "
+            "already was).",
+            "POST",
+            "/partners/{partner_id}/enrollments",
+            {"partner_id": PARTNER_ID, "program_id": PROGRAM_ID},
+            required=("partner_id", "program_id"),
+        ),
+    ),
+    "links:read": (
+        ToolSpec(
+            "list_links",
+            "List the referral links of the programs this key may see, newest first: code (short_link), program, "
+            "partner, active, counted clicks and the latest click.",
+            "GET",
+            "/links",
+            {
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "active": {"type": "boolean", "description": "true: only links that take clicks; false: only off"},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+        ),
+    ),
+    "links:write": (
+        ToolSpec(
+            "create_link",
+            "Create a referral link for a partner enrolled in the program (enroll_partner first). short_link is "
+            "the code visitors bring as ?aff=; generated from the partner's name when omitted.",
+            "POST",
+            "/links",
+            {
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "short_link": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "pattern": "^[A-Za-z0-9_-]+$",
+                    "description": "The code matched against ?aff= (A-Z a-z 0-9 _ -)",
+                },
+            },
+            required=("program_id", "partner_id"),
+        ),
+        ToolSpec(
+            "deactivate_link",
+            "Deactivate a referral link: clicks on it are refused from now on (no tool turns it back on).",
+            "POST",
+            "/links/{link_id}/deactivate",
+            {"link_id": LINK_ID},
+            required=("link_id",),
         ),
     ),
     "events:read": (
