@@ -3,6 +3,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.currency import Currency
+from core.money import money
 from programs.models import CommissionType, Partner, Program, SameWorkspace, Workspace
 
 
@@ -165,7 +166,7 @@ class LedgerEntry(SameWorkspace, models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.amount_cents} {self.currency} (partner #{self.partner_id})"
+        return f"{self.kind} {money(self.amount_cents, self.currency)} (partner #{self.partner_id})"
 
 
 class Withdrawal(models.Model):
@@ -186,7 +187,7 @@ class Withdrawal(models.Model):
         constraints = [models.CheckConstraint(condition=Q(amount_cents__gte=0), name="withdrawal_nonnegative")]
 
     def __str__(self) -> str:
-        return f"withdrawal #{self.pk} {self.amount_cents} {self.currency} ({self.status})"
+        return f"withdrawal #{self.pk} {money(self.amount_cents, self.currency)} ({self.status})"
 
 
 class Notification(SameWorkspace, models.Model):

@@ -11,6 +11,7 @@ from django.db.models import Min, Sum
 from django.utils import timezone
 
 from core import messages
+from core.money import money
 from core.tasks import enqueue
 from fraud.sale import NO_FLAGS, SaleFlags
 from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
@@ -221,7 +222,7 @@ def withdrawal_request(*, partner: Partner, amount_cents: int, currency: str) ->
             or 0
         )
         if amount_cents <= 0 or open_total + amount_cents > partner_balance(partner_id=partner.pk, currency=currency):
-            raise WithdrawalTooLarge(f"Balance does not cover a withdrawal of {amount_cents} {currency}")
+            raise WithdrawalTooLarge(f"Balance does not cover a withdrawal of {money(amount_cents, currency)}")
         return Withdrawal.objects.create(
             partner=partner, amount_cents=amount_cents, requested_cents=amount_cents, currency=currency
         )
@@ -355,7 +356,7 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
                 action=CommissionReview.Action.ENDED,
                 actor="refund",
                 rule=commission.hold_rule,
-                reason=f"the sale was refunded ({step.refund_amount} {sale.currency})",
+                reason=f"the sale was refunded ({money(step.refund_amount, sale.currency)})",
             )
             commission.held_at, commission.hold_rule, commission.hold_reason = None, "", ""
         commission.save()
@@ -371,7 +372,7 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             _deduct(
                 commission,
                 amount=step.deduction,
-                memo=f"Refund of sale #{sale.pk} ({step.refund_amount} {sale.currency})",
+                memo=f"Refund of sale #{sale.pk} ({money(step.refund_amount, sale.currency)})",
             )
 
         commission_event_emit(commission, EventType.COMMISSION_REVERSED if step.full else EventType.COMMISSION_REFUNDED)

@@ -209,7 +209,7 @@ class TestAHeldCommission:
         assert review["held"] is False
         [step] = review["rules"]
         assert step["status"] == "ended"
-        assert step["text"].endswith("; ended by refund: the sale was refunded (10000 USD)")
+        assert step["text"].endswith("; ended by refund: the sale was refunded (100.00 USD)")
 
     def test_over_http_the_dashboard_route_and_the_cli_route_return_it(self, api_client, program, held):
         cli = api_client.get("/api/v1/cli/explain", {"transaction_id": "txn_1"}, **bearer(program.raw_api_key))
