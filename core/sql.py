@@ -112,7 +112,8 @@ def _value_kind(field: Field) -> int:
         field, TextField, "get_db_prep_value", "get_prep_value", "to_python"
     ):
         return _TEXT
-    if isinstance(field, BooleanField) and _same_chain(field, BooleanField, "get_db_prep_value", "get_prep_value", "to_python"):
+    boolean_chain = ("get_db_prep_value", "get_prep_value", "to_python")
+    if isinstance(field, BooleanField) and _same_chain(field, BooleanField, *boolean_chain):
         return _BOOLEAN
     if isinstance(field, IntegerField) and not isinstance(field, AutoFieldMixin):
         if _same_chain(field, IntegerField, "get_db_prep_value", "get_prep_value"):
