@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -22,7 +23,25 @@ def spec_messages(message: str) -> "dict[str, StrOrPromise]":
     }
 
 
+class _SurrogateCharactersProhibited(ProhibitSurrogateCharactersValidator):
+    """DRF's check at C speed: a text without surrogate code points is exactly one that encodes to UTF-8. DRF's walks
+    every character in Python, about a tenth of a millisecond over a click's body; its message is kept."""
+
+    def __call__(self, value: Any) -> None:
+        try:
+            str(value).encode("utf-8")
+        except UnicodeEncodeError:
+            super().__call__(value)
+
+
 class StrictCharField(serializers.CharField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            _SurrogateCharactersProhibited() if type(validator) is ProhibitSurrogateCharactersValidator else validator
+            for validator in self.validators
+        ]
+
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
