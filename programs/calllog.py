@@ -282,20 +282,8 @@ class LogsFilter:
         return condition
 
 
-_API_CALL_FIELDS = (
-    "id",
-    "created_at",
-    "method",
-    "route",
-    "status",
-    "error_code",
-    "message",
-    "request_id",
-    "key_masked",
-    "key_mode",
-    "latency_ms",
-    "excerpt",
-)
+# What a listing reads of a row: its id, then what was written but the program (the listing is per program).
+_API_CALL_FIELDS = ("id", *ROW_COLUMNS[1:])
 
 
 def api_calls_list(
