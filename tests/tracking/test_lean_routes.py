@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.cache import caches
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
 from commissions.models import Commission, LedgerEntry
@@ -26,6 +27,7 @@ from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db
 
+LEAN_MIDDLEWARE = "tracking.api.lean.LeanRoutesMiddleware"
 URL = "/api/v1/track/click"
 SALE_URL = "/api/v1/track/sale"
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
@@ -143,7 +145,9 @@ def _answered(raw: bytes | str, headers: dict[str, str], *, lean_on: bool, url: 
         handed.append(True)
         return drf(request)
 
-    with pytest.MonkeyPatch.context() as patch:
+    # Turned off, the call goes through the whole middleware chain, as every other route's do.
+    middleware = settings.MIDDLEWARE if lean_on else [path for path in settings.MIDDLEWARE if path != LEAN_MIDDLEWARE]
+    with pytest.MonkeyPatch.context() as patch, override_settings(MIDDLEWARE=middleware):
         patch.setattr(lean, drf_name, to_drf)
         if not lean_on:
             patch.setattr(lean, decision_name, lambda request: None)
@@ -340,3 +344,80 @@ def test_a_plain_sale_reads_its_key_and_customer_in_one_statement(monkeypatch):
     # reads the key, then the customer.
     assert len(reads) == 1
     assert '"programs_programkey"' in reads[0] and "LATERAL" in reads[0] and '"tracking_customer"' in reads[0]
+
+
+# --- LeanRoutesMiddleware: the tracking routes skip the signed-in middleware -----------------------------------
+
+OTHER_ROUTES = {
+    "/api/v1/track/lead": {"click_id": "cust_lean", "customer_key": "ck_new"},
+    "/api/v1/track/refund": {"transaction_id": "txn_taken", "amount_cents": 50},
+    "/api/v1/track/visit": {"click_id": "cust_lean", "page_url": "https://shop.example.com/pricing"},
+}
+
+
+@pytest.mark.parametrize("with_key", [True, False], ids=["with the key", "without a key"])
+@pytest.mark.parametrize("url", sorted(OTHER_ROUTES))
+def test_the_other_tracking_routes_answer_alike_without_the_signed_in_middleware(url, with_key):
+    answers = []
+    for lean_on in (True, False):
+        caches[settings.RATELIMIT_USE_CACHE].clear()
+        middleware = settings.MIDDLEWARE if lean_on else [m for m in settings.MIDDLEWARE if m != LEAN_MIDDLEWARE]
+        with transaction.atomic(), override_settings(MIDDLEWARE=middleware):
+            headers = {"HTTP_AUTHORIZATION": "Bearer {key}"} if with_key else {}
+            response = send(Client(), json.dumps(OTHER_ROUTES[url]), headers, world(), url)
+            transaction.set_rollback(True)
+        answers.append(
+            {
+                "status": response.status_code,
+                # Ids and times differ from world to world.
+                "body": re.sub(r"\d+", "N", response.content.decode()),
+                "headers": {name: value for name, value in response.headers.items() if name not in VARYING_HEADERS},
+                "header names": sorted(response.headers),
+            }
+        )
+    assert answers[0] == answers[1]
+
+
+def test_the_tracking_routes_skip_the_signed_in_middleware_and_nothing_else(monkeypatch):
+    from django.contrib.sessions.middleware import SessionMiddleware
+    from django.middleware.clickjacking import XFrameOptionsMiddleware
+
+    seen: list[tuple[str, str]] = []
+    session_request, frame_response = SessionMiddleware.process_request, XFrameOptionsMiddleware.process_response
+
+    def session_seen(self: Any, request: Any) -> Any:
+        seen.append(("session", request.path))
+        return session_request(self, request)
+
+    def frame_seen(self: Any, request: Any, response: Any) -> Any:
+        seen.append(("frame", request.path))
+        return frame_response(self, request, response)
+
+    monkeypatch.setattr(SessionMiddleware, "process_request", session_seen)
+    monkeypatch.setattr(XFrameOptionsMiddleware, "process_response", frame_seen)
+    world()
+    client = Client()
+    for url in (URL, SALE_URL, *OTHER_ROUTES):
+        client.post(url, {}, content_type="application/json")
+    client.get(URL)  # not a POST: the whole chain
+    client.get("/healthz")
+    tracking_posts = [URL, SALE_URL, *OTHER_ROUTES]
+    assert [path for kind, path in seen if kind == "session"] == [URL, "/healthz"]
+    assert [path for kind, path in seen if kind == "frame"] == [*tracking_posts, URL, "/healthz"]
+
+
+def test_a_middleware_with_view_hooks_after_it_is_refused(settings):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.tracking.test_lean_routes.ViewHookMiddleware"]
+    with pytest.raises(ImproperlyConfigured, match="ViewHookMiddleware"):
+        Client().post(URL, {}, content_type="application/json")
+
+
+class ViewHookMiddleware:
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        return self.get_response(request)
+
+    def process_view(self, request: Any, view: Any, args: Any, kwargs: Any) -> None:
+        return None

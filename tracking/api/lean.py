@@ -14,15 +14,24 @@ cannot read, any body the serializer refuses) is handed, untouched and not yet c
 SaleTrackApi, whose answers are the contract. tests/tracking/test_lean_routes.py holds the two side by side.
 
 One difference, by design: a sale over its rate limit with a valid key has had its key read before the 429
-(DRF refuses before authentication). Nothing is written either way."""
+(DRF refuses before authentication). Nothing is written either way.
+
+LeanRoutesMiddleware sends a POST to these and the other tracking routes past the middleware that serve signed-in pages only (sessions,
+CSRF, the user, messages: the routes are CSRF-exempt and read none of them), through the rest of the chain as
+configured. tests/tracking/test_lean_routes.py compares its answers, headers included, with the full chain's."""
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.urls import ResolverMatch, resolve, reverse
+from django.utils.module_loading import import_string
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import ValidationError
@@ -217,3 +226,81 @@ def _allowed(view_class: type[BaseApi]) -> str:
     if view_class not in _ALLOWED:
         _ALLOWED[view_class] = ", ".join(view_class().allowed_methods)
     return _ALLOWED[view_class]
+
+
+# What the tracking routes never use: each serves a signed-in browser (the routes are CSRF-exempt and read no
+# session, user or message), and each costs every call some work all the same.
+SIGNED_IN_MIDDLEWARE = frozenset(
+    (
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.middleware.csrf.CsrfViewMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+    )
+)
+# Every POST route of the tracking API (the tracker config is a GET: it keeps the whole chain).
+LEAN_ROUTE_NAMES = ("track-click", "track-lead", "track-sale", "track-refund", "track-visit")
+Handler = Callable[[HttpRequest], HttpResponseBase]
+
+
+@dataclass(frozen=True)
+class _LeanRoute:
+    match: ResolverMatch
+    chain: Handler
+
+
+class LeanRoutesMiddleware:
+    """In MIDDLEWARE, before the signed-in middleware: a POST to a tracking route goes on through the
+    middleware listed after this one except SIGNED_IN_MIDDLEWARE, to its view, as Django's handler would send it
+    (each step wrapped in convert_exception_to_response, the middleware's process_exception on a view's
+    exception). Every other request goes on through the whole chain."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+        after = settings.MIDDLEWARE[settings.MIDDLEWARE.index(f"{__name__}.{type(self).__name__}") + 1 :]
+        self._kept = [import_string(path) for path in after if path not in SIGNED_IN_MIDDLEWARE]
+        self._routes: dict[str, _LeanRoute] | None = None
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        route = self._route_table().get(request.path_info) if request.method == "POST" else None
+        if route is None:
+            return self.get_response(request)
+        request.resolver_match = route.match
+        return route.chain(request)
+
+    def _route_table(self) -> dict[str, _LeanRoute]:
+        # Built at the first request, not in __init__: the URLconf may import what imports this module.
+        if self._routes is None:
+            self._routes = {}
+            for name in LEAN_ROUTE_NAMES:
+                path = reverse(name)
+                match = resolve(path)
+                self._routes[path] = _LeanRoute(match=match, chain=self._chain(match))
+        return self._routes
+
+    def _chain(self, match: ResolverMatch) -> Handler:
+        instances: list[Any] = []
+
+        def view(request: HttpRequest) -> HttpResponseBase:
+            try:
+                response: HttpResponseBase = match.func(request, *match.args, **match.kwargs)
+                # DRF's answers are rendered here, as Django's handler renders a response that can be.
+                render = getattr(response, "render", None)
+                return render() if callable(render) else response
+            except Exception as exc:
+                for middleware in reversed(instances):
+                    handled = getattr(middleware, "process_exception", None)
+                    answer = handled(request, exc) if handled else None
+                    if answer is not None:
+                        return answer
+                raise
+
+        handler: Handler = convert_exception_to_response(view)
+        for middleware_class in reversed(self._kept):
+            middleware = middleware_class(handler)
+            if hasattr(middleware, "process_view") or hasattr(middleware, "process_template_response"):
+                # Django's handler would call these around the view; this chain does not.
+                raise ImproperlyConfigured(f"{middleware_class.__name__} after LeanRoutesMiddleware has view hooks")
+            instances.insert(0, middleware)
+            handler = convert_exception_to_response(middleware)
+        return handler
