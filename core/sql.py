@@ -184,9 +184,11 @@ def _family_sql(
     # Under a guard the first row may not be inserted; then neither is any dependent.
     dependent_where = f"EXISTS (SELECT 1 FROM {FIRST_ROW})" if guard is not None else None
     selected = [first_id]
+    # What a dependent's SQL may name: the first row's id, and the id of each dependent before it.
+    ids = {"first_id": first_id}
     for index, (model, refers) in enumerate(dependents, start=1):
         name = f"dependent_{index}"
-        values_sql = {attname: template.format(first_id=first_id) for attname, template in refers}
+        values_sql = {attname: template.format(**ids) for attname, template in refers}
         columns = {field.attname: quote(_column(field)) for field in model._meta.concrete_fields}
         returned = [quote(_column(model._meta.pk)), *(columns[attname] for attname, _ in refers)]
         ctes.append(
@@ -194,6 +196,7 @@ def _family_sql(
             f"RETURNING {', '.join(returned)})"
         )
         selected.extend(f"{name}.{column}" for column in returned)
+        ids[f"{name}_id"] = f"(SELECT {returned[0]} FROM {name})"
     if unflushed:
         selected.append(UNFLUSHED)
     sources = ", ".join(f"dependent_{index}" for index in range(1, len(dependents) + 1))
@@ -210,7 +213,8 @@ def insert_family(
 ) -> bool:
     """Inserts `first`, then each dependent, in one statement (PostgreSQL only: see insert_pair_supported). Each
     dependent's dict gives attributes of it as SQL over `{first_id}`, the id of the row just inserted (a foreign
-    key to it, a text naming it; a literal % written %%), or as an SqlValue, SQL with parameters of its own (a
+    key to it, a text naming it; a literal % written %%), or over `{dependent_N_id}`, the id of the Nth dependent
+    (from 1) listed before it, or as an SqlValue, SQL with parameters of its own (a
     value decided by a subquery); their stored values are read back. `unflushed` (in autocommit only): the
     statement's commit does not wait for the WAL flush (see insert_unflushed). Sets every primary key and marks
     every instance saved, as save() would, and answers True. `guard`: SQL condition with its parameters, checked in

@@ -149,6 +149,32 @@ def test_insert_family_stores_every_dependent_in_one_unflushed_statement(frozen)
 
 
 @pytest.mark.postgres
+def test_a_dependent_refers_to_a_dependent_before_it(frozen):
+    """A tree in one statement: a customer, its click (refers to the customer), and a sale of the customer whose
+    commission refers to the sale (a dependent of a dependent)."""
+    link = ReferralLinkFactory()
+    customer = Customer(program_id=link.program_id, click_id="cust_tree", first_partner_id=link.partner_id)
+    click = ClickEvent(program_id=link.program_id, partner_id=link.partner_id, link=link, click_id="cust_tree")
+    sale = SaleEvent(program_id=link.program_id, partner_id=link.partner_id, amount_cents=4900, sale_date=frozen)
+    commission = Commission(program_id=link.program_id, partner_id=link.partner_id, amount_cents=490, hold_until=frozen)
+    with CaptureQueriesContext(connection) as captured:
+        insert_family(
+            customer,
+            [
+                (click, {"customer_id": "{first_id}"}),
+                (sale, {"customer_id": "{first_id}", "click_id": "'sale of ' || {dependent_1_id}"}),
+                (commission, {"sale_id": "{dependent_2_id}", "customer_id": "{first_id}"}),
+            ],
+        )
+    assert len(captured.captured_queries) == 1
+    stored = Commission.objects.get()
+    assert (stored.pk, stored.sale_id, stored.customer_id) == (commission.pk, sale.pk, customer.pk)
+    assert (commission.sale_id, commission.customer_id) == (sale.pk, customer.pk)
+    assert SaleEvent.objects.get().click_id == sale.click_id == f"sale of {click.pk}"
+    assert ClickEvent.objects.get().customer_id == customer.pk
+
+
+@pytest.mark.postgres
 def test_insert_family_is_refused_unflushed_inside_a_transaction(frozen):
     """synchronous_commit off would reach every statement of the caller's transaction."""
     link = ReferralLinkFactory()
