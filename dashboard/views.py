@@ -52,7 +52,9 @@ from tracking.insight.rollups import (
     clicks_not_on_counters,
     partner_commission_cents,
     rollup_read,
+    sales_not_on_counters,
     with_clicks_not_counted,
+    with_sales_not_counted,
 )
 from tracking.models import ClickEvent, SaleEvent
 from tracking.selectors.clicks import COUNTED_CLICKS
@@ -345,6 +347,8 @@ def program_key(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
 @program_page
 def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     program = access.program
+    # Ordered by the revenue counter alone: the sales since the last rollup run are added to the revenue shown
+    # below but not to the order, which may therefore lag one run behind it.
     enrolments = (
         PartnerProgram.objects.filter(program=program)
         .select_related("partner")
@@ -382,19 +386,25 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
             links_by_partner.setdefault(link.partner_id, []).append(link)
         # Commission money is what the commissions still pay after refunds (from the rollups), never a counter.
         payable = partner_commission_cents(marks, program_id=program.pk, partner_ids=partner_ids)
-        partners = [
-            {
-                "enrolment": enrolment,
-                "partner": enrolment.partner,
-                "clicks": with_clicks_not_counted(
-                    enrolment.clicks, None, by_partner.get(enrolment.partner_id, [])
-                ).clicks,
-                "revenue": money(enrolment.revenue_cents),
-                "commission": money(payable.get(enrolment.partner_id, 0)),
-                "links": links_by_partner.get(enrolment.partner_id, []),
-            }
-            for enrolment in page
-        ]
+        sales_more = sales_not_on_counters(marks, program_id=program.pk)
+        partners = []
+        for enrolment in page:
+            sold = with_sales_not_counted(
+                enrolment.sales, enrolment.revenue_cents, sales_more.get(enrolment.partner_id)
+            )
+            partners.append(
+                {
+                    "enrolment": enrolment,
+                    "partner": enrolment.partner,
+                    "clicks": with_clicks_not_counted(
+                        enrolment.clicks, None, by_partner.get(enrolment.partner_id, [])
+                    ).clicks,
+                    "sales": sold.sales,
+                    "revenue": money(sold.revenue_cents),
+                    "commission": money(payable.get(enrolment.partner_id, 0)),
+                    "links": links_by_partner.get(enrolment.partner_id, []),
+                }
+            )
         return {"page": page, "partners": partners, "unenrolled_links": unenrolled}
 
     return render(request, "dashboard/program_partners.html", access.context(**rollup_read(read)))

@@ -320,6 +320,17 @@ class PartnerProgramAdmin(WorkspaceChoicesAdmin):
         "revenue_cents",
     ]
     readonly_fields = ["clicks", "leads", "sales", "revenue_cents"]
+    fieldsets = [
+        (None, {"fields": ["partner", "program"]}),
+        (
+            "Counters",
+            {
+                "fields": ["clicks", "leads", "sales", "revenue_cents"],
+                "description": "Live events only. Each lead adds itself; clicks, sales and revenue (gross) are added "
+                "by the rollup run, so they may lag one run behind the events.",
+            },
+        ),
+    ]
 
 
 @admin.register(ReferralLink)

@@ -11,8 +11,8 @@ the rows a real call writes: what the tracking API costs on top of its writes is
   UPDATE), the lead event, its lead.created webhook event and the partner-program leads UPDATE.
 - POST /bench/bare-sale, the sale's body (transaction_id, amount_cents, click_id of a customer on a percent
   program without a hold): the sale, its approved commission, the commission's ledger credit, the webhook events
-  announcing them (sale.created, commission.created, commission.approved, with their payloads) and the
-  partner-program sales and revenue UPDATE, the rows a commissioned repeat sale writes.
+  announcing them (sale.created, commission.created, commission.approved, with their payloads), the rows a
+  commissioned repeat sale writes. No partner-program UPDATE: the real sale leaves its counters to the rollups.
 A link, and a sale's buyer (the sale mix cycles through a few), are read once per process and kept, as the real
 paths keep links; a lead's customer is read on every call, as the real lead reads it (each lead has its own)."""
 
@@ -240,8 +240,5 @@ def bare_sale(request: HttpRequest) -> JsonResponse:
                     (EventType.COMMISSION_APPROVED, commission.pk, commission_data(commission)),
                 )
             ]
-        )
-        PartnerProgram.objects.filter(partner_id=buyer.partner_id, program_id=buyer.program_id).update(
-            sales=F("sales") + 1, revenue_cents=F("revenue_cents") + amount
         )
     return JsonResponse({"success": True, "sale_id": sale.pk, "commission_id": commission.pk})

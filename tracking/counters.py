@@ -1,14 +1,14 @@
-"""Running counters on the lead and sale paths, as single UPDATE ... SET n = n + k statements (no read-modify-write
-race). These are the busiest statements of the service and always the same, so their SQL is written once
-here instead of being rebuilt by the ORM on every click and sale; table and column names come from the
-models, and the SQL is standard (SQLite and PostgreSQL)."""
+"""Running counters on the lead path, as single UPDATE ... SET n = n + k statements (no read-modify-write race).
+These are among the busiest statements of the service and always the same, so their SQL is written once here
+instead of being rebuilt by the ORM on every lead; table and column names come from the models, and the SQL is
+standard (SQLite and PostgreSQL). Clicks and sales update no counter row themselves: the rollup run adds them to
+the counters (tracking.insight.rollups)."""
 
 from functools import cache
 
 from django.db import connection
 from django.db.models import Model
 
-from core.sql import UNFLUSHED
 from programs.models import PartnerProgram
 
 
@@ -22,16 +22,11 @@ def _partner_program_sql(columns: tuple[str, ...]) -> str:
     return f'UPDATE {_table(PartnerProgram)} SET {assignments} WHERE "partner_id" = %s AND "program_id" = %s'
 
 
-def partner_program_add(*, partner_id: int, program_id: int, unflushed: bool = False, **amounts: int) -> int:
-    """Adds to the partner-program metrics (clicks, leads, sales, revenue_cents). Commission money has no
-    counter: it changes with refunds, so it is always read from the commissions (commissions.selectors).
-    Returns the number of rows changed: 0 when the partner is not enrolled in the program. `unflushed`
-    (autocommit, PostgreSQL): the UPDATE's commit does not wait for the WAL flush (core.sql.UNFLUSHED)."""
+def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> int:
+    """Adds to the partner-program metrics (leads). Commission money has no counter: it changes with refunds, so
+    it is always read from the commissions (commissions.selectors). Returns the number of rows changed: 0 when the
+    partner is not enrolled in the program."""
     columns = tuple(sorted(amounts))
-    sql = _partner_program_sql(columns)
-    # Inside a transaction the setting would reach the whole of it: there the commit decides.
-    if unflushed and connection.vendor == "postgresql" and not connection.in_atomic_block:
-        sql += f" RETURNING {UNFLUSHED}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*(amounts[c] for c in columns), partner_id, program_id])
+        cursor.execute(_partner_program_sql(columns), [*(amounts[c] for c in columns), partner_id, program_id])
         return cursor.rowcount

@@ -338,6 +338,9 @@ class RollupState(models.Model):
     # Clicks at or below this id were counted on the referral link and partner-program counters by the click
     # itself, before the counters moved to the rollups: a run adds only the clicks above it (set by migration).
     counters_from_click_id = models.BigIntegerField(default=0)
+    # Likewise the live sales at or below this id were counted on the partner-program sales and revenue counters
+    # by the sale itself: a run adds only the sales above it (set by migration).
+    counters_from_sale_id = models.BigIntegerField(default=0)
     # Raw clicks before this day were dropped (manage.py prune_clicks); only the rollups count them.
     clicks_pruned_before = models.DateField(null=True, blank=True)
     updated_at = models.DateTimeField(null=True, blank=True)

@@ -1,8 +1,11 @@
 """Builders shared by the POST /api/v1/track/sale test modules (their fixtures are in conftest.py)."""
 
+from datetime import timedelta
+
 from commissions.models import Commission, LedgerEntry
 from programs.models import PartnerProgram
 from tests.helpers import bearer
+from tracking.insight.rollups import rollups_update
 from tracking.models import SaleEvent
 
 URL = "/api/v1/track/sale"
@@ -18,6 +21,9 @@ def nothing_recorded() -> bool:
 
 
 def metrics(link) -> tuple[int, int]:
+    """The partner's sales and gross revenue counters once a rollup run has added the sales to them (a sale
+    itself updates no counter row)."""
+    rollups_update(settle=timedelta(0))
     row = PartnerProgram.objects.get(partner=link.partner, program=link.program)
     return row.sales, row.revenue_cents
 

@@ -3,17 +3,20 @@ either way every read equals a recount of the raw events."""
 
 import threading
 from datetime import UTC, datetime, timedelta
+from importlib import import_module
 
 import pytest
+from django.apps import apps
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
 
 from commissions.models import Commission
 from commissions.selectors import commission_payable_by_partner
 from commissions.services import commission_void
-from programs.models import PartnerProgram, ReferralLink
+from programs.models import PartnerProgram, ReferralLink, Role
 from tests.event_activity import ACTIVITY_NOW, click, lead, sale
-from tests.factories import UserFactory
+from tests.factories import MembershipFactory, UserFactory
 from tracking.insight import rollups
 from tracking.insight.explain import sale_explain
 from tracking.insight.readiness import readiness_compute
@@ -145,6 +148,90 @@ class TestCounters:
         alice_link.refresh_from_db()
         assert alice_link.clicks == 2
         assert reads(program)[0]["totals"]["clicks"] == 2
+
+
+class TestSaleCounters:
+    """Sales and revenue on the partner-program row: added by the run as it folds new sales in, as the sale path
+    once added them (live sales with a partner, their gross amount), never by the sale itself."""
+
+    @staticmethod
+    def counters(link) -> tuple[int, int]:
+        row = PartnerProgram.objects.get(partner=link.partner, program=link.program)
+        return row.sales, row.revenue_cents
+
+    @staticmethod
+    def not_counted(program) -> dict:
+        return rollup_read(lambda marks: rollups.sales_not_on_counters(marks, program_id=program.pk))
+
+    def test_a_run_adds_live_sales_with_a_partner_once(self, program, alice_link, bob_link):
+        alice, bob = click(alice_link, NOW - timedelta(days=1)), click(bob_link, NOW - timedelta(days=1))
+        sale(alice, NOW - timedelta(days=1), 2500, commission=500)
+        sale(alice, NOW, 1500)  # paying nothing, still a sale
+        sale(bob, NOW, 700, commission=140)
+        assert self.counters(alice_link) == (0, 0)  # the sale itself updates no counter row
+        assert self.not_counted(program) == {
+            alice_link.partner_id: rollups.SaleCount(2, 4000),
+            bob_link.partner_id: rollups.SaleCount(1, 700),
+        }
+        rollups_update(settle=SETTLED)
+        assert (self.counters(alice_link), self.counters(bob_link)) == ((2, 4000), (1, 700))
+        assert self.not_counted(program) == {}
+        assert rollups_update(settle=SETTLED).folded["sale"] == 0
+        assert (self.counters(alice_link), self.counters(bob_link)) == ((2, 4000), (1, 700))
+
+    def test_test_sales_and_sales_without_a_partner_add_nothing(self, program, alice_link):
+        customer = click(alice_link, NOW - timedelta(hours=1))
+        sale(customer, NOW, 2500, commission=500, is_test=True)
+        sale(customer, NOW, 700, partner=None, attributed=False)  # as a payment nobody is credited for is stored
+        assert self.not_counted(program) == {}
+        assert rollups_update(settle=SETTLED).folded["sale"] == 2
+        assert set(PartnerProgram.objects.filter(program=program).values_list("sales", "revenue_cents")) == {(0, 0)}
+
+    def test_sales_counted_before_the_upgrade_are_not_counted_again(self, program, alice_link):
+        customer = click(alice_link, NOW - timedelta(hours=2))
+        counted = sale(customer, NOW - timedelta(hours=1), 2500)
+        PartnerProgram.objects.filter(partner=alice_link.partner, program=program).update(sales=1, revenue_cents=2500)
+        RollupState.objects.update_or_create(pk=1, defaults={"counters_from_sale_id": counted.pk})
+        assert self.not_counted(program) == {}
+        sale(customer, NOW, 1000)
+        assert self.not_counted(program) == {alice_link.partner_id: rollups.SaleCount(1, 1000)}
+        rollups_update(settle=SETTLED)
+        rollups_update(settle=SETTLED)
+        assert self.counters(alice_link) == (2, 3500)
+        assert reads(program)[0]["totals"]["revenue_cents"] == 3500  # the rollups fold both in all the same
+
+    def test_the_migration_starts_the_counters_after_the_last_sale_recorded(self, program, alice_link):
+        """Sales recorded before the upgrade were counted by the sale path itself."""
+        last = sale(click(alice_link, NOW - timedelta(hours=1)), NOW, 2500)
+        import_module("tracking.migrations.0009_rollupstate_counters_from_sale_id").sales_counted_so_far(apps, None)
+        assert RollupState.objects.get(pk=1).counters_from_sale_id == last.pk
+        assert self.not_counted(program) == {}
+        rollups_update(settle=SETTLED)
+        assert self.counters(alice_link) == (0, 0)
+
+    def test_a_recount_adds_nothing_to_the_counters(self, program, alice_link):
+        customer = click(alice_link, NOW - timedelta(hours=2))
+        sale(customer, NOW - timedelta(hours=1), 2500, commission=500)
+        rollups_update(settle=SETTLED)
+        commission_void(commission_id=Commission.objects.get().pk, reason="fraud", actor="test")
+        assert rollups_update(settle=SETTLED).recounted_days == 1
+        assert self.counters(alice_link) == (1, 2500)  # gross: a void or a refund changes neither
+
+    def test_the_partners_page_shows_a_sale_before_the_run_and_once_after(self, program, alice_link):
+        client = Client()
+        client.force_login(MembershipFactory(workspace=program.workspace, role=Role.MEMBER).user)
+        PartnerProgram.objects.filter(partner=alice_link.partner, program=program).update(sales=2, revenue_cents=10000)
+        sale(click(alice_link, NOW - timedelta(hours=1)), NOW, 2550, commission=510)
+
+        def card() -> str:
+            page = client.get(f"/programs/{program.pk}/partners").content.decode()
+            return page[page.index(f'id="partner-{alice_link.partner_id}"') :].split("</section>")[0]
+
+        shown = "<dt>Sales</dt><dd>3</dd>", "<dt>Revenue</dt><dd>125.50</dd>"
+        assert all(text in card() for text in shown)  # the counters plus the sale not on them yet
+        rollups_update(settle=SETTLED)
+        assert self.counters(alice_link) == (3, 12550)
+        assert all(text in card() for text in shown)  # now on the counters alone, not twice
 
 
 def test_a_read_is_taken_again_when_a_run_commits_during_it(program, alice_link, monkeypatch):

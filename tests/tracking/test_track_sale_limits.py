@@ -67,12 +67,12 @@ class TestQueryCount:
         # 13 INSERT commission (pending: no ledger entry) with its webhook event commission.created (on
         #    PostgreSQL one statement, core.sql.insert_family; elsewhere 13-14, two INSERTs)
         # 14 RELEASE SAVEPOINT
-        # 15 UPDATE partner-program metrics
+        # No UPDATE of the partner-program metrics: the rollup run adds the sale to them.
         # The savepoints exist as the test runs in a transaction; in production they are the two transactions'
         # BEGIN/COMMIT, which are not counted. No product_id, so no per-product rate lookup; the rate limit
         # lives in the cache, not the database. The events' fan-out is a task queued after the commit, which
         # the test's transaction never reaches.
-        with django_assert_num_queries(14 + commission_statements(credited=False) + REQUEST_LOG_ROW):
+        with django_assert_num_queries(13 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **body)
         assert response.status_code == 200
 
@@ -91,9 +91,8 @@ class TestQueryCount:
         # 13 INSERT commission (approved), its ledger credit and its webhook events commission.created and
         #    commission.approved (on PostgreSQL one statement, core.sql.insert_family; elsewhere 13-16)
         # 14 RELEASE SAVEPOINT
-        # 15 UPDATE partner-program metrics
-        # (Savepoints as in the test above; verified on SQLite and PostgreSQL.)
-        with django_assert_num_queries(14 + commission_statements(credited=True) + REQUEST_LOG_ROW):
+        # (No partner-program UPDATE; savepoints as in the test above; verified on SQLite and PostgreSQL.)
+        with django_assert_num_queries(13 + commission_statements(credited=True) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **body)
         assert response.status_code == 200
 
@@ -104,7 +103,7 @@ class TestQueryCount:
         CustomerFactory(link=link, customer_key="user_2")
         # As the first sale above, less the enrolment check (query 3), the rules and the partner's email (11, 12),
         # now in the process's cache.
-        with django_assert_num_queries(11 + commission_statements(credited=False) + REQUEST_LOG_ROW):
+        with django_assert_num_queries(10 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", customer_key="user_2"))
         assert response.status_code == 200
 
@@ -113,9 +112,8 @@ class TestQueryCount:
         # 1 program key lookup, 2 customer by customer_key (the enrolment is cached by the first sale)
         # 3-6 SAVEPOINT, INSERT sale, INSERT webhook event sale.created, RELEASE
         # 7 SAVEPOINT, 8 INSERT commission with its commission.created event (two INSERTs off PostgreSQL),
-        # 9 RELEASE: the customer is converted already, so no lock
-        # 10 UPDATE partner-program metrics
-        with django_assert_num_queries(9 + commission_statements(credited=False) + REQUEST_LOG_ROW):
+        # 9 RELEASE: the customer is converted already, so no lock; no partner-program UPDATE
+        with django_assert_num_queries(8 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
 
@@ -124,7 +122,7 @@ class TestQueryCount:
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
         # As above, plus 8 the customer's first commissioned sale (MIN over the customer's commissions).
-        with django_assert_num_queries(10 + commission_statements(credited=False) + REQUEST_LOG_ROW):
+        with django_assert_num_queries(9 + commission_statements(credited=False) + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", is_recurring=True))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
 
@@ -132,6 +130,6 @@ class TestQueryCount:
         assert post_sale(api_client, program, **sale_body()).json()["commission_id"]
         # As a repeat sale, with 8 UPDATE sale no_commission_reason instead of the commission's INSERT (and no
         # commission event; the sale's sale.created is 5).
-        with django_assert_num_queries(10 + REQUEST_LOG_ROW):
+        with django_assert_num_queries(9 + REQUEST_LOG_ROW):
             response = post_sale(api_client, program, **sale_body(transaction_id="txn_2", is_recurring=True))
         assert response.json()["commission_id"] is None

@@ -12,8 +12,9 @@ A run (`rollups_update`, the beat task `tracking.update_rollups` every ROLLUP_IN
    (LeadEvent.settled_at), a sale whose commission was created late, refunded or voided (Commission.updated_at).
    The lead and sale columns of those days are replaced by a recount of their events up to the watermark.
 3. Adds the folded-in live clicks to the link counters (ReferralLink.clicks, last_clicked) and the
-   partner-program click counters, so a click itself updates no counter row: a popular link's clicks never wait
-   on one row lock.
+   partner-program click counters, and the folded-in live sales with a partner to the partner-program sales and
+   revenue counters, so a click or a sale itself updates no counter row: a popular link's clicks and a partner's
+   sales never wait on one row lock. Only new events are added (never a recount's): the counters are gross.
 
 A read sums the rollup rows and counts live the events above the watermarks (`rollup_read`), so it is exact at
 any moment for new events, and its cost depends on the days and links in range, not on the number of events.
@@ -166,6 +167,25 @@ def _counters_add(rows: Iterable[dict[str, Any]]) -> None:
             )
 
 
+def _sale_counters_add(*, after_id: int, up_to_id: int) -> None:
+    """Adds the live sales with a partner in this id range to their partner's sales and revenue counters in the
+    program (gross: a refund changes neither)."""
+    rows = (
+        SaleEvent.objects.filter(id__gt=after_id, id__lte=up_to_id, is_test=False, partner_id__isnull=False)
+        .values_list("partner_id", "program_id")
+        .annotate(sales=Count("id"), revenue=Sum("amount_cents"))
+        .order_by("partner_id", "program_id")
+    )
+    values = [[count, revenue or 0, partner_id, program_id] for partner_id, program_id, count, revenue in rows]
+    if values:
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f'UPDATE {_table(PartnerProgram)} SET "sales" = "sales" + %s, "revenue_cents" = "revenue_cents" + %s '
+                f'WHERE "partner_id" = %s AND "program_id" = %s',
+                values,
+            )
+
+
 def _state_locked() -> RollupState:
     # The state row is the runs' lock: a second run waits here and then sees the first one's watermarks.
     state = RollupState.objects.select_for_update().filter(pk=1).first()
@@ -208,6 +228,8 @@ def _fold_new(kind: str, state: RollupState, *, settled_before: datetime) -> tup
         else:
             rows_for_counters = rows
         _counters_add(rows_for_counters)
+    if kind == SALE:
+        _sale_counters_add(after_id=max(start, state.counters_from_sale_id), up_to_id=end)
     setattr(state, f"{kind}_id", end)
     return sum(_events_in(kind, row) for row in rows), not settled.filter(id__gt=end).exists()
 
@@ -290,6 +312,7 @@ class Watermarks:
     sale_id: int = 0
     generation: int = 0
     counters_from_click_id: int = 0
+    counters_from_sale_id: int = 0
 
     def of(self, kind: str) -> int:
         return getattr(self, f"{kind}_id")
@@ -299,11 +322,16 @@ class Watermarks:
         """The clicks at or below this id are on the link and partner counters."""
         return max(self.click_id, self.counters_from_click_id)
 
+    @property
+    def counted_sale_id(self) -> int:
+        """The live sales at or below this id are on the partner-program sales and revenue counters."""
+        return max(self.sale_id, self.counters_from_sale_id)
+
 
 def watermarks_get() -> Watermarks:
     row = (
         RollupState.objects.filter(pk=1)
-        .values("click_id", "lead_id", "sale_id", "generation", "counters_from_click_id")
+        .values("click_id", "lead_id", "sale_id", "generation", "counters_from_click_id", "counters_from_sale_id")
         .first()
     )
     return Watermarks(**row) if row else Watermarks()
@@ -380,6 +408,34 @@ def with_clicks_not_counted(clicks: int, last: datetime | None, more: Iterable[d
         clicks += row["clicks"]
         last = row["last_at"] if last is None else max(last, row["last_at"])
     return ClickCount(clicks=clicks, last_clicked=last)
+
+
+@dataclass(frozen=True)
+class SaleCount:
+    sales: int
+    revenue_cents: int
+
+
+def sales_not_on_counters(marks: Watermarks, program_id: int | None = None) -> dict[int, SaleCount]:
+    """The live sales with a partner the rollup task has not added to the partner-program counters yet, per
+    partner (their number and gross revenue), of one program or of all (then a partner's summed over its
+    programs): what a read adds to the counters. Read by id above the watermark only (the primary key or the
+    (program, is_test, -id) index)."""
+    programs = {} if program_id is None else {"program_id": program_id}
+    rows = (
+        SaleEvent.objects.filter(is_test=False, partner_id__isnull=False, id__gt=marks.counted_sale_id, **programs)
+        .order_by()
+        .values_list("partner_id")
+        .annotate(sales=Count("id"), revenue=Sum("amount_cents"))
+    )
+    return {partner_id: SaleCount(sales=sales, revenue_cents=revenue or 0) for partner_id, sales, revenue in rows}
+
+
+def with_sales_not_counted(sales: int, revenue_cents: int, more: SaleCount | None) -> SaleCount:
+    """A partner's sales and revenue counters plus its row of sales_not_on_counters, if any."""
+    if more is None:
+        return SaleCount(sales=sales, revenue_cents=revenue_cents)
+    return SaleCount(sales=sales + more.sales, revenue_cents=revenue_cents + more.revenue_cents)
 
 
 def link_click_counts(link_ids: Iterable[int]) -> dict[int, ClickCount]:

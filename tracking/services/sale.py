@@ -26,7 +26,6 @@ from webhooks.models import EventType
 from webhooks.payloads import sale_data
 
 from ..attribution import attribution_window
-from ..counters import partner_program_add
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
 from .common import TestEventRecorded, sale_is_test, tracking_log
@@ -319,7 +318,6 @@ def sale_record_for_customer(
         logger.exception("sale.commission_failed", extra={"sale_id": sale.pk})
         raise InternalServerError(messages.SALE_COMMISSION_FAILED, code="internal_error") from None
 
-    sale_metrics_count(sale=sale, customer=customer)
     return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
 
 
@@ -333,22 +331,8 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
 
 
 def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
-    """Partner-program metrics (sales and revenue; commission money is read from the commissions themselves,
-    see commissions.selectors). A failure is logged and never fails the sale (spec rule 5). Outside a
-    transaction the UPDATE's commit does not wait for the WAL flush: the partner-program row is every sale's
-    hot row, and its lock is then held for the UPDATE alone, not through a flush."""
-    if customer.first_partner_id is None:
-        return  # no partner, no partner-program row to count in
-    try:
-        partner_program_add(
-            partner_id=customer.first_partner_id,
-            program_id=sale.program_id,
-            sales=1,
-            revenue_cents=sale.amount_cents,
-            unflushed=not transaction.get_connection().in_atomic_block,
-        )
-    except Exception:
-        logger.exception("sale.metrics_failed", extra={"sale_id": sale.pk})
+    """Nothing to count: the rollup run adds live sales to the partner-program sales and revenue counters
+    (tracking.insight.rollups). Kept only for tracking.reconciler, which still calls it after settling a sale."""
 
 
 def _no_attribution(program: Program, message: str, request_id: str, click_id: str = "") -> BadRequestError:
