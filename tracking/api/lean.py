@@ -16,14 +16,15 @@ SaleTrackApi, whose answers are the contract. tests/tracking/test_lean_routes.py
 One difference, by design: a sale over its rate limit with a valid key has had its key read before the 429
 (DRF refuses before authentication). Nothing is written either way.
 
-LeanRoutesMiddleware sends a POST to these and the other tracking routes past the middleware that serve signed-in pages only (sessions,
-CSRF, the user, messages: the routes are CSRF-exempt and read none of them), through the rest of the chain as
-configured. tests/tracking/test_lean_routes.py compares its answers, headers included, with the full chain's."""
+LeanRoutesMiddleware sends a POST to these and the other tracking routes past the middleware that serve signed-in
+pages only (sessions, CSRF, the user, messages: the routes are CSRF-exempt and read none of them), through the rest
+of the chain as configured. tests/tracking/test_lean_routes.py compares its answers, headers included, with the
+full chain's."""
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -31,8 +32,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.urls import ResolverMatch, resolve, reverse
-from django.utils.module_loading import import_string
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
@@ -295,12 +296,13 @@ class LeanRoutesMiddleware:
                         return answer
                 raise
 
-        handler: Handler = convert_exception_to_response(view)
+        # Every step is synchronous here (the project serves WSGI): no awaitable comes back.
+        handler = cast(Handler, convert_exception_to_response(view))
         for middleware_class in reversed(self._kept):
             middleware = middleware_class(handler)
             if hasattr(middleware, "process_view") or hasattr(middleware, "process_template_response"):
                 # Django's handler would call these around the view; this chain does not.
                 raise ImproperlyConfigured(f"{middleware_class.__name__} after LeanRoutesMiddleware has view hooks")
             instances.insert(0, middleware)
-            handler = convert_exception_to_response(middleware)
+            handler = cast(Handler, convert_exception_to_response(middleware))
         return handler
