@@ -494,20 +494,17 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
 
 
 def update_counters(conn: psycopg.Connection, tables: dict[str, str], program_ids: list[int]) -> None:
-    """The partner-program counters the lead and sale paths keep (live events only): leads, sales and gross
-    revenue. Click counters (partner-program and link) are the rollup task's to add as it folds clicks in."""
+    """The partner-program counter the lead path keeps (live leads). Click, sale and revenue counters are the rollup
+    task's to add as it folds clicks and sales in."""
     names = {key: sql.Identifier(value) for key, value in tables.items()}
     conn.execute(
         sql.SQL(
             """UPDATE {partner_program} AS pp
-               SET leads = coalesce(l.n, 0), sales = coalesce(s.n, 0), revenue_cents = coalesce(s.revenue, 0)
+               SET leads = coalesce(l.n, 0)
                FROM {partner_program} AS p
                LEFT JOIN (SELECT program_id, partner_id, count(*) AS n FROM {lead}
                           WHERE NOT is_test AND program_id = ANY(%(programs)s) GROUP BY 1, 2) AS l
                  ON l.program_id = p.program_id AND l.partner_id = p.partner_id
-               LEFT JOIN (SELECT program_id, partner_id, count(*) AS n, sum(amount_cents) AS revenue FROM {sale}
-                          WHERE NOT is_test AND program_id = ANY(%(programs)s) GROUP BY 1, 2) AS s
-                 ON s.program_id = p.program_id AND s.partner_id = p.partner_id
                WHERE pp.id = p.id AND p.program_id = ANY(%(programs)s)"""
         ).format(**names),
         {"programs": program_ids},

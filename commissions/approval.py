@@ -96,41 +96,54 @@ def commission_insert(commission: Commission) -> None:
     its ledger credit and commission.approved, or, when a fraud rule holds it (hold_rule), the hold's ledger entry
     and review entry; all of it commits together. On PostgreSQL it is one statement (no transaction of its own
     needed); elsewhere a transaction (a savepoint inside the caller's)."""
-    events = [commission_event(commission, EventType.COMMISSION_CREATED)]
-    if commission.credited:
-        events.append(commission_event(commission, EventType.COMMISSION_APPROVED))
-    held_by_rule = bool(commission.hold_rule)
+    events = commission_events(commission)
     if not insert_pair_supported():
         # Inside the caller's transaction no savepoint is needed: a failure undoes all of it with it.
         with transaction.atomic(savepoint=False):
             commission.save(force_insert=True)
             if commission.credited:
                 ledger_credit(commission)
-            if held_by_rule:
+            if commission.hold_rule:
                 for row in _rule_hold_rows(commission):
                     row.save(force_insert=True)
             for event in events:
                 event.object_id = commission.pk
                 event.save(force_insert=True)
     else:
-        dependents: list[tuple[Model, dict[str, str | SqlValue]]] = []
-        if commission.credited:
-            before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
-            dependents.append(
-                (
-                    _credit_entry(commission),
-                    {"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"},
-                )
-            )
-        if held_by_rule:
-            entry, review = _rule_hold_rows(commission)
-            before, after = (_sql_text(part) for part in HELD_MEMO.split("{pk}"))
-            dependents.append((entry, {"commission_id": "{first_id}", "memo": f"{before} || {{first_id}} || {after}"}))
-            dependents.append((review, {"commission_id": "{first_id}"}))
-        dependents.extend((event, {"object_id": "{first_id}"}) for event in events)
-        insert_family(commission, dependents)
+        insert_family(commission, commission_dependents(commission, events))
     for event in events:
         event_saved(event)
+
+
+def commission_events(commission: Commission) -> list[WebhookEvent]:
+    """The unsaved events a new commission announces: commission.created, and commission.approved when it is
+    approved at once. The caller calls event_saved on each once they are inserted."""
+    events = [commission_event(commission, EventType.COMMISSION_CREATED)]
+    if commission.credited:
+        events.append(commission_event(commission, EventType.COMMISSION_APPROVED))
+    return events
+
+
+def commission_dependents(
+    commission: Commission, events: list[WebhookEvent], *, commission_id: str = "{first_id}"
+) -> list[tuple[Model, dict[str, str | SqlValue]]]:
+    """The rows inserted with a new commission, as insert_family's dependents: its ledger credit (approved at once)
+    or its hold's ledger and review entries (held by a rule), then `events`. `commission_id` is how the statement
+    names the commission's id: {first_id} when the commission is the first row, {dependent_N_id} when it is a
+    dependent itself (inserted with its sale)."""
+    dependents: list[tuple[Model, dict[str, str | SqlValue]]] = []
+    if commission.credited:
+        before, after = (_sql_text(part) for part in CREDIT_MEMO.split("{pk}"))
+        memo = f"{before} || {commission_id} || {after}"
+        dependents.append((_credit_entry(commission), {"commission_id": commission_id, "memo": memo}))
+    if commission.hold_rule:
+        entry, review = _rule_hold_rows(commission)
+        before, after = (_sql_text(part) for part in HELD_MEMO.split("{pk}"))
+        memo = f"{before} || {commission_id} || {after}"
+        dependents.append((entry, {"commission_id": commission_id, "memo": memo}))
+        dependents.append((review, {"commission_id": commission_id}))
+    dependents.extend((event, {"object_id": commission_id}) for event in events)
+    return dependents
 
 
 def _sql_text(text: str) -> str:

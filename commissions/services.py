@@ -105,19 +105,36 @@ def commission_settle(
     now: datetime,
     flags: SaleFlags = NO_FLAGS,
 ) -> SaleCommission:
-    """Gives an attributed live sale its commission, inside the transaction of the caller
-    (tracking.services.settlement.commission_create_for_sale, which also converts the customer and records a
-    refusal on the sale; it opens none when what is written here is one statement: see
-    commission_insert).
+    """commission_for_sale, then the commission it decides on inserted (commissions.approval.commission_insert)."""
+    settled = commission_for_sale(
+        sale=sale, customer=customer, first_sale_at=first_sale_at, program=program, now=now, flags=flags
+    )
+    if settled.commission is not None:
+        commission_insert(settled.commission)
+    return settled
+
+
+def commission_for_sale(
+    *,
+    sale: SettledSale,
+    customer: Any,
+    first_sale_at: datetime,
+    program: Program,
+    now: datetime,
+    flags: SaleFlags = NO_FLAGS,
+) -> SaleCommission:
+    """The commission an attributed live sale earns, unsaved (commission_settle inserts it in the caller's
+    transaction, tracking.services.settlement.commission_create_for_sale's; tracking.services.settlement.
+    sale_settled_at_once inserts it with its sale), or why the sale earns none.
 
     Decides with the sale's product policy (commission_refusal: percent/fixed pay every sale but renewals;
     recurring_* pay every sale within duration_months of the customer's first commissioned sale) at the sale's
-    own time, then creates the commission (approved and credited at once with hold_days 0) or returns why it
+    own time, then makes the commission (approved and credited at once with hold_days 0) or returns why it
     pays nothing. `first_sale_at` is the customer's first live sale; `now` is when the commission is created
     and its hold starts. `flags`: the fraud rules that fired; one that holds puts the commission on hold as it is
     created (pending, even with hold_days 0: nothing is credited until an owner releases it). Raises
-    IntegrityError when the sale already has its commission, CrossWorkspace when the sale or the customer is
-    another program's."""
+    CrossWorkspace when the sale or the customer is another program's (commission_settle's insert raises
+    IntegrityError when the sale already has its commission)."""
     # Rows of one program are rows of one workspace, compared without a query. The partner is not read here: it
     # is the one attribution found through this program's link, and a link or an enrolment never holds another
     # workspace's partner (programs.models.same_workspace, in their clean() and services).
@@ -156,7 +173,6 @@ def commission_settle(
         flags=flags.rules,
         created_at=now,
     )
-    commission_insert(commission)
     return SaleCommission(commission=commission, created=True)
 
 

@@ -92,19 +92,27 @@ def racing_duplicates_mark(*, after_id: int, up_to_id: int) -> int:
 # --- Sales -----------------------------------------------------------------------------------------------------
 
 
+class SaleNotStored(Exception):
+    """A sale rule asked for the customer's stored sales about a sale not stored yet (sale_review(stored=False))."""
+
+
 class _SaleReads:
     """The reads fraud.sale's rules ask for, over tracking's customers and sales."""
 
-    def __init__(self, *, customer: Customer, sale: SaleEvent) -> None:
+    def __init__(self, *, customer: Customer, sale: SaleEvent, stored: bool = True) -> None:
         self.customer = customer
         self.sale = sale
+        self.stored = stored
 
     def partner_email(self, partner_id: int) -> str:
         return partner_email_get(partner_id)
 
     def sales_within(self, window: timedelta) -> int:
         # Counting the later ones too catches concurrent sales: of two stored at once, the one whose clock read
-        # earlier still counts the other (with an upper bound at its own time, neither might).
+        # earlier still counts the other (with an upper bound at its own time, neither might). That holds only if
+        # this sale is stored before the count.
+        if not self.stored:
+            raise SaleNotStored
         return SaleEvent.objects.filter(
             customer_id=self.customer.pk,
             is_test=False,
@@ -122,10 +130,13 @@ class _SaleReads:
         ).count()
 
 
-def sale_review(*, program_id: int, customer: Customer, partner_id: int | None, sale: SaleEvent) -> SaleFlags:
+def sale_review(
+    *, program_id: int, customer: Customer, partner_id: int | None, sale: SaleEvent, stored: bool = True
+) -> SaleFlags:
     """The sale rules (fraud.sale.sale_flags) on an attributed live sale, with what they read of its customer and
     partner. With the defaults (self_referral only) the partner's email comes from the process cache, so a
-    commissioned sale costs no extra query."""
+    commissioned sale costs no extra query. On a sale not `stored` yet, raises SaleNotStored when a rule would
+    count the customer's stored sales (sale_velocity), which must include this one."""
     subject = SaleSubject(
         customer_email=customer.email,
         click_id=customer.click_id,
@@ -133,4 +144,5 @@ def sale_review(*, program_id: int, customer: Customer, partner_id: int | None, 
         has_visitor=bool(customer.visitor_hash),
         partner_id=partner_id,
     )
-    return sale_flags(program_id=program_id, subject=subject, reads=_SaleReads(customer=customer, sale=sale))
+    reads = _SaleReads(customer=customer, sale=sale, stored=stored)
+    return sale_flags(program_id=program_id, subject=subject, reads=reads)

@@ -2,8 +2,9 @@
 (so a resend answers 409) and settles its commission in a second transaction, so a process killed in between,
 or a commission that failed with a 500, leaves a sale that is neither commissioned nor marked as paying
 nothing. The reconciler finishes such a sale the way the request would have: the same entry point
-(commission_create_for_sale: policy, customer conversion, commission) at the sale's own time, then the same
-partner-program counters. It lives with tracking, which owns the sale and its settlement."""
+(commission_create_for_sale: policy, customer conversion, commission) at the sale's own time (the rollup run
+counts the sale on the partner-program counters, as it does every live sale). It lives with tracking, which owns
+the sale and its settlement."""
 
 import logging
 from datetime import datetime, timedelta
@@ -15,7 +16,6 @@ from django.utils import timezone
 from commissions.models import Commission
 
 from .models import Customer, SaleEvent
-from .services.sale import sale_metrics_count
 from .services.settlement import commission_create_for_sale
 
 logger = logging.getLogger("svc.commissions")
@@ -60,7 +60,6 @@ def sale_reconcile(*, sale_id: int) -> bool:
         if settled.commission is not None and not settled.created:
             return False
     # Counted after commit, as the sale path counts: the metrics never undo a settled commission.
-    sale_metrics_count(sale=sale, customer=customer)
     logger.info(
         "commission.reconciled",
         extra={

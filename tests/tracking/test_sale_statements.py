@@ -9,7 +9,8 @@ queued after its commit when an endpoint wants the program's events; otherwise t
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import DataError, connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -17,12 +18,15 @@ from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core import messages
 from core.sql import UNFLUSHED
 from fraud.config import program_rules
+from fraud.models import RuleSetting
+from fraud.rules import Action, Rule
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory, WebhookEndpointFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
 from tests.tracking.sales import metrics, post_sale, sale_body
 from tracking.link_cache import partner_email_get
 from tracking.models import Customer, SaleEvent
+from tracking.services import settlement
 from tracking.services.settlement import commission_create_for_sale
 from webhooks.events import program_has_endpoints
 from webhooks.fanout import webhooks_sweep
@@ -162,7 +166,7 @@ class TestOutsideATransaction:
         assert metrics(link) == (1, 10000)
 
     @pytest.mark.postgres
-    def test_a_repeat_sale_is_four_statements_and_waits_for_one_flush(self, api_client, link, wanted, broker):
+    def test_a_repeat_sale_is_one_write_statement_and_waits_for_one_flush(self, api_client, link, wanted, broker):
         CustomerFactory(link=link, customer_key="user_1")
         assert post_sale(api_client, link.program, **sale_body()).status_code == 200
         broker.clear()
@@ -170,30 +174,28 @@ class TestOutsideATransaction:
             response = post_sale(api_client, link.program, **sale_body(transaction_id="txn_2"))
         assert response.json()["commission_id"] == Commission.objects.latest("pk").pk
         statements = [q["sql"].split()[0] for q in captured.captured_queries]
-        # The key (program joined) and the customer; the sale with its sale.created event (WITH (INSERT sale)
-        # INSERT event), whose commit does not wait for the WAL flush (set_config: that statement's transaction
-        # only); the commission with its credit and its commission.created and commission.approved events (WITH
-        # (INSERT commission), (INSERT credit), (INSERT event), (INSERT event)), whose commit flushes the
-        # sale's too. No UPDATE of the partner-program counters: the rollup run adds the sale to them. No
-        # BEGIN/COMMIT: each is one statement. Then the request log's row, one COPY (tests write it at once;
-        # production writes one per batch of calls).
+        # The key (program joined) and the customer; then one statement writes the sale, its sale.created event,
+        # the commission, its credit and its commission.created and commission.approved events (WITH (INSERT
+        # sale), (INSERT event), (INSERT commission), (INSERT credit), (INSERT event), (INSERT event)), and its
+        # commit waits for the WAL flush. No UPDATE of the partner-program counters: the rollup run adds the sale
+        # to them. No BEGIN/COMMIT. Then the request log's row, one COPY (tests write it at once; production
+        # writes one per batch of calls).
         log = ["COPY"] * REQUEST_LOG_ROW
-        assert statements == ["SELECT", "SELECT", "WITH", "WITH", *log]
-        sql = [q["sql"] for q in captured.captured_queries]
-        assert [UNFLUSHED in sql[2], UNFLUSHED in sql[3]] == [True, False]
+        assert statements == ["SELECT", "SELECT", "WITH", *log]
+        assert UNFLUSHED not in captured.captured_queries[2]["sql"]
         assert ApiCall._meta.db_table in captured.captured_queries[-1]["sql"]
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW synchronous_commit")
-            assert cursor.fetchone() == ("on",)  # the setting ended with each statement
         entry = LedgerEntry.objects.get(commission_id=response.json()["commission_id"])
         assert entry.memo == f"Commission #{entry.commission_id} approved"
         events = WebhookEvent.objects.order_by("pk")[3:]  # the first sale's three, then this one's
         sale_id = SaleEvent.objects.get(processor_event_id="txn_2").pk
+        assert Commission.objects.get(pk=entry.commission_id).sale_id == sale_id
         assert [(e.type, e.object_id) for e in events] == [
             ("sale.created", sale_id),
             ("commission.created", entry.commission_id),
             ("commission.approved", entry.commission_id),
         ]
+        # The commission's events name the sale the same statement wrote.
+        assert [e.data["sale_id"] for e in events[1:]] == [sale_id, sale_id]
         # Each event's fan-out queued once its row committed: a broker message each, no statement here.
         assert broker == [("webhooks.fan_out", (e.pk,)) for e in events]
 
@@ -287,3 +289,158 @@ class TestSettlingOutsideATransaction:
         assert settled.commission is not None
         assert (settled.commission.pk, settled.created) == (commission_id, False)
         assert LedgerEntry.objects.count() == 1
+
+
+# --- A repeat sale written at once (tracking.services.settlement.sale_settled_at_once) ---------------------------
+
+
+def two_step(monkeypatch) -> None:
+    """The sale stored first, then settled: what the at-once path must store the same."""
+    monkeypatch.setattr("tracking.services.sale.sale_settled_at_once", lambda **kwargs: None)
+
+
+def repeat_sale_stored(api_client, link, customer_key: str, **body) -> dict:
+    """A converted customer's repeat sale, and everything it wrote, without ids and times."""
+    customer = CustomerFactory.create(
+        link=link, customer_key=customer_key, email=body.pop("email", ""), first_sale_at=timezone.now()
+    )
+    response = post_sale(api_client, link.program, **sale_body(customer_key=customer_key, **body))
+    sale = SaleEvent.objects.get(customer=customer)
+    commissions = Commission.objects.filter(sale=sale)
+    own = {
+        "sale_id": sale.pk,
+        "customer_id": customer.pk,
+        "click_id": customer.click_id,
+        "transaction_id": sale.processor_event_id,
+    }
+
+    def masked(data: dict) -> dict:
+        return {key: f"<{key}>" if key in own and value == own[key] else value for key, value in data.items()}
+
+    events = WebhookEvent.objects.filter(
+        Q(type__startswith="sale.", object_id=sale.pk) | Q(type__startswith="commission.", object_id__in=commissions)
+    ).order_by("pk")
+    answer = response.json()
+    return {
+        "status": response.status_code,
+        "answer": {key: "<id>" if key.endswith("_id") else value for key, value in answer.items()},
+        "sale": masked(
+            {
+                field.attname: getattr(sale, field.attname)
+                for field in SaleEvent._meta.concrete_fields
+                if field.attname not in ("id", "processor_event_id", "click_id", "sale_date", "created_at")
+            }
+        ),
+        "commissions": [
+            masked(
+                {
+                    field.attname: getattr(c, field.attname)
+                    for field in Commission._meta.concrete_fields
+                    if field.attname not in ("id", "hold_until", "held_at", "approved_at", "created_at", "updated_at")
+                }
+            )
+            for c in commissions
+        ],
+        "ledger": [
+            (e.kind, e.amount_cents, e.memo.replace(str(e.commission_id), "<commission>"))
+            for e in LedgerEntry.objects.filter(commission__sale=sale).order_by("pk")
+        ],
+        "reviews": list(
+            Commission.objects.filter(sale=sale).values_list("reviews__action", "reviews__rule", "reviews__actor")
+        ),
+        "events": [
+            (e.type, masked({k: v for k, v in e.data.items() if not k.endswith(("_at", "_until"))})) for e in events
+        ],
+    }
+
+
+SCENARIOS = {
+    "approved at once": ({}, {}),
+    "pending through a hold": ({"hold_days": 30}, {}),
+    "held by a rule": ({}, {"email": "<partner>"}),
+    "a renewal the program does not pay": ({}, {"is_recurring": True}),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+class TestARepeatSaleAtOnce:
+    """A converted customer's sale, its commission and what comes with them are one statement; they store, announce
+    and answer what the two-step path (the sale, then its settlement) does."""
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_it_stores_and_answers_what_the_two_step_path_does(self, api_client, link, monkeypatch, scenario):
+        program_fields, body = SCENARIOS[scenario]
+        for name, value in program_fields.items():
+            setattr(link.program, name, value)
+        link.program.save()
+        RuleSetting.objects.create(program=link.program, rule=Rule.SELF_REFERRAL, enabled=True, action=Action.HOLD)
+        if body.get("email"):
+            body = {**body, "email": link.partner.email}
+        with CaptureQueriesContext(connection) as captured:
+            at_once = repeat_sale_stored(api_client, link, "user_at_once", **body)
+        assert sum(q["sql"].startswith("WITH") for q in captured.captured_queries) == 1
+        two_step(monkeypatch)
+        stepped = repeat_sale_stored(api_client, link, "user_two_steps", transaction_id="txn_2", **body)
+        assert at_once == stepped
+        assert at_once["status"] == 200
+
+    def test_the_sale_velocity_rule_counts_the_sale_stored_first(self, api_client, link):
+        """sale_velocity counts the customer's stored sales, this one included: such a program's sale is stored,
+        then settled (two statements), and the rule fires as it always did."""
+        RuleSetting.objects.create(
+            program=link.program, rule=Rule.SALE_VELOCITY, enabled=True, action=Action.HOLD, threshold=1
+        )
+        customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
+        SaleFactory(customer=customer, amount_cents=100, processor_event_id="txn_earlier")
+        with CaptureQueriesContext(connection) as captured:
+            response = post_sale(api_client, link.program, **sale_body())
+        assert sum(q["sql"].startswith("WITH") for q in captured.captured_queries) == 2
+        commission = Commission.objects.get(pk=response.json()["commission_id"])
+        assert (commission.status, commission.hold_rule) == (CommissionStatus.PENDING, Rule.SALE_VELOCITY)
+
+    def test_a_statement_failing_for_another_reason_writes_nothing_and_the_two_steps_follow(
+        self, api_client, link, monkeypatch
+    ):
+        calls = []
+        real = settlement.insert_family
+
+        def failing_once(*args, **kwargs):
+            calls.append(args[0])
+            raise DataError("value out of range")
+
+        monkeypatch.setattr(settlement, "insert_family", failing_once)
+        CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
+        response = post_sale(api_client, link.program, **sale_body())
+        assert len(calls) == 1 and isinstance(calls[0], SaleEvent)
+        monkeypatch.setattr(settlement, "insert_family", real)
+        assert response.status_code == 200
+        assert stored_money() == [
+            (
+                "txn_1",
+                1000,
+                CommissionStatus.APPROVED,
+                True,
+                True,
+                [
+                    (
+                        "credit",
+                        1000,
+                        "USD",
+                        link.program_id,
+                        link.partner_id,
+                        f"Commission #{response.json()['commission_id']} approved",
+                    )
+                ],
+            )
+        ]
+        assert SaleEvent.objects.count() == 1
+
+    def test_a_duplicate_writes_nothing(self, api_client, link):
+        customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
+        SaleFactory(customer=customer, processor_event_id="txn_1")
+        before = (SaleEvent.objects.count(), Commission.objects.count(), WebhookEvent.objects.count())
+        response = post_sale(api_client, link.program, **sale_body())
+        assert response.status_code == 409
+        assert response.json()["error"]["details"] == {"sale_id": SaleEvent.objects.get().pk}
+        assert (SaleEvent.objects.count(), Commission.objects.count(), WebhookEvent.objects.count()) == before

@@ -31,7 +31,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
-from django.urls import ResolverMatch, resolve, reverse
+from django.urls import NoReverseMatch, ResolverMatch, resolve, reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
@@ -274,7 +274,10 @@ class LeanRoutesMiddleware:
         if self._routes is None:
             self._routes = {}
             for name in LEAN_ROUTE_NAMES:
-                path = reverse(name)
+                try:
+                    path = reverse(name)
+                except NoReverseMatch:
+                    continue  # a URLconf without the route (a test's own)
                 match = resolve(path)
                 self._routes[path] = _LeanRoute(match=match, chain=self._chain(match))
         return self._routes

@@ -4,7 +4,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, Literal, TypedDict, cast
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from commissions.calculations import NoCommission
@@ -29,7 +29,7 @@ from ..attribution import attribution_window
 from ..link_cache import enrolment_exists
 from ..models import Currency, Customer, CustomerStatus, SaleEvent
 from .common import TestEventRecorded, sale_is_test, tracking_log
-from .settlement import commission_create_for_sale
+from .settlement import commission_create_for_sale, sale_settled_at_once
 
 logger = logging.getLogger("svc.tracking")
 
@@ -172,14 +172,24 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
             event_saved(event)
             return sale
     except IntegrityError:
-        first = (
-            SaleEvent.objects.filter(processor_event_id=fields["processor_event_id"], is_test=fields["is_test"])
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if first is None:
+        duplicate = _duplicate_of(fields)
+        if duplicate is None:
             raise
-        raise ConflictError(messages.SALE_DUPLICATE, code="duplicate_transaction", details={"sale_id": first}) from None
+        raise duplicate from None
+
+
+def _duplicate_of(fields: dict[str, Any]) -> ConflictError | None:
+    """The 409 of a sale whose transaction_id another sale took (None: no sale has it)."""
+    if not fields["processor_event_id"]:
+        return None
+    first = (
+        SaleEvent.objects.filter(processor_event_id=fields["processor_event_id"], is_test=fields["is_test"])
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if first is None:
+        return None
+    return ConflictError(messages.SALE_DUPLICATE, code="duplicate_transaction", details={"sale_id": first})
 
 
 def _sale_created(sale: SaleEvent) -> Any:
@@ -297,6 +307,13 @@ def sale_record_for_customer(
         "click_id": customer.click_id,
         "attributed": customer.first_partner_id is not None,
     }
+    if customer.first_partner_id is not None:
+        at_once = _sale_settled_at_once(program=program, customer=customer, fields=sale_fields, now=now)
+        if at_once is not None:
+            sale, settled = at_once
+            return SaleRecorded(
+                sale=sale, commission=settled.commission, message=sale_message(settled, program=program)
+            )
     # The commission's commit that follows waits for the WAL flush, which makes the sale durable too: the
     # sale's own commit need not wait for one (sale_insert).
     settled_next = customer.first_partner_id is not None and not transaction.get_connection().in_atomic_block
@@ -321,6 +338,25 @@ def sale_record_for_customer(
     return SaleRecorded(sale=sale, commission=settled.commission, message=sale_message(settled, program=program))
 
 
+def _sale_settled_at_once(
+    *, program: Program, customer: Customer, fields: dict[str, Any], now: datetime
+) -> tuple[SaleEvent, SaleCommission] | None:
+    """The sale, its event and its settlement in one statement where that is possible (settlement.
+    sale_settled_at_once); None when it is not, or when the statement failed for any reason but a transaction_id
+    already taken: then nothing is written, and the two-step path that follows writes, and answers, as ever."""
+    sale = SaleEvent(**fields)
+    try:
+        settled = sale_settled_at_once(
+            sale=sale, sale_event=_sale_created(sale), customer=customer, program=program, now=now
+        )
+    except DatabaseError:
+        duplicate = _duplicate_of(fields)
+        if duplicate is not None:
+            raise duplicate from None
+        return None
+    return None if settled is None else (sale, settled)
+
+
 def sale_message(settled: SaleCommission, *, program: Program) -> str:
     """The sale response's message: the commission was created, or the reason it was not."""
     if settled.no_commission == NoCommission.RENEWAL_NOT_RECURRING:
@@ -328,11 +364,6 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
     if settled.no_commission == NoCommission.RECURRING_PERIOD_ENDED:
         return messages.SALE_RECORDED_RECURRING_ENDED.format(months=program.duration_months)
     return messages.SALE_RECORDED
-
-
-def sale_metrics_count(*, sale: SaleEvent, customer: Customer) -> None:
-    """Nothing to count: the rollup run adds live sales to the partner-program sales and revenue counters
-    (tracking.insight.rollups). Kept only for tracking.reconciler, which still calls it after settling a sale."""
 
 
 def _no_attribution(program: Program, message: str, request_id: str, click_id: str = "") -> BadRequestError:
