@@ -39,6 +39,9 @@ def gunicorn_serving(
         "WEB_CONCURRENCY": str(workers),
         "CELERY_TASK_ALWAYS_EAGER": "true",
         "LOG_LEVEL": "WARNING",
+        # Each request-log row written within its request: no flusher thread writes one after the test has ended,
+        # while the test database is emptied (its TRUNCATE and the row's foreign-key check deadlock).
+        "REQUEST_LOG_BATCH": "1",
         **env,
     }
     command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", *extra_args]
