@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "agent_api",
     "webhooks",
     "fraud",
+    "portal",
 ]
 
 MIDDLEWARE = [

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("dashboard.api.urls")),
     path("", include("cli_api.api.urls")),
     path("", include("agent_api.api.urls")),
+    path("", include("portal.urls")),
     path("", include("dashboard.urls")),
 ]
 

@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from . import review_views, views, webhook_views
+from . import partner_views, review_views, views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
@@ -12,6 +12,7 @@ urlpatterns = [
     path("programs/<int:program_id>/readiness", views.program_readiness, name="dashboard-readiness"),
     path("programs/<int:program_id>/key", views.program_key, name="dashboard-key"),
     path("programs/<int:program_id>/partners", views.program_partners, name="dashboard-partners"),
+    path("programs/<int:program_id>/partners/invite", partner_views.partner_invite, name="dashboard-partner-invite"),
     path("programs/<int:program_id>/commissions", views.program_commissions, name="dashboard-commissions"),
     path("programs/<int:program_id>/logs", views.program_logs, name="dashboard-logs"),
     path("programs/<int:program_id>/explain", views.program_explain, name="dashboard-explain"),

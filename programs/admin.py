@@ -15,6 +15,8 @@ from .models import (
     AgentKey,
     Membership,
     Partner,
+    PartnerAccount,
+    PartnerInvitation,
     PartnerProgram,
     Program,
     ProgramKey,
@@ -304,8 +306,38 @@ class AgentKeyAdmin(WorkspaceChoicesAdmin):
 
 @admin.register(Partner)
 class PartnerAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "email", "workspace"]
+    list_display = ["id", "name", "email", "workspace", "account"]
     search_fields = ["name", "email"]
+    # The portal account that signs in as this partner (set by accepting an invitation).
+    raw_id_fields = ["account"]
+
+
+@admin.register(PartnerAccount)
+class PartnerAccountAdmin(admin.ModelAdmin):
+    """A partner's portal sign-in. The password is only ever a hash, never shown; deactivating an account ends its
+    portal sessions at their next request."""
+
+    list_display = ["email", "is_active", "last_login", "created_at"]
+    search_fields = ["email"]
+    fields = ["email", "is_active", "last_login", "created_at"]
+    readonly_fields = ["email", "last_login", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # accounts are made by accepting an invitation
+
+
+@admin.register(PartnerInvitation)
+class PartnerInvitationAdmin(admin.ModelAdmin):
+    """Invitations sent from the dashboard's Partners page. The link itself is stored nowhere (only its digest)."""
+
+    list_display = ["email", "program", "partner", "created_at", "expires_at", "accepted_at"]
+    list_filter = ["program"]
+    search_fields = ["email"]
+    readonly_fields = ["program", "partner", "email", "invited_by", "created_at", "expires_at", "accepted_at"]
+    exclude = ["digest"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # sent from the Partners page, which emails the link
 
 
 @admin.register(PartnerProgram)

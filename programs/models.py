@@ -390,10 +390,31 @@ class AgentKey(models.Model):
         return scope in self.scopes or (access == "read" and f"{resource}:write" in self.scopes)
 
 
+class PartnerAccount(models.Model):
+    """A person who signs in to the partner portal (/portal/): one sign-in for every Partner row, of any workspace,
+    that names it. Never a dashboard user: owners sign in as django.contrib.auth users, with their own session
+    cookie; a partner's sign-in has its own cookie, limited to /portal/ (portal.session)."""
+
+    email = models.EmailField(unique=True)  # stored lowercased (partner_account_email)
+    password = models.CharField(max_length=128)  # django.contrib.auth.hashers; "" until one is set
+    is_active = models.BooleanField(default=True)
+    # Moved on by "sign out everywhere" and a password change: a portal session made before holds no more.
+    session_epoch = models.PositiveIntegerField(default=0)
+    last_login = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return self.email
+
+
 class Partner(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="partners")
     name = models.CharField(max_length=200)
     email = models.EmailField(blank=True, default="")
+    # Who signs in to the portal as this partner (set when they accept an invitation); null: nobody yet.
+    account = models.ForeignKey(
+        PartnerAccount, on_delete=models.SET_NULL, null=True, blank=True, related_name="partners"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     def __str__(self) -> str:
@@ -442,6 +463,28 @@ class ReferralLink(SameWorkspace, models.Model):
 
     def __str__(self) -> str:
         return self.short_link
+
+
+class PartnerInvitation(SameWorkspace, models.Model):
+    """A one-time link that lets a person become `partner` in the portal and enrols the partner in `program`. Only
+    the token's SHA-256 is stored (programs.keys.key_digest): the link is shown in the email alone. Used once
+    (accepted_at), and never after expires_at."""
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="invitations")
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    digest = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    workspace_relations = ("program", "partner")
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.program}"
 
 
 class ApiCall(models.Model):

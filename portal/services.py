@@ -1,0 +1,145 @@
+"""Partner accounts and invitations: how a person becomes a partner who signs in to the portal.
+
+An owner or admin invites a partner by email (invitation_create): the partner row of the program's workspace
+with that email is used, or made, and an email carries a one-time link. Following it (invitation_accept) the
+person sets a password, or signs in with the one they have (one account per email, across every workspace of
+the installation), and the partner is enrolled in the program."""
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.hashers import check_password, make_password
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.mail import send_mail
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from core.urls import public_url
+from programs.keys import key_digest
+from programs.models import Partner, PartnerAccount, PartnerInvitation, PartnerProgram, Program
+
+INVITATION_DAYS = 7
+MIN_PASSWORD_LENGTH = 10
+INVITATION_SUBJECT = "You are invited to the {program} partner program"
+INVITATION_BODY = """{inviter} invites you to the {program} partner program.
+
+Accept the invitation and set your password here (the link works once, until {expires} UTC):
+{link}
+
+If you did not expect this email, ignore it: nothing happens until the link is followed."""
+
+
+def account_email(email: str) -> str:
+    """The form every account's email is stored and looked up in."""
+    return email.strip().lower()
+
+
+def account_get(email: str) -> PartnerAccount | None:
+    return PartnerAccount.objects.filter(email=account_email(email)).first()
+
+
+def account_authenticate(email: str, password: str) -> PartnerAccount | None:
+    """The active account with this email and password; None otherwise. An unknown email costs a password hash
+    all the same, so the answer's time does not tell which emails have accounts."""
+    account = account_get(email)
+    if account is None or not account.password:
+        make_password(password)
+        return None
+    if not check_password(password, account.password) or not account.is_active:
+        return None
+    return account
+
+
+def account_password_set(account: PartnerAccount, password: str) -> None:
+    """Sets the password and ends every portal session made before (session_epoch)."""
+    account.password = make_password(password)
+    account.session_epoch += 1
+    account.save(update_fields=["password", "session_epoch"])
+
+
+@dataclass(frozen=True)
+class InvitationSent:
+    invitation: PartnerInvitation
+    link: str
+
+
+def invitation_create(
+    *,
+    program: Program,
+    name: str,
+    email: str,
+    invited_by: User | AnonymousUser | None = None,
+    request: HttpRequest | None = None,
+) -> InvitationSent:
+    """Invites `email` to `program`: the workspace's partner with that email (or a new one named `name`), a
+    one-time link valid INVITATION_DAYS, and the email that carries it. Returns the invitation and its link (the
+    link is stored nowhere: only its digest)."""
+    email = account_email(email)
+    token = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        partner = Partner.objects.filter(workspace_id=program.workspace_id, email__iexact=email).order_by("pk").first()
+        if partner is None:
+            partner = Partner.objects.create(workspace_id=program.workspace_id, name=name or email, email=email)
+        invitation = PartnerInvitation.objects.create(
+            program=program,
+            partner=partner,
+            email=email,
+            digest=key_digest(token),
+            invited_by=invited_by if isinstance(invited_by, User) else None,
+            expires_at=timezone.now() + timedelta(days=INVITATION_DAYS),
+        )
+    link = public_url(request, f"/portal/invitations/{token}")
+    inviter = invited_by.get_username() if isinstance(invited_by, User) else "The program's team"
+    send_mail(
+        INVITATION_SUBJECT.format(program=program.name),
+        INVITATION_BODY.format(
+            inviter=inviter, program=program.name, link=link, expires=invitation.expires_at.strftime("%Y-%m-%d %H:%M")
+        ),
+        settings.DEFAULT_FROM_EMAIL,
+        [email],
+    )
+    return InvitationSent(invitation=invitation, link=link)
+
+
+class InvitationUnusable(Exception):
+    """The invitation was used already, or has expired."""
+
+
+def invitation_find(token: str) -> PartnerInvitation | None:
+    """The invitation this link's token names (used or not); None for a token nobody was sent."""
+    if not token or len(token) > 128:
+        return None
+    return PartnerInvitation.objects.select_related("program", "partner").filter(digest=key_digest(token)).first()
+
+
+def invitation_usable(invitation: PartnerInvitation) -> bool:
+    return invitation.accepted_at is None and invitation.expires_at > timezone.now()
+
+
+def invitation_accept(invitation: PartnerInvitation, *, account: PartnerAccount) -> None:
+    """Uses the invitation for `account` (one with a password: made or signed in by the caller): the partner is
+    now `account`'s, and enrolled in the program. Once only: a second use, concurrent or not, raises
+    InvitationUnusable, as does an expired invitation or a partner already another account's."""
+    with transaction.atomic():
+        locked = PartnerInvitation.objects.select_for_update().get(pk=invitation.pk)
+        if not invitation_usable(locked):
+            raise InvitationUnusable
+        partner = Partner.objects.select_for_update().get(pk=locked.partner_id)
+        if partner.account_id not in (None, account.pk):
+            raise InvitationUnusable
+        partner.account = account
+        partner.save(update_fields=["account"])
+        PartnerProgram.objects.get_or_create(partner=partner, program_id=locked.program_id)
+        locked.accepted_at = timezone.now()
+        locked.save(update_fields=["accepted_at"])
+
+
+def account_create(email: str, password: str) -> PartnerAccount:
+    """A new account with this email and password. Raises IntegrityError when the email has one."""
+    account = PartnerAccount(email=account_email(email), password=make_password(password))
+    with transaction.atomic():
+        account.save(force_insert=True)
+    return account

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("portal/", views.home, name="portal-home"),
+    path("portal/sign-in", views.sign_in, name="portal-sign-in"),
+    path("portal/sign-out", views.sign_out, name="portal-sign-out"),
+    path("portal/sign-out-everywhere", views.sign_out_everywhere, name="portal-sign-out-everywhere"),
+    path("portal/invitations/<str:token>", views.invitation, name="portal-invitation"),
+]
