@@ -97,6 +97,22 @@ def ledger_balances(
     return balances
 
 
+def ledger_kind_totals(*, partner_ids: Iterable[int]) -> dict[int, dict[str, dict[str, int]]]:
+    """Each partner's ledger entries summed per currency and kind (LedgerEntry.Kind: credits, refund deductions,
+    payouts, adjustments), signed as stored, in one grouped query: the parts ledger_balances adds up. Partners
+    without entries are absent."""
+    rows = (
+        LedgerEntry.objects.filter(partner_id__in=list(partner_ids))
+        .order_by()
+        .values("partner_id", "currency", "kind")
+        .annotate(total=Sum("amount_cents"))
+    )
+    totals: dict[int, dict[str, dict[str, int]]] = {}
+    for row in rows:
+        totals.setdefault(row["partner_id"], {}).setdefault(row["currency"], {})[row["kind"]] = row["total"] or 0
+    return totals
+
+
 def open_withdrawals_by_partner(*, partner_ids: Iterable[int]) -> dict[int, dict[str, int]]:
     """What each partner's open withdrawals ask for, per currency, in one grouped query."""
     rows = (
