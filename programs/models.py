@@ -222,6 +222,10 @@ class Program(models.Model):
     # The connected Stripe account whose payment events record sales for this program.
     stripe_account_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
     stripe_connected_at = models.DateTimeField(null=True, blank=True)
+    partner_codes_allowed = models.BooleanField(
+        default=False,
+        help_text="Partners may make links with codes of their own choosing in the partner portal (/portal/links)",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
