@@ -6,7 +6,8 @@ Then, for each size in turn, grows the same database to that many events for the
 (85% clicks with one customer per ten clicks, 10% settled leads, 5% live sales, most of them attributed and each
 attributed one with its commission, in a mix of statuses, and the ledger entries of the credited ones; a few
 test-mode events; times spread over the last 30 UTC days), runs VACUUM ANALYZE and `manage.py rollup update`,
-and times the owner's reads in-process with django.test.Client (DEBUG off): the median of 3 after one warm-up.
+and times the owner's reads in-process with django.test.Client (DEBUG off), and a partner's Performance page in the
+portal (a partner of both programs, signed in to the portal): the median of 3 after one warm-up.
 Prints a table (one column per size, the growth from the first size to the last, and a verdict: flat when under
 50 ms at the last size and grown at most 1.5x) and writes bench/results/scale-latest.json. Exits 0 whether or
 not the reads are flat; non-zero only when the harness itself fails (a read not answering 200 included).
@@ -581,7 +582,8 @@ def reads(setup: Setup) -> dict[str, str]:
     from django.utils import timezone
 
     today = timezone.now().date()
-    days = f"dateFrom={today - datetime.timedelta(days=WINDOW_DAYS - 1)}&dateTo={today}"
+    start = today - datetime.timedelta(days=WINDOW_DAYS - 1)
+    days = f"dateFrom={start}&dateTo={today}"
     program = setup.program_id
     return {
         "overview": f"/programs/{program}/",
@@ -591,7 +593,28 @@ def reads(setup: Setup) -> dict[str, str]:
         "status": f"/api/tracking/status/{program}",
         "readiness": f"/api/tracking/readiness/{program}",
         "events page 1": f"/api/tracking/events/{program}",
+        # Read as the first link's partner (tracking.selectors.performance.partner_performance_get).
+        "partner performance (30 days)": f"/portal/performance?from={start}&to={today}",
     }
+
+
+def partner_client(setup: Setup) -> Any:
+    """A browser signed in to the portal as the program's first link's partner (enrolled in both programs)."""
+    from django.http import HttpResponse
+    from django.test import Client
+
+    from portal.session import COOKIE, sign_in
+    from programs.models import Partner, PartnerAccount
+
+    partner = Partner.objects.get(pk=setup.links[setup.program_id][0][1])
+    if partner.account is None:
+        partner.account = PartnerAccount.objects.create(email=partner.email.lower())
+        partner.save(update_fields=["account"])
+    response = HttpResponse()
+    sign_in(response, partner.account)
+    client = Client()
+    client.cookies[COOKIE] = response.cookies[COOKIE].value
+    return client
 
 
 def totals_check(db_url: str, setup: Setup) -> dict[str, Any]:
@@ -640,9 +663,10 @@ def time_reads(setup: Setup) -> dict[str, dict[str, Any]]:
 
     client = Client()
     client.force_login(get_user_model().objects.get(pk=setup.owner_id))
+    partner = partner_client(setup)
     measured: dict[str, dict[str, Any]] = {}
     for name, url in reads(setup).items():
-        read = functools.partial(get_ok, client, name, url)
+        read = functools.partial(get_ok, partner if url.startswith("/portal/") else client, name, url)
         statements = statements_of(read)
         samples = [elapsed_ms(read) for _ in range(RUNS)]
         measured[name] = {
