@@ -226,6 +226,12 @@ class Program(models.Model):
         default=False,
         help_text="Partners may make links with codes of their own choosing in the partner portal (/portal/links)",
     )
+    applications_open = models.BooleanField(
+        default=False, help_text="Anyone may apply to become a partner on the program's public page (/join/<id>)"
+    )
+    applications_auto_approve = models.BooleanField(
+        default=False, help_text="Applications are approved as they arrive (otherwise an owner or admin decides)"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -419,6 +425,10 @@ class Partner(models.Model):
     account = models.ForeignKey(
         PartnerAccount, on_delete=models.SET_NULL, null=True, blank=True, related_name="partners"
     )
+    # Deactivated by an owner: the partner's links answer 410, their unpaid commissions stay as they are.
+    is_active = models.BooleanField(default=True)
+    # The owners' own notes on the partner; never shown to the partner.
+    notes = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     def __str__(self) -> str:
@@ -489,6 +499,42 @@ class PartnerInvitation(SameWorkspace, models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} to {self.program}"
+
+
+class PartnerApplication(models.Model):
+    """Someone's application to become a partner of `program`, from its public page (/join/<id>). Approval makes
+    (or reuses) the workspace's partner with that email and sends an invitation to the portal; a refusal keeps the
+    row, so the same person is not asked about again unnoticed."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a decision"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="applications")
+    name = models.CharField(max_length=200)
+    email = models.EmailField()
+    website = models.URLField(max_length=500, blank=True, default="")
+    promotion = models.TextField(max_length=2000, help_text="How they will promote the program")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Set on approval: the partner row the applicant became.
+    partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            # One open application per email and program: a second one while the first waits changes nothing.
+            models.UniqueConstraint(
+                fields=["program", "email"], condition=Q(status="pending"), name="application_one_pending"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.program} ({self.status})"
 
 
 class ApiCall(models.Model):
