@@ -24,6 +24,7 @@ READS = (
     "status",
     "readiness",
     "events page 1",
+    "partner performance (30 days)",
 )
 
 
