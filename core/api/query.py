@@ -48,9 +48,11 @@ def parse_instant(raw: Any) -> Instant | None:
         return None  # basic formats like 20240105 read too much like a typo to guess at
     try:
         value = datetime.fromisoformat(text)
-    except ValueError:
+        # In UTC, as the database compares it: an offset at the calendar's ends can leave it (year 0 or 10000).
+        value = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return Instant(value if value.tzinfo else value.replace(tzinfo=UTC), False)
+    return Instant(value, False)
 
 
 def parse_day(raw: Any) -> date | None:
@@ -168,6 +170,15 @@ class TimeBounds:
         return self.end - timedelta(microseconds=1)
 
 
+def day_end(day_start: datetime) -> datetime:
+    """The end (exclusive) of the UTC day starting at `day_start`: the next midnight, or, for the calendar's last
+    day, which has none, its last instant."""
+    try:
+        return day_start + timedelta(days=1)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
+
+
 def time_bounds(since: Instant | None, until: Instant | None) -> TimeBounds:
     """The bounds between two optional instants, both inclusive; a date as `until` covers its whole day (up to the
     next midnight, exclusive)."""
@@ -175,7 +186,7 @@ def time_bounds(since: Instant | None, until: Instant | None) -> TimeBounds:
         return TimeBounds(start=since.value if since else None)
     return TimeBounds(
         start=since.value if since else None,
-        end=until.value + timedelta(days=1) if until.is_date else until.value,
+        end=day_end(until.value) if until.is_date else until.value,
         end_exclusive=until.is_date,
     )
 

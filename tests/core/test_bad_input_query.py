@@ -176,3 +176,41 @@ class TestSvcClient:
         headers = {"Retry-After": header.encode()}
         response = httpx.Response(429, headers=headers, json={"error": {"message": "slow down"}})
         assert _failure_from(response).retry_after_seconds == expected
+
+
+class TestTimesAtTheCalendarsEnds:
+    """A date or time at the ends of the calendar is a bound like any other: the last day has no next midnight, and
+    an offset can move a time out of the calendar once in UTC (refused like any malformed time), never a 500."""
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "dateTo=9999-12-31",
+            "dateFrom=9999-12-31",
+            "dateFrom=0001-01-01&dateTo=9999-12-31",
+            "dateTo=9999-12-31T23:59:59.999999Z",
+            "dateFrom=0001-01-01T00:00:00Z",
+        ],
+    )
+    def test_the_events_list_answers(self, api_owner, program, query):
+        response = api_owner.get(f"/api/tracking/events/{program.pk}?{query}")
+        assert response.status_code == 200
+
+    @pytest.mark.parametrize(
+        ("query", "message"),
+        [
+            ("dateFrom=0001-01-01T00:00:00%2B05:00", "dateFrom must be an ISO 8601 date or date-time"),
+            ("dateTo=9999-12-31T23:00:00-05:00", "dateTo must be an ISO 8601 date or date-time"),
+        ],
+    )
+    def test_a_time_out_of_the_calendar_in_utc_is_refused(self, api_owner, program, query, message):
+        response = api_owner.get(f"/api/tracking/events/{program.pk}?{query}")
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == message
+
+    @pytest.mark.parametrize("query", ["dateFrom=9999-12-31", "dateTo=0001-01-01", "dateFrom=9999-12-25"])
+    def test_the_performance_report_answers(self, api_owner, program, query):
+        assert api_owner.get(f"/api/tracking/performance/{program.pk}?{query}").status_code == 200
+
+    def test_the_request_log_answers(self, api_owner, program):
+        assert api_owner.get(f"/api/tracking/logs/{program.pk}?until=9999-12-31").status_code == 200

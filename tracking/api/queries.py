@@ -63,9 +63,9 @@ class DayRangeQuerySerializer(LeanSerializer):
         end: date | None = attrs.get("dateTo")
         if start is None:
             end = end or today
-            start = end - span
+            start = max(date.min + span, end) - span  # the calendar's first days: the range starts on day one
         elif end is None:
-            end = start + span
+            end = min(date.max - span, start) + span  # and its last: the range ends on the last day
         if start > end:
             raise serializers.ValidationError("dateFrom must not be after dateTo")
         if (end - start).days + 1 > RANGE_DAYS_MAX:

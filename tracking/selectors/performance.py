@@ -46,11 +46,8 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
             "pk", "name"
         )
     )
-    days: dict[date, dict[str, int]] = {}
-    day = date_from
-    while day <= date_to:
-        days[day] = _empty_row()
-        day += timedelta(days=1)
+    # Counted, not stepped past date_to: the calendar's last day has no next one.
+    days = {date_from + timedelta(days=n): _empty_row() for n in range((date_to - date_from).days + 1)}
     partners: dict[int | None, dict[str, Any]] = {}
     for row in rows:
         # A partner deleted since its events counts under "(no partner)", as its raw events name none.

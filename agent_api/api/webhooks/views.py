@@ -7,7 +7,6 @@ except resending to a disabled endpoint, a 409 (the endpoint's state, not the re
 A secret is answered once, by the create or rotate that made it: no read shows it, the audit entry does not hold
 it, and an Idempotency-Key replay answers it from the record where it is kept encrypted."""
 
-from datetime import timedelta
 from typing import Any
 
 from django.urls import path
@@ -16,7 +15,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api.query import Instant
+from core.api.query import Instant, day_end
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from programs.models import AgentKey
@@ -326,7 +325,7 @@ class AgentWebhookResendFailedApi(AgentWriteApi):
         body = body_of(AgentWebhookResendPeriodSerializer, request)
         since: Instant = body["since"]
         until: Instant = body["until"]
-        end = until.value + timedelta(days=1) if until.is_date else until.value
+        end = day_end(until.value) if until.is_date else until.value
 
         def perform() -> AgentWrite:
             try:

@@ -104,6 +104,13 @@ def test_an_empty_program(owner, program):
         ({"dateFrom": "2025-01-01"}, ("2025-01-01", "2025-01-30")),
         ({"dateTo": "2025-01-30"}, ("2025-01-01", "2025-01-30")),
         ({"dateFrom": "2024-05-20", "dateTo": "2025-05-20"}, ("2024-05-20", "2025-05-20")),  # 366 days
+        # The calendar's ends: the default span stops at them (no day before the first, none after the last).
+        ({"dateFrom": "9999-12-31"}, ("9999-12-31", "9999-12-31")),
+        ({"dateFrom": "9999-12-20"}, ("9999-12-20", "9999-12-31")),
+        ({"dateTo": "0001-01-01"}, ("0001-01-01", "0001-01-01")),
+        ({"dateTo": "0001-01-05"}, ("0001-01-01", "0001-01-05")),
+        ({"dateFrom": "9999-12-31", "dateTo": "9999-12-31"}, ("9999-12-31", "9999-12-31")),
+        ({"dateFrom": "0001-01-01", "dateTo": "0001-01-01"}, ("0001-01-01", "0001-01-01")),
     ],
 )
 def test_range_defaults_and_the_longest_range(owner, program, params, expected):
