@@ -18,7 +18,7 @@ from django_ratelimit.core import is_ratelimited
 
 from core.ids import id_parse
 from programs.models import PartnerAccount, PartnerProgram, Program, ReferralLink
-from programs.services import PartnerNotEnrolled, ShortLinkTaken, referral_link_create
+from programs.services import PartnerInactive, PartnerNotEnrolled, ShortLinkTaken, partner_link_create
 
 from .session import portal_page
 
@@ -33,6 +33,7 @@ PROGRAM_REFUSED = "Choose one of your programs that lets you choose your own cod
 CODE_LENGTH = f"A code is {CODE_MIN} to {CODE_MAX} characters long."
 CODE_CHARACTERS = "A code may hold only letters (A-Z, a-z), digits, hyphens (-) and underscores (_)."
 CODE_TAKEN = "That code is taken. Choose another."
+PARTNER_INACTIVE = "The program has paused your partnership: you cannot make links in it for now."
 TOO_MANY = "You have made many links in the last hour. Try again later."
 
 # A site address as owners type it, once any scheme, credentials and path are set aside: host name and port.
@@ -166,11 +167,15 @@ def _create(request: HttpRequest, account: PartnerAccount) -> HttpResponse:
     )
     if enrolment is None:
         return _page(request, account, _programs(account), error=PROGRAM_REFUSED, status=400)
+    if not enrolment.partner.is_active:  # deactivated by the program's owner: their links stay off
+        return _page(request, account, _programs(account), error=PARTNER_INACTIVE, status=403)
     code = request.POST.get("code", "").strip()
     problem = code_problem(code)
     if not problem:
         try:
-            link = referral_link_create(program=enrolment.program, partner=enrolment.partner, short_link=code)
+            link = partner_link_create(program=enrolment.program, partner_id=enrolment.partner_id, short_link=code)
+        except PartnerInactive:  # deactivated meanwhile
+            return _page(request, account, _programs(account), error=PARTNER_INACTIVE, status=403)
         except ShortLinkTaken:  # anyone's code, another partner's included; the unique constraint decides
             problem = CODE_TAKEN
         except PartnerNotEnrolled:  # the enrolment was removed meanwhile

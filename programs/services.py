@@ -325,3 +325,74 @@ def referral_link_deactivate(*, link_id: int) -> bool:
         link.is_active = False
         link.save(update_fields=["is_active"])
     return True
+
+
+# --- Partner state (the dashboard's Partners page) -------------------------------------------------------------
+
+
+class PartnerInactive(ReferralLinkInvalid):
+    """The partner is deactivated: their links stay off until an owner reactivates them."""
+
+
+def partner_deactivate(*, partner_id: int) -> int | None:
+    """Deactivates the partner and turns off every active link of theirs, in one transaction; the number of links
+    turned off, or None when the partner already was inactive. Each link is saved (not update()d) so tracking's
+    link cache is cleared and the click's INSERT, which re-checks the row, refuses the next click at once (410).
+    Commissions and the ledger are not touched: what the partner earned stays as it is."""
+    with transaction.atomic():
+        partner = Partner.objects.select_for_update().get(pk=partner_id)
+        if not partner.is_active:
+            return None
+        links = list(ReferralLink.objects.select_for_update().filter(partner=partner, is_active=True).order_by("pk"))
+        for link in links:
+            link.is_active = False
+            link.save(update_fields=["is_active"])
+        partner.is_active = False
+        partner.save(update_fields=["is_active"])
+    return len(links)
+
+
+def partner_reactivate(*, partner_id: int) -> bool:
+    """Reactivates the partner; False when they already were active. Their links stay off: without a column
+    saying why a link is off, the links the deactivation turned off cannot be told from those an owner had turned
+    off before, so the owner turns on the ones they want (referral_link_activate)."""
+    with transaction.atomic():
+        partner = Partner.objects.select_for_update().get(pk=partner_id)
+        if partner.is_active:
+            return False
+        partner.is_active = True
+        partner.save(update_fields=["is_active"])
+    return True
+
+
+def partner_notes_update(*, partner_id: int, notes: str) -> Partner:
+    with transaction.atomic():
+        partner = Partner.objects.select_for_update().get(pk=partner_id)
+        partner.notes = notes
+        partner.save(update_fields=["notes"])
+    return partner
+
+
+def partner_link_create(*, program: Program, partner_id: int, short_link: str | None = None) -> ReferralLink:
+    """referral_link_create for an active partner. The partner's row is locked first, so a deactivation running
+    at the same time either waits for the new link (and turns it off) or is seen here (PartnerInactive)."""
+    with transaction.atomic():
+        partner = Partner.objects.select_for_update().get(pk=partner_id)
+        if not partner.is_active:
+            raise PartnerInactive("the partner is deactivated")
+        return referral_link_create(program=program, partner=partner, short_link=short_link)
+
+
+def referral_link_activate(*, link_id: int) -> bool:
+    """Turns the link on; False when it already was on. A deactivated partner's link stays off (PartnerInactive);
+    the partner's row is locked first, as in partner_deactivate, so the two never interleave."""
+    with transaction.atomic():
+        partner_id = ReferralLink.objects.filter(pk=link_id).values_list("partner_id", flat=True).get()
+        if partner_id is not None and not Partner.objects.select_for_update().get(pk=partner_id).is_active:
+            raise PartnerInactive("the partner is deactivated")
+        link = ReferralLink.objects.select_for_update().get(pk=link_id)
+        if link.is_active:
+            return False
+        link.is_active = True
+        link.save(update_fields=["is_active"])
+    return True

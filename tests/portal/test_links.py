@@ -279,6 +279,15 @@ def test_a_concurrent_duplicate_is_stopped_by_the_unique_constraint(program, pat
     assert not ReferralLink.objects.filter(partner__account__email="pat@example.com").exists()
 
 
+def test_a_deactivated_partner_cannot_make_a_link(program, pat):
+    from programs.services import partner_deactivate
+
+    partner_deactivate(partner_id=partner_of(program).pk)
+    response = create(pat, program.pk, "pat-paused")
+    assert response.status_code == 403 and portal_links.PARTNER_INACTIVE in response.content.decode()
+    assert not ReferralLink.objects.filter(short_link="pat-paused").exists()
+
+
 def test_a_program_not_allowing_own_codes_is_refused(program, pat):
     program.partner_codes_allowed = False
     program.save()
