@@ -118,7 +118,9 @@ def performance(request: HttpRequest, *, account: PartnerAccount) -> HttpRespons
         link = None
         if query.link_id is not None:
             link = _links(account, [query.link_id]).get(query.link_id)
-            if link is None or (link.program_id, link.partner_id) not in pairs:
+            if link is None or link.program_id is None or link.partner_id is None:
+                raise Refused(NOT_FOUND, 404)
+            if (link.program_id, link.partner_id) not in pairs:
                 raise Refused(NOT_FOUND, 404)
             pairs = [(link.program_id, link.partner_id)]
     except Refused as refused:

@@ -227,6 +227,14 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             {"partner_id": PARTNER_ID},
             required=("partner_id",),
         ),
+        ToolSpec(
+            "list_invitations",
+            "List a program's partner invitations, newest first, each pending, accepted or expired.",
+            "GET",
+            "/programs/{program_id}/invitations",
+            {"program_id": PROGRAM_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("program_id",),
+        ),
     ),
     "partners:write": (
         ToolSpec(
@@ -245,6 +253,19 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             "/partners/{partner_id}",
             {"partner_id": PARTNER_ID, **PARTNER_FIELDS},
             required=("partner_id",),
+        ),
+        ToolSpec(
+            "invite_partner",
+            "Invite someone by email to a program's partner portal: the email carries a one-time link (7 days) to "
+            "set a password and join; the workspace's partner with that email is used, or made with name.",
+            "POST",
+            "/programs/{program_id}/invitations",
+            {
+                "program_id": PROGRAM_ID,
+                "email": {"type": "string", "minLength": 3, "maxLength": 254, "description": "The email to invite"},
+                "name": PARTNER_FIELDS["name"],
+            },
+            required=("program_id", "email"),
         ),
         ToolSpec(
             "enroll_partner",

@@ -3,6 +3,7 @@
 from .commissions import views as commissions
 from .events import views as events
 from .fraud import views as fraud
+from .invitations import views as invitations
 from .links import views as links
 from .me import views as me
 from .partners import views as partners
@@ -16,6 +17,7 @@ urlpatterns = [
     *programs.urlpatterns,
     *fraud.urlpatterns,
     *partners.urlpatterns,
+    *invitations.urlpatterns,
     *links.urlpatterns,
     *events.urlpatterns,
     *commissions.urlpatterns,

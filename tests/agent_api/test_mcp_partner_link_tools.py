@@ -33,6 +33,8 @@ ROUTES: list[tuple[str, str, list[dict[str, Any]]]] = [
     ("get", "/api/agent/v1/links", _query("program_id", "partner_id", "active", "cursor", "limit")),
     ("post", "/api/agent/v1/links", []),
     ("post", "/api/agent/v1/links/{link_id}/deactivate", []),
+    ("get", "/api/agent/v1/programs/{program_id}/invitations", _query("cursor", "limit")),
+    ("post", "/api/agent/v1/programs/{program_id}/invitations", []),
 ]
 
 
@@ -42,7 +44,7 @@ def _answer(answers: dict[str, Any], name: str, arguments: dict[str, Any]) -> An
 
 def test_the_partner_and_link_tools_follow_their_scopes_and_routes():
     openapi = _openapi(*ROUTES)
-    assert PARTNER_READ_TOOLS == {"list_partners", "get_partner"}
+    assert PARTNER_READ_TOOLS == {"list_partners", "get_partner", "list_invitations"}
     assert LINK_READ_TOOLS == {"list_links"}
     assert set(tools_for(["partners:read", "links:read"], openapi)) == {"whoami", *PARTNER_READ_TOOLS, "list_links"}
     # write includes read
@@ -72,6 +74,16 @@ def test_the_partner_and_link_tools_follow_their_scopes_and_routes():
         "/api/agent/v1/partners/8/enrollments",
         None,
         {"program_id": 3},
+    )
+    assert tool_request(tools["invite_partner"], {"program_id": 3, "email": "a@example.com"}) == (
+        "/api/agent/v1/programs/3/invitations",
+        None,
+        {"email": "a@example.com"},
+    )
+    assert tool_request(tools["list_invitations"], {"program_id": 3, "limit": 5}) == (
+        "/api/agent/v1/programs/3/invitations",
+        {"limit": "5"},
+        None,
     )
     assert tool_request(tools["list_links"], {"active": False}) == ("/api/agent/v1/links", {"active": "false"}, None)
     assert tool_request(tools["create_link"], {"program_id": 3, "partner_id": 8, "short_link": "ann"}) == (
