@@ -24,7 +24,8 @@ from programs.models import Partner, PartnerAccount, PartnerInvitation, PartnerP
 INVITATION_DAYS = 7
 MIN_PASSWORD_LENGTH = 10
 INVITATION_SUBJECT = "You are invited to the {program} partner program"
-INVITATION_BODY = """{inviter} invites you to the {program} partner program.
+INVITATION_INTRO = "{inviter} invites you to the {program} partner program."
+INVITATION_BODY = """{intro}
 
 Accept the invitation and set your password here (the link works once, until {expires} UTC):
 {link}
@@ -73,10 +74,13 @@ def invitation_create(
     email: str,
     invited_by: User | AnonymousUser | None = None,
     request: HttpRequest | None = None,
+    subject: str | None = None,
+    intro: str | None = None,
 ) -> InvitationSent:
     """Invites `email` to `program`: the workspace's partner with that email (or a new one named `name`), a
     one-time link valid INVITATION_DAYS, and the email that carries it. Returns the invitation and its link (the
-    link is stored nowhere: only its digest)."""
+    link is stored nowhere: only its digest). `subject` and `intro` (the email's first paragraph), when given,
+    replace the invitation's own words: an approved application's email says why it comes."""
     email = account_email(email)
     token = secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -94,9 +98,11 @@ def invitation_create(
     link = public_url(request, f"/portal/invitations/{token}")
     inviter = invited_by.get_username() if isinstance(invited_by, User) else "The program's team"
     send_mail(
-        INVITATION_SUBJECT.format(program=program.name),
+        subject if subject is not None else INVITATION_SUBJECT.format(program=program.name),
         INVITATION_BODY.format(
-            inviter=inviter, program=program.name, link=link, expires=invitation.expires_at.strftime("%Y-%m-%d %H:%M")
+            intro=intro if intro is not None else INVITATION_INTRO.format(inviter=inviter, program=program.name),
+            link=link,
+            expires=invitation.expires_at.strftime("%Y-%m-%d %H:%M"),
         ),
         settings.DEFAULT_FROM_EMAIL,
         [email],
