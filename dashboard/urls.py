@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from . import partner_views, review_views, views, webhook_views
+from . import application_views, partner_views, review_views, views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
@@ -13,6 +13,51 @@ urlpatterns = [
     path("programs/<int:program_id>/key", views.program_key, name="dashboard-key"),
     path("programs/<int:program_id>/partners", views.program_partners, name="dashboard-partners"),
     path("programs/<int:program_id>/partners/invite", partner_views.partner_invite, name="dashboard-partner-invite"),
+    path(
+        "programs/<int:program_id>/applications/<int:application_id>/approve",
+        application_views.application_approve_view,
+        name="dashboard-application-approve",
+    ),
+    path(
+        "programs/<int:program_id>/applications/<int:application_id>/reject",
+        application_views.application_reject_view,
+        name="dashboard-application-reject",
+    ),
+    path(
+        "programs/<int:program_id>/applications/settings",
+        application_views.application_settings,
+        name="dashboard-application-settings",
+    ),
+    path(
+        "programs/<int:program_id>/partners/<int:partner_id>/deactivate",
+        partner_views.partner_deactivate_view,
+        name="dashboard-partner-deactivate",
+    ),
+    path(
+        "programs/<int:program_id>/partners/<int:partner_id>/reactivate",
+        partner_views.partner_reactivate_view,
+        name="dashboard-partner-reactivate",
+    ),
+    path(
+        "programs/<int:program_id>/partners/<int:partner_id>/links",
+        partner_views.partner_link_create_view,
+        name="dashboard-partner-link-create",
+    ),
+    path(
+        "programs/<int:program_id>/partners/<int:partner_id>/notes",
+        partner_views.partner_notes_view,
+        name="dashboard-partner-notes",
+    ),
+    path(
+        "programs/<int:program_id>/links/<int:link_id>/deactivate",
+        partner_views.link_deactivate_view,
+        name="dashboard-link-deactivate",
+    ),
+    path(
+        "programs/<int:program_id>/links/<int:link_id>/activate",
+        partner_views.link_activate_view,
+        name="dashboard-link-activate",
+    ),
     path("programs/<int:program_id>/commissions", views.program_commissions, name="dashboard-commissions"),
     path("programs/<int:program_id>/logs", views.program_logs, name="dashboard-logs"),
     path("programs/<int:program_id>/explain", views.program_explain, name="dashboard-explain"),
