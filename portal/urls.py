@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import commissions, links, performance, views
+from . import account, applications, commissions, links, performance, views
 
 urlpatterns = [
     path("portal/", views.home, name="portal-home"),
@@ -12,4 +12,11 @@ urlpatterns = [
     path("portal/performance", performance.performance, name="portal-performance"),
     path("portal/commissions", commissions.commissions_page, name="portal-commissions"),
     path("portal/balance", commissions.balance_page, name="portal-balance"),
+    path("join/<int:program_id>", applications.join, name="portal-join"),
+    path("portal/account", account.account_page, name="portal-account"),
+    path("portal/account/password", account.password_change, name="portal-password-change"),
+    path("portal/account/emails", account.email_preferences, name="portal-email-preferences"),
+    path("portal/password-reset", account.password_reset, name="portal-password-reset"),
+    path("portal/password-reset/<str:token>", account.password_reset_confirm, name="portal-password-reset-confirm"),
+    path("portal/unsubscribe/<str:token>", account.unsubscribe, name="portal-unsubscribe"),
 ]
