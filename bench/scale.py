@@ -593,8 +593,12 @@ def reads(setup: Setup) -> dict[str, str]:
         "status": f"/api/tracking/status/{program}",
         "readiness": f"/api/tracking/readiness/{program}",
         "events page 1": f"/api/tracking/events/{program}",
-        # Read as the first link's partner (tracking.selectors.performance.partner_performance_get).
+        # Read as the first link's partner, in the portal (each page's own read model).
+        "partner programs": "/portal/",
+        "partner links": "/portal/links",
         "partner performance (30 days)": f"/portal/performance?from={start}&to={today}",
+        "partner commissions page 1": "/portal/commissions",
+        "partner balance": "/portal/balance",
     }
 
 

@@ -31,6 +31,7 @@ LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Rows p
 PROGRAM_ID = {"type": "integer", "description": "Program id"}
 COMMISSION_ID = {"type": "integer", "description": "Commission id"}
 PARTNER_ID = {"type": "integer", "description": "Partner id"}
+APPLICATION_ID = {"type": "integer", "description": "Partner application id"}
 LINK_ID = {"type": "integer", "description": "Referral link id"}
 PARTNER_FIELDS: dict[str, Any] = {
     "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The partner's name"},
@@ -62,7 +63,9 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
 }
 # Tools that lose something for good: clients may ask before calling them. A deactivated link refuses its clicks
 # from then on, and no agent route turns it back on.
-DESTRUCTIVE_TOOLS = frozenset({"void_commission", "delete_webhook_endpoint", "reset_fraud_rule", "deactivate_link"})
+DESTRUCTIVE_TOOLS = frozenset(
+    {"void_commission", "delete_webhook_endpoint", "reset_fraud_rule", "deactivate_link", "reject_application"}
+)
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,20 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             required=("partner_id",),
         ),
         ToolSpec(
+            "list_applications",
+            "List a program's partner applications (from its public /join page), newest first; status: only "
+            "pending, approved or rejected ones.",
+            "GET",
+            "/programs/{program_id}/applications",
+            {
+                "program_id": PROGRAM_ID,
+                "status": {"type": "string", "enum": ["pending", "approved", "rejected"]},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+            required=("program_id",),
+        ),
+        ToolSpec(
             "list_invitations",
             "List a program's partner invitations, newest first, each pending, accepted or expired.",
             "GET",
@@ -266,6 +283,23 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
                 "name": PARTNER_FIELDS["name"],
             },
             required=("program_id", "email"),
+        ),
+        ToolSpec(
+            "approve_application",
+            "Approve a pending partner application: the applicant is emailed a one-time link to the partner "
+            "portal, as an invitation.",
+            "POST",
+            "/applications/{application_id}/approve",
+            {"application_id": APPLICATION_ID},
+            required=("application_id",),
+        ),
+        ToolSpec(
+            "reject_application",
+            "Reject a pending partner application (no email is sent; it cannot be approved afterwards).",
+            "POST",
+            "/applications/{application_id}/reject",
+            {"application_id": APPLICATION_ID},
+            required=("application_id",),
         ),
         ToolSpec(
             "enroll_partner",

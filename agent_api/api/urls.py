@@ -1,5 +1,6 @@
 """Every agent route, /api/agent/v1/: one package per resource, each view module with its own urlpatterns."""
 
+from .applications import views as applications
 from .commissions import views as commissions
 from .events import views as events
 from .fraud import views as fraud
@@ -18,6 +19,7 @@ urlpatterns = [
     *fraud.urlpatterns,
     *partners.urlpatterns,
     *invitations.urlpatterns,
+    *applications.urlpatterns,
     *links.urlpatterns,
     *events.urlpatterns,
     *commissions.urlpatterns,

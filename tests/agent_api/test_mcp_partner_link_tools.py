@@ -35,6 +35,9 @@ ROUTES: list[tuple[str, str, list[dict[str, Any]]]] = [
     ("post", "/api/agent/v1/links/{link_id}/deactivate", []),
     ("get", "/api/agent/v1/programs/{program_id}/invitations", _query("cursor", "limit")),
     ("post", "/api/agent/v1/programs/{program_id}/invitations", []),
+    ("get", "/api/agent/v1/programs/{program_id}/applications", _query("status", "cursor", "limit")),
+    ("post", "/api/agent/v1/applications/{application_id}/approve", []),
+    ("post", "/api/agent/v1/applications/{application_id}/reject", []),
 ]
 
 
@@ -44,7 +47,7 @@ def _answer(answers: dict[str, Any], name: str, arguments: dict[str, Any]) -> An
 
 def test_the_partner_and_link_tools_follow_their_scopes_and_routes():
     openapi = _openapi(*ROUTES)
-    assert PARTNER_READ_TOOLS == {"list_partners", "get_partner", "list_invitations"}
+    assert PARTNER_READ_TOOLS == {"list_partners", "get_partner", "list_invitations", "list_applications"}
     assert LINK_READ_TOOLS == {"list_links"}
     assert set(tools_for(["partners:read", "links:read"], openapi)) == {"whoami", *PARTNER_READ_TOOLS, "list_links"}
     # write includes read
@@ -79,6 +82,17 @@ def test_the_partner_and_link_tools_follow_their_scopes_and_routes():
         "/api/agent/v1/programs/3/invitations",
         None,
         {"email": "a@example.com"},
+    )
+    assert tool_request(tools["approve_application"], {"application_id": 4}) == (
+        "/api/agent/v1/applications/4/approve",
+        None,
+        {},
+    )
+    assert tools["reject_application"].as_tool().annotations.destructive_hint is True
+    assert tool_request(tools["list_applications"], {"program_id": 3, "status": "pending"}) == (
+        "/api/agent/v1/programs/3/applications",
+        {"status": "pending"},
+        None,
     )
     assert tool_request(tools["list_invitations"], {"program_id": 3, "limit": 5}) == (
         "/api/agent/v1/programs/3/invitations",

@@ -24,7 +24,11 @@ READS = (
     "status",
     "readiness",
     "events page 1",
+    "partner programs",
+    "partner links",
     "partner performance (30 days)",
+    "partner commissions page 1",
+    "partner balance",
 )
 
 
