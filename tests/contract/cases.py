@@ -19,6 +19,7 @@ PATH_IDS = {
     "withdrawal_id": "withdrawal",
     "endpoint_id": "endpoint",
     "delivery_id": "delivery",
+    "application_id": "application",
 }
 PATH_LITERALS = {"rule": "bot"}
 PARAMETER = re.compile(r"\{(\w+)\}")

@@ -89,6 +89,8 @@ def idempotency_conflict(method: str, path: str, body: Any, before: Any, other_b
 
 hold = agent_call("POST", "/commissions/{commission_id}/hold", body={"reason": "check"})
 mark_paid = agent_call("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid")
+approve_application = agent_call("POST", "/applications/{application_id}/approve")
+reject_application = agent_call("POST", "/applications/{application_id}/reject")
 
 
 def disable_endpoint(world: World) -> None:
@@ -181,6 +183,21 @@ CASES: list[Case] = [
         "a new enrolment",
         body=lambda w: {"program_id": w.ids["program2"]},
     ),
+    *agent_cases("GET", "/programs/{program_id}/invitations", "partners:read", bad_query={"limit": "0"}),
+    *agent_cases(
+        "POST",
+        "/programs/{program_id}/invitations",
+        "partners:write",
+        ok=201,
+        body={"email": "pat@example.com"},
+        bad_body={"email": "not an email"},
+        other_body={"email": "sam@example.com"},
+    ),
+    *agent_cases("GET", "/programs/{program_id}/applications", "partners:read", bad_query={"status": "lost"}),
+    *agent_cases("POST", "/applications/{application_id}/approve", "partners:write"),
+    agent_case("POST", "/applications/{application_id}/approve", 409, "decided already", before=reject_application),
+    *agent_cases("POST", "/applications/{application_id}/reject", "partners:write"),
+    agent_case("POST", "/applications/{application_id}/reject", 409, "decided already", before=approve_application),
     *agent_cases("GET", "/links", "links:read", bad_query={"active": "maybe"}),
     *agent_cases(
         "POST",

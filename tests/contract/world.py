@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from cli_api.services import cli_token_create, login_session_start
 from commissions.approval import commission_approve
 from commissions.services import withdrawal_request
-from programs.models import AGENT_SCOPES, Role
+from programs.models import AGENT_SCOPES, PartnerApplication, Role
 from programs.services import agent_key_create
 from tests.factories import (
     CommissionFactory,
@@ -65,6 +65,9 @@ def world_build() -> World:
     assert commission_approve(commission_id=credited.pk)
     withdrawal = withdrawal_request(partner=partner, amount_cents=500, currency="USD")
     endpoint = WebhookEndpointFactory.create(program=program)
+    application = PartnerApplication.objects.create(
+        program=program, name="Applicant", email="applicant@example.com", promotion="A newsletter"
+    )
     event = event_new(program_id=program.pk, type="sale.created", livemode=True, data={"amount_cents": 4900})
     event.save(force_insert=True)
     delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED, attempts=1)
@@ -115,6 +118,7 @@ def world_build() -> World:
             "credited": credited.pk,
             "withdrawal": withdrawal.pk,
             "endpoint": endpoint.pk,
+            "application": application.pk,
             "event": event.pk,
             "delivery": delivery.pk,
             "state": login.state,

@@ -111,7 +111,7 @@ class AgentApplicationDecisionApi(AgentWriteApi):
     summary="Approve a pending application: the applicant is invited to the partner portal by email",
     parameters=[APPLICATION_ID],
     request=None,
-    responses={200: AgentApplicationResultSerializer, **s.errors(404, 409)},
+    responses={200: AgentApplicationResultSerializer, **s.errors(400, 404, 409)},
 )
 class AgentApplicationApproveApi(AgentApplicationDecisionApi):
     decision = "approve"
@@ -121,7 +121,7 @@ class AgentApplicationApproveApi(AgentApplicationDecisionApi):
     summary="Reject a pending application (no email is sent)",
     parameters=[APPLICATION_ID],
     request=None,
-    responses={200: AgentApplicationResultSerializer, **s.errors(404, 409)},
+    responses={200: AgentApplicationResultSerializer, **s.errors(400, 404, 409)},
 )
 class AgentApplicationRejectApi(AgentApplicationDecisionApi):
     decision = "reject"

@@ -55,7 +55,7 @@ class AgentInvitationsApi(AgentListApi, AgentWriteApi):
         "no answer.",
         parameters=[PROGRAM_ID],
         request=InvitationCreateSerializer,
-        responses={201: AgentInvitationResultSerializer, **s.errors(400, 404)},
+        responses={201: AgentInvitationResultSerializer, **s.errors(400, 404, 409)},
     )
     def post(self, request: Request, program_id: str) -> Response:
         program = agent_program_get(self.agent_key, program_id)
