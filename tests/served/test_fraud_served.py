@@ -44,11 +44,16 @@ def test_one_visitors_clicks_count_once_whichever_worker_takes_them(served):
     with clicker(served) as client:
         first = client.post(CLICK, json=click_body(link))
         assert first.status_code == 200
-        # One after the other (twins at the same instant are the rollup run's to settle: test_racing_duplicates).
-        answers = [client.post(CLICK, json=click_body(link)).status_code for _ in range(8)]
-    assert answers == [200] * 8
+        # One after the other (twins at the same instant are the rollup run's to settle: test_racing_duplicates),
+        # until both workers have answered some: which worker accepts a connection is the kernel's choice, and a
+        # fast path may see one worker take many in a row.
+        answers: list[int] = []
+        while len(answers) < 8 or (len(served.pids_that_answered(CLICK)) < 2 and len(answers) < 60):
+            answers.append(client.post(CLICK, json=click_body(link)).status_code)
+    assert answers == [200] * len(answers)
     assert len(served.pids_that_answered(CLICK)) >= 2
-    assert Counter(ClickEvent.objects.filter(link=link).values_list("traffic", flat=True)) == {"": 1, "duplicate": 8}
+    traffic = Counter(ClickEvent.objects.filter(link=link).values_list("traffic", flat=True))
+    assert traffic == {"": 1, "duplicate": len(answers)}
 
 
 def test_a_setting_saved_here_reaches_every_worker_within_the_cache_time(served):
