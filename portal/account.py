@@ -13,13 +13,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.http import base36_to_int, int_to_base36
 from django.views.decorators.http import require_http_methods, require_POST
-from django_ratelimit.core import is_ratelimited
 
 from core.clientip import client_ip
 from core.urls import public_url
 from programs.models import PartnerAccount
 
 from . import emails, services, session
+from .limits import post_limited
 from .models import EmailKind
 from .session import portal_page
 from .views import _password_problem
@@ -141,7 +141,7 @@ def email_preferences(request: HttpRequest, *, account: PartnerAccount) -> HttpR
 
 
 def _limited(request: HttpRequest, group: str, key: str, rate: str) -> bool:
-    return is_ratelimited(request, group=group, key=lambda _group, _req: key, rate=rate, method="POST", increment=True)
+    return post_limited(request, group=group, key=key, rate=rate)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

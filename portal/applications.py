@@ -24,12 +24,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
-from django_ratelimit.core import is_ratelimited
 
 from core.clientip import client_ip
 from core.ids import MAX_BIGINT
 from programs.models import PartnerApplication, Program
 
+from .limits import post_limited
 from .services import InvitationSent, account_email, invitation_create
 from .views import program_terms
 
@@ -183,14 +183,7 @@ def _stamp_age(program: Program, stamp: str) -> float | None:
 
 
 def _limited(request: HttpRequest) -> bool:
-    return is_ratelimited(
-        request,
-        group="portal-join",
-        key=lambda _group, req: client_ip(req),
-        rate=SUBMISSIONS_PER_HOUR,
-        method="POST",
-        increment=True,
-    )
+    return post_limited(request, group="portal-join", key=client_ip(request), rate=SUBMISSIONS_PER_HOUR)
 
 
 def _open_program(program_id: int) -> Program:

@@ -14,12 +14,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_http_methods
-from django_ratelimit.core import is_ratelimited
 
 from core.ids import id_parse
 from programs.models import PartnerAccount, PartnerProgram, Program, ReferralLink
 from programs.services import PartnerInactive, PartnerNotEnrolled, ShortLinkTaken, partner_link_create
 
+from .limits import post_limited
 from .session import portal_page
 
 # A partner's own code: what tracking reads back from ?aff= unchanged (it matches short_link exactly, case
@@ -141,14 +141,7 @@ def code_problem(code: str) -> str:
 
 
 def _limited(request: HttpRequest, account: PartnerAccount) -> bool:
-    return is_ratelimited(
-        request,
-        group="portal-link-create",
-        key=lambda _group, _request: str(account.pk),
-        rate=CREATIONS_PER_HOUR,
-        method="POST",
-        increment=True,
-    )
+    return post_limited(request, group="portal-link-create", key=str(account.pk), rate=CREATIONS_PER_HOUR)
 
 
 def _create(request: HttpRequest, account: PartnerAccount) -> HttpResponse:

@@ -11,13 +11,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
-from django_ratelimit.core import is_ratelimited
 
 from core.clientip import client_ip
 from core.money import money
 from programs.models import RECURRING_TYPES, CommissionType, LeadAuth, PartnerAccount, PartnerProgram, Program
 
 from . import services, session
+from .limits import post_limited
 from .session import portal_page
 
 SIGN_IN_FAILED = "That email and password do not match a partner account."
@@ -68,14 +68,7 @@ def home(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
 
 
 def _limited(request: HttpRequest) -> bool:
-    return is_ratelimited(
-        request,
-        group="portal-sign-in",
-        key=lambda _group, req: client_ip(req),
-        rate=ATTEMPTS_PER_MINUTE,
-        method="POST",
-        increment=True,
-    )
+    return post_limited(request, group="portal-sign-in", key=client_ip(request), rate=ATTEMPTS_PER_MINUTE)
 
 
 def _safe_next(request: HttpRequest, candidate: str) -> str:
