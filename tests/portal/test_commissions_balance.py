@@ -22,6 +22,7 @@ from commissions.services import (
     withdrawal_mark_paid,
     withdrawal_request,
 )
+from core.pagination import cursor_of, keyset_page
 from portal.commissions import customer_reference
 from portal.session import COOKIE_PATH
 from programs.models import Partner, Program
@@ -29,6 +30,8 @@ from tests.factories import (
     CommissionFactory,
     CustomerFactory,
     MembershipFactory,
+    PartnerFactory,
+    PartnerProgramFactory,
     ProgramFactory,
     ReferralLinkFactory,
     SaleFactory,
@@ -433,12 +436,78 @@ def test_the_pages_only_read(browser, path):
     assert browser.head(path).status_code == 200
 
 
-def test_pages_of_fifty(program, browser, partner):
+def pager_links(browser: Client, query: str = "") -> dict[str, str]:
+    """The commissions page's Newer and Older links by their rel."""
+    html = browser.get("/portal/commissions" + query).content.decode()
+    links = re.findall(r'<a class="button secondary" href="([^"]*)" rel="(\w+)"', html)
+    return {rel: unescape(href) for href, rel in links}
+
+
+def test_pages_of_fifty_newest_first_by_cursor(program, browser, partner):
     for amount in range(1, 52):
         commission_for(partner, program, amount=amount * 100)
     assert len(commission_rows(browser)) == 50
-    assert set(commission_rows(browser, "?page=2")) == {"1.00 USD"}
-    assert set(commission_rows(browser, "?page=99")) == {"1.00 USD"}  # past the end: the last page
+    first = pager_links(browser)
+    assert set(first) == {"next"}  # the newest page: nothing newer
+    assert set(commission_rows(browser, first["next"])) == {"1.00 USD"}
+    last = pager_links(browser, first["next"])
+    assert set(last) == {"prev"}  # the oldest page: nothing older
+    back = commission_rows(browser, last["prev"])
+    assert len(back) == 50 and "1.00 USD" not in back and "51.00 USD" in back
+    assert set(pager_links(browser, last["prev"])) == {"next"}
+
+
+def test_pages_by_cursor_keep_their_place_with_one_program(program, browser, partner):
+    other = ProgramFactory(workspace=program.workspace, name="Other Co")
+    PartnerProgramFactory(partner=partner, program=other)
+    for amount in range(1, 52):
+        commission_for(partner, program, amount=amount * 100)
+        commission_for(partner, other, amount=amount * 100 + 1)
+    first = pager_links(browser, f"?program={program.pk}")
+    assert first["next"].startswith(f"?program={program.pk}&before=")
+    assert set(commission_rows(browser, first["next"])) == {"1.00 USD"}
+
+
+def test_rows_created_at_the_same_moment_are_each_shown_once(program, partner):
+    moment = timezone.now()
+    made = [commission_for(partner, program, amount=amount * 100) for amount in range(1, 8)]
+    Commission.objects.filter(pk__in=[commission.pk for commission in made]).update(created_at=moment)
+    rows = Commission.objects.filter(partner=partner)
+    seen, page = [], keyset_page(rows, per_page=3)
+    while True:
+        seen += [commission.pk for commission in page.rows]
+        if not page.older:
+            break
+        page = keyset_page(rows, before=page.older, per_page=3)
+    assert seen == sorted((commission.pk for commission in made), reverse=True)
+    newer = keyset_page(rows, after=cursor_of(page.rows[0]), per_page=3)
+    assert [commission.pk for commission in newer.rows] == seen[-4:-1]
+
+
+@pytest.mark.parametrize("param", ["before", "after"])
+def test_junk_cursors_read_the_newest_page(program, browser, partner, param):
+    commission_for(partner, program, amount=100)
+    # JUNK's "1.5" is a well-formed cursor (5 at the epoch's first microsecond): nothing is older than it.
+    junk = (*(value for value in JUNK if value != "1.5"), "1.0", "1.-1", "1." + "9" * 30, "1.1.1", "9" * 18 + ".1")
+    for value in junk:
+        response = browser.get("/portal/commissions", {param: value})
+        assert response.status_code == 200, value
+        assert set(table_rows_of(response)) == {"1.00 USD"}, value
+
+
+def test_another_partners_cursor_only_places_the_page(program, browser, partner):
+    mine = commission_for(partner, program, amount=100)
+    stranger = PartnerFactory(workspace=program.workspace)
+    theirs = commission_for(stranger, program, amount=999)
+    for param in ("before", "after"):
+        for commission in (mine, theirs):
+            response = browser.get("/portal/commissions", {param: cursor_of(commission)})
+            assert response.status_code == 200
+            assert "9.99" not in response.content.decode()
+
+
+def table_rows_of(response) -> dict[str, list[str]]:
+    return {row[3]: row for row in table_rows(response.content.decode())}
 
 
 # --- Queries do not grow with rows --------------------------------------------------------------------------------
@@ -446,17 +515,20 @@ def test_pages_of_fifty(program, browser, partner):
 
 def test_the_commissions_page_queries_do_not_grow_with_rows(program, browser, partner, django_assert_num_queries):
     commission_for(partner, program, amount=100)
-    # Session and account, enrolments, the account's partner ids, the capped count, the page's ids, the page's rows
-    # with their money.
-    with django_assert_num_queries(7):
+    # Session and account, enrolments, the account's partner ids, the page's rows, the page's rows with their money.
+    with django_assert_num_queries(6):
         assert len(commission_rows(browser)) == 1
     for amount in range(2, 31):
         commission = commission_for(partner, program, amount=amount * 100, held_at=timezone.now())
         assert commission.customer_id is not None
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         assert len(commission_rows(browser)) == 30
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         assert len(commission_rows(browser, f"?program={program.pk}")) == 30
+    # A page from a cursor also probes whether there is a newer page.
+    cursor = cursor_of(Commission.objects.filter(partner=partner).order_by("-created_at", "-pk")[0])
+    with django_assert_num_queries(7):
+        assert len(commission_rows(browser, f"?before={cursor}")) == 29
 
 
 def test_the_balance_page_queries_do_not_grow_with_rows(program, browser, partner, django_assert_num_queries):
