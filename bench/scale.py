@@ -598,8 +598,22 @@ def reads(setup: Setup) -> dict[str, str]:
         "partner links": "/portal/links",
         "partner performance (30 days)": f"/portal/performance?from={start}&to={today}",
         "partner commissions page 1": "/portal/commissions",
+        "partner commissions deep page": f"/portal/commissions?before={deep_cursor(setup)}",
         "partner balance": "/portal/balance",
     }
+
+
+def deep_cursor(setup: Setup) -> str:
+    """The Older link's cursor twenty pages into the partner's commissions (its oldest if it has fewer): a keyset
+    page there must cost what page 1 costs."""
+    from commissions.models import Commission
+    from core.pagination import cursor_of
+
+    newest_first = Commission.objects.filter(partner_id=setup.links[setup.program_id][0][1]).order_by(
+        "-created_at", "-pk"
+    )
+    row = newest_first[1000:1001].first() or newest_first.last()
+    return cursor_of(row) if row is not None else ""
 
 
 def partner_client(setup: Setup) -> Any:
@@ -727,13 +741,13 @@ def verdicts(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def print_table(steps: list[dict[str, Any]], verdict: dict[str, dict[str, Any]]) -> None:
     labels = [size_label(step["events"]) for step in steps]
-    header = f"{'read (median ms)':<24}" + "".join(f"{label:>10}" for label in labels) + f"{'growth':>9}  queries"
+    header = f"{'read (median ms)':<32}" + "".join(f"{label:>10}" for label in labels) + f"{'growth':>9}  queries"
     print("\n" + header)
     print("-" * len(header))
     for name in steps[-1]["reads"]:
         cells = "".join(f"{step['reads'][name]['median_ms']:>10.1f}" for step in steps)
         queries = "/".join(str(step["reads"][name]["queries"]) for step in steps)
-        print(f"{name:<24}{cells}{verdict[name]['growth']:>8.2f}x  {queries}")
+        print(f"{name:<32}{cells}{verdict[name]['growth']:>8.2f}x  {queries}")
     print()
     last = labels[-1]
     for name, result in verdict.items():
