@@ -153,6 +153,10 @@ class LedgerEntry(SameWorkspace, models.Model):
     amount_cents = models.BigIntegerField()
     currency = models.CharField(max_length=3, choices=Currency.choices, default=Currency.USD)
     memo = models.CharField(max_length=255, blank=True, default="")
+    # A payout's debit (negative) and what a refund or a failure gave back of it (positive): payouts.models.
+    payout = models.ForeignKey(
+        "payouts.Payout", on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_entries"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     workspace_relations = ("partner", "program", "commission")
@@ -164,6 +168,10 @@ class LedgerEntry(SameWorkspace, models.Model):
             # A commission is credited at most once.
             models.UniqueConstraint(
                 fields=["commission"], condition=Q(kind="credit"), name="ledger_one_credit_per_commission"
+            ),
+            # A payout is debited once.
+            models.UniqueConstraint(
+                fields=["payout"], condition=Q(kind="payout", amount_cents__lt=0), name="ledger_one_debit_per_payout"
             ),
         ]
 

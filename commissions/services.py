@@ -1,6 +1,7 @@
 """Commission lifecycle and the partner ledger. Every status change that moves money writes its
 ledger entry in the same transaction, with the commission row locked."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -188,6 +189,11 @@ def partner_balance(*, partner_id: int, currency: str) -> int:
     return total["total"] or 0
 
 
+# Called, in order, after a clawback with the partner row locked (partner_id=, currency=): the payouts app puts its
+# own first (payouts not sent yet are reduced before open withdrawals). Registered in AppConfig.ready.
+balance_fitters: list[Callable[..., None]] = []
+
+
 def withdrawals_fit_balance(*, partner_id: int, currency: str) -> None:
     """Open withdrawals may not ask for more than the balance: after a clawback they are reduced,
     newest first, and cancelled when nothing is left. Caller holds the partner row lock."""
@@ -222,6 +228,8 @@ def _deduct(commission: Commission, *, amount: int, memo: str) -> None:
         currency=commission.currency,
         memo=memo,
     )
+    for fit in balance_fitters:
+        fit(partner_id=commission.partner_id, currency=commission.currency)
     withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
 
 

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "webhooks",
     "fraud",
     "portal",
+    "payouts",
 ]
 
 MIDDLEWARE = [
@@ -201,6 +202,10 @@ ROLLUP_INTERVAL_SECONDS = env_int("ROLLUP_INTERVAL_SECONDS", 60, minimum=1)
 ROLLUP_SETTLE_SECONDS = env_int("ROLLUP_SETTLE_SECONDS", 30)
 # Raw clicks older than this many days are dropped daily (0: kept forever); the rollups keep their totals.
 RAW_CLICK_RETENTION_DAYS = env_int("RAW_CLICK_RETENTION_DAYS", 0)
+# Stripe payouts whose transfer was never sent or never recorded (a lost task, a crash): settled or sent again.
+CELERY_BEAT_SCHEDULE["reconcile-payouts"] = {"task": "payouts.reconcile", "schedule": 300.0}
+# Programs whose payout minimum is marked automatic are paid without an owner confirming, once a day.
+CELERY_BEAT_SCHEDULE["scheduled-payout-runs"] = {"task": "payouts.scheduled_runs", "schedule": 86400.0}
 CELERY_BEAT_SCHEDULE["update-rollups"] = {
     "task": "tracking.update_rollups",
     "schedule": float(ROLLUP_INTERVAL_SECONDS),
@@ -376,6 +381,9 @@ LOGGING = {
 STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
 STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
 STRIPE_CLIENT_ID = env.str("STRIPE_CLIENT_ID", default="")
+# Payouts (docs/payouts.md): the signing secrets of the Connect endpoint (account.updated) and the Account endpoint
+# (transfer.*) pointed at /api/payouts/stripe/webhook, comma-separated.
+STRIPE_PAYOUTS_WEBHOOK_SECRETS = env.list("STRIPE_PAYOUTS_WEBHOOK_SECRETS", default=[])
 
 # Fast hashing in tests only; the test runner sets this.
 if env_bool("FAST_PASSWORD_HASHER", default=False):

@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("programs.api.urls")),
     path("", include("tracking.api.urls")),
     path("", include("tracking.stripe.urls")),
+    path("", include("payouts.urls")),
     path("", include("dashboard.api.urls")),
     path("", include("cli_api.api.urls")),
     path("", include("agent_api.api.urls")),
