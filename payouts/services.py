@@ -24,6 +24,7 @@ from commissions.models import Commission, CommissionStatus, LedgerEntry, Withdr
 from core.money import money
 from programs.models import Partner, PartnerAccount, Program
 from webhooks.events import event_emit
+from webhooks.models import EventType
 
 from .models import (
     MANUAL_RAILS,
@@ -235,7 +236,7 @@ def run_confirm(*, run_id: int, actor: str, now: datetime | None = None) -> list
     paid by another run, pays nothing more."""
     now = now or timezone.now()
     with transaction.atomic():
-        run = PayoutRun.objects.select_for_update().select_related("program").get(pk=run_id)
+        run = PayoutRun.objects.select_for_update(of=("self",)).select_related("program").get(pk=run_id)
         if run.status != PayoutRun.Status.PREVIEW:
             raise RunAlreadyConfirmed(f"Payout run #{run.pk} is already confirmed")
         program = run.program
@@ -289,7 +290,7 @@ def run_confirm(*, run_id: int, actor: str, now: datetime | None = None) -> list
             _cover(payout, coverable.get(partner_id, []))
             event_emit(
                 program_id=program.pk,
-                type="payout.created",
+                type=EventType.PAYOUT_CREATED,
                 livemode=True,
                 object_id=payout.pk,
                 data=payout_event_data(payout),
@@ -359,7 +360,7 @@ def payout_mark_paid(
             _audit(payout.run, PayoutRunAudit.Action.MARKED_PAID, actor, f"payout #{payout.pk} {reference}".strip())
         event_emit(
             program_id=payout.program_id,
-            type="payout.paid",
+            type=EventType.PAYOUT_PAID,
             livemode=True,
             object_id=payout.pk,
             data=payout_event_data(payout),
@@ -383,7 +384,7 @@ def payout_mark_failed(
         list(Commission.objects.select_for_update().filter(pk__in=covered).order_by("pk"))
         payout = Payout.objects.select_related("run").get(pk=payout_id)
         Partner.objects.select_for_update().filter(pk=payout.partner_id).first()
-        payout = Payout.objects.select_for_update().select_related("run").get(pk=payout_id)
+        payout = Payout.objects.select_for_update(of=("self",)).select_related("run").get(pk=payout_id)
         if payout.status not in allowed:
             return False
         was_paid = payout.status == PayoutStatus.PAID
@@ -412,7 +413,7 @@ def payout_mark_failed(
             _audit(payout.run, PayoutRunAudit.Action.MARKED_FAILED, actor, f"payout #{payout.pk}: {message}"[:500])
         event_emit(
             program_id=payout.program_id,
-            type="payout.failed",
+            type=EventType.PAYOUT_FAILED,
             livemode=True,
             object_id=payout.pk,
             data=payout_event_data(payout),
@@ -477,7 +478,7 @@ def run_export(*, run_id: int, rail: str, actor: str) -> list[Payout]:
     with transaction.atomic():
         run = PayoutRun.objects.select_for_update().get(pk=run_id)
         payouts = list(
-            Payout.objects.select_for_update()
+            Payout.objects.select_for_update(of=("self",))
             .filter(run=run, rail=rail, status__in=OPEN_PAYOUT_STATUSES)
             .select_related("partner")
             .order_by("pk")
