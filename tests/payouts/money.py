@@ -15,11 +15,11 @@ from tests.factories import CommissionFactory, CustomerFactory, PartnerFactory, 
 def payable_partner(program: Program, *, name: str = "", rail: str = Rail.PAYPAL, **account) -> Partner:
     """A partner of the program with a portal account paid by `rail` (PayPal by default: a manual rail, sent by
     nobody but the owner)."""
-    partner = PartnerFactory(workspace=program.workspace, **({"name": name} if name else {}))
+    partner: Partner = PartnerFactory.create(workspace=program.workspace, **({"name": name} if name else {}))
     portal_account = PartnerAccount.objects.create(email=f"partner{partner.pk}@example.com")
     partner.account = portal_account
     partner.save(update_fields=["account"])
-    fields = {"rail": rail}
+    fields: dict[str, object] = {"rail": rail}
     if rail == Rail.STRIPE:
         fields |= {"stripe_account_id": f"acct_test{partner.pk}", "transfers_active": True, "payouts_enabled": True}
     else:
@@ -33,7 +33,8 @@ def sale_commission(partner: Partner, program: Program, *, amount: int, currency
     link = ReferralLinkFactory(program=program, partner=partner)
     sale = SaleFactory(customer=CustomerFactory(link=link), amount_cents=amount, currency=currency)
     fields.setdefault("hold_until", timezone.now() - timedelta(seconds=1))
-    return CommissionFactory(sale=sale, amount_cents=amount // 5, **fields)
+    commission: Commission = CommissionFactory.create(sale=sale, amount_cents=amount // 5, **fields)
+    return commission
 
 
 def credited(partner: Partner, program: Program, *, amount: int, currency: str = "USD") -> Commission:
