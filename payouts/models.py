@@ -169,6 +169,9 @@ class Payout(SameWorkspace, models.Model):
     failure_code = models.CharField(max_length=100, blank=True, default="")
     failure_message = models.CharField(max_length=500, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
+    # Moved on only after Stripe answered a 5xx: Stripe keeps that answer for the key and would replay it, so the
+    # next attempt (after finding no transfer in the payout's group) needs a new key. A lost answer keeps the key.
+    key_generation = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     sent_at = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
@@ -207,8 +210,10 @@ class Payout(SameWorkspace, models.Model):
 
     @property
     def idempotency_key(self) -> str:
-        """The same for every attempt at the payout's one transfer, so Stripe makes it at most once."""
-        return f"svc-payout-{self.pk}-transfer"
+        """The same for every attempt at the payout's one transfer, so Stripe makes it at most once (a new
+        generation only after Stripe answered a 5xx, see key_generation)."""
+        suffix = f"-{self.key_generation}" if self.key_generation else ""
+        return f"svc-payout-{self.pk}-transfer{suffix}"
 
 
 class PayoutCommission(models.Model):

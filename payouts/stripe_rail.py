@@ -37,13 +37,13 @@ def _api_key() -> str:
 # --- Express accounts -------------------------------------------------------------------------------------------
 
 
-def account_state_store(payout_account: PayoutAccount, account: object) -> PayoutAccount:
+def account_state_store(payout_account: PayoutAccount, account: stripe.Account | dict) -> PayoutAccount:
     """Keeps what Stripe says of the connected account (from an API answer or an account.updated event)."""
-    get = account.get if isinstance(account, dict) else getattr(account, "get")  # noqa: B009
-    capabilities = get("capabilities") or {}
-    requirements = get("requirements") or {}
-    payout_account.payouts_enabled = bool(get("payouts_enabled"))
-    payout_account.details_submitted = bool(get("details_submitted"))
+    fields = account.to_dict() if isinstance(account, stripe.StripeObject) else account
+    capabilities = fields.get("capabilities") or {}
+    requirements = fields.get("requirements") or {}
+    payout_account.payouts_enabled = bool(fields.get("payouts_enabled"))
+    payout_account.details_submitted = bool(fields.get("details_submitted"))
     payout_account.transfers_active = capabilities.get("transfers") == "active"
     payout_account.requirements_due = list(requirements.get("currently_due") or []) + [
         item for item in (requirements.get("past_due") or []) if item not in (requirements.get("currently_due") or [])
@@ -174,6 +174,14 @@ def payout_send(*, payout_id: int, now: datetime | None = None) -> str:
             now=now,
         )
         return "failed"
+    except stripe.APIError as exc:
+        if (exc.http_status or 0) >= 500:
+            # Stripe stored this answer for the key and would replay it: the next attempt lists the payout's
+            # transfers first, then sends under a new key.
+            Payout.objects.filter(pk=payout.pk, key_generation=payout.key_generation).update(
+                key_generation=payout.key_generation + 1
+            )
+        raise
     payout_mark_paid(payout_id=payout.pk, transfer_id=transfer["id"], now=now)
     return "paid"
 
