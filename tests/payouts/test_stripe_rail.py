@@ -16,7 +16,6 @@ from payouts.stripe_rail import account_refresh, onboarding_link, payout_send, p
 from programs.models import PartnerAccount
 from tests.factories import ProgramFactory
 from tests.stripe_fake.events import event, signed
-from tests.stripe_fake.fixtures import stripe_server  # noqa: F401  (the fixture)
 from tests.stripe_fake.server import StripeFake
 from tests.stripe_payloads import WEBHOOK_SECRET
 
