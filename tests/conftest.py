@@ -12,8 +12,8 @@ from config import celery_app
 from fraud.config import program_rules_clear
 from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
 from tests.redis_server import own_redis  # noqa: F401  (fixture: a Redis of the test's own, to stop and start)
-from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.stripe_fake.fixtures import stripe_server  # noqa: F401  (fixture: a Stripe-compatible server)
+from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
 from tracking.link_cache import link_cache_clear
 from webhooks.events import endpoints_changed
