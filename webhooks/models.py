@@ -25,6 +25,9 @@ class EventType(models.TextChoices):
     COMMISSION_REVERSED = "commission.reversed"
     REFUND_APPLIED = "refund.applied"
     PARTNER_ENROLLED = "partner.enrolled"
+    PAYOUT_CREATED = "payout.created"
+    PAYOUT_PAID = "payout.paid"
+    PAYOUT_FAILED = "payout.failed"
 
 
 # An endpoint's event_types may hold this instead of a list of types: every type, including ones added later.
