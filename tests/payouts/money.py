@@ -46,9 +46,10 @@ def credited(partner: Partner, program: Program, *, amount: int, currency: str =
 
 
 def balance(partner: Partner, currency: str = "USD") -> int:
-    return LedgerEntry.objects.filter(partner=partner, currency=currency).aggregate(total=Sum("amount_cents"))[
-        "total"
-    ] or 0
+    return (
+        LedgerEntry.objects.filter(partner=partner, currency=currency).aggregate(total=Sum("amount_cents"))["total"]
+        or 0
+    )
 
 
 def ledger_exact(partner: Partner) -> None:
@@ -56,12 +57,18 @@ def ledger_exact(partner: Partner) -> None:
     payouts hold; each payout's entries add up to minus its amount (nothing once failed or cancelled); and
     no commission is covered by two live payouts."""
     for currency in {entry.currency for entry in LedgerEntry.objects.filter(partner=partner)}:
-        credited_total = LedgerEntry.objects.filter(
-            partner=partner, currency=currency, kind=LedgerEntry.Kind.CREDIT
-        ).aggregate(total=Sum("amount_cents"))["total"] or 0
-        clawed = LedgerEntry.objects.filter(
-            partner=partner, currency=currency, kind=LedgerEntry.Kind.DEDUCTION
-        ).aggregate(total=Sum("amount_cents"))["total"] or 0
+        credited_total = (
+            LedgerEntry.objects.filter(partner=partner, currency=currency, kind=LedgerEntry.Kind.CREDIT).aggregate(
+                total=Sum("amount_cents")
+            )["total"]
+            or 0
+        )
+        clawed = (
+            LedgerEntry.objects.filter(partner=partner, currency=currency, kind=LedgerEntry.Kind.DEDUCTION).aggregate(
+                total=Sum("amount_cents")
+            )["total"]
+            or 0
+        )
         live = Payout.objects.filter(partner=partner, currency=currency).exclude(
             status__in=(PayoutStatus.FAILED, PayoutStatus.CANCELLED)
         )

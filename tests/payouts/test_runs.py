@@ -192,9 +192,7 @@ def test_a_failed_payout_puts_the_money_back_and_the_next_run_pays_it(
 
     [again] = run_confirm(run_id=run_preview(program=program, currency="USD", actor="a").pk, actor="a")
     assert again.amount_cents == 2_000
-    assert list(PayoutCommission.objects.filter(active=True).values_list("commission_id", flat=True)) == [
-        commission.pk
-    ]
+    assert list(PayoutCommission.objects.filter(active=True).values_list("commission_id", flat=True)) == [commission.pk]
     ledger_exact(ann)
 
 
