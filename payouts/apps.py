@@ -8,7 +8,7 @@ class PayoutsConfig(AppConfig):
     def ready(self) -> None:
         from commissions.services import balance_fitters
 
-        from .services import payouts_fit_balance
+        from .ledger import payouts_fit_balance
 
         # A clawback reduces the partner's payouts not sent yet before their open withdrawals (docs/payouts.md).
         if payouts_fit_balance not in balance_fitters:

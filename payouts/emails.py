@@ -7,7 +7,7 @@ from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
 
 from core.money import money
-from core.tasks import enqueue
+from core.tasks import service_task
 from core.urls import public_url
 
 from .models import Payout, PayoutEmail
@@ -26,14 +26,6 @@ BODY = {
     ),
 }
 FOOTER = "\n\nSee your payouts: {url}\n"
-
-
-def payout_email_later(*, payout_id: int, event: str) -> None:
-    """After the caller's transaction commits, a task emails the partner (a broker outage never reaches the
-    caller)."""
-    from .tasks import payout_email_task
-
-    transaction.on_commit(lambda: enqueue(payout_email_task, payout_id, event))
 
 
 def payout_email_send(*, payout_id: int, event: str) -> bool:
@@ -68,3 +60,8 @@ def payout_email_send(*, payout_id: int, event: str) -> bool:
         return False  # sent already
     logger.info("payouts.email_sent", extra={"payout_id": payout.pk, "event": event})
     return True
+
+
+@service_task("payouts.email")
+def payout_email_task(payout_id: int, event: str) -> bool:
+    return payout_email_send(payout_id=payout_id, event=event)

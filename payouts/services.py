@@ -17,15 +17,26 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry, Withdrawal
 from core.money import money
+from core.tasks import enqueue
 from programs.models import Partner, PartnerAccount, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
 
+from .ledger import (
+    DEBIT_MEMO,
+    PayoutError,
+    RunAlreadyConfirmed,
+    _audit,
+    payout_account_for,
+    payout_mark_failed,
+    payout_mark_paid,
+    payouts_fit_balance,
+)
 from .models import (
     MANUAL_RAILS,
     OPEN_PAYOUT_STATUSES,
@@ -39,19 +50,26 @@ from .models import (
     Rail,
 )
 from .payloads import payout_event_data
+from .stripe_rail import payout_send_task
 
-
-class PayoutError(Exception):
-    """Refused; the message is shown to the person or agent who asked, as is."""
-
-
-class RunAlreadyConfirmed(PayoutError):
-    pass
-
-
-DEBIT_MEMO = "Payout #{pk}"
-REDUCED_MEMO = "Payout #{pk} reduced by a refund before it was sent"
-FAILED_MEMO = "Payout #{pk} failed: back on the balance"
+# Settling lives in payouts.ledger (the Stripe rail settles through it too); these names are part of this module's
+# interface for the dashboard, the agent API, the portal and the command.
+__all__ = [
+    "PayoutError",
+    "RunAlreadyConfirmed",
+    "available_by_partner",
+    "manual_rail_set",
+    "not_ready_reason",
+    "payout_account_for",
+    "payout_mark_failed",
+    "payout_mark_paid",
+    "payouts_fit_balance",
+    "program_minimum",
+    "run_confirm",
+    "run_export",
+    "run_preview",
+    "scheduled_runs",
+]
 
 
 # --- What is available ------------------------------------------------------------------------------------------
@@ -181,10 +199,6 @@ def preview_lines(*, program: Program, currency: str, minimum_cents: int) -> lis
 # --- Runs -------------------------------------------------------------------------------------------------------
 
 
-def _audit(run: PayoutRun, action: str, actor: str, detail: str = "") -> None:
-    PayoutRunAudit.objects.create(run=run, action=action, actor=actor[:200], detail=detail[:500])
-
-
 def run_preview(*, program: Program, currency: str, actor: str, minimum_cents: int | None = None) -> PayoutRun:
     """A run in preview: the lines as they stand now (nothing is debited until it is confirmed)."""
     if minimum_cents is None:
@@ -307,6 +321,11 @@ def run_confirm(*, run_id: int, actor: str, now: datetime | None = None) -> list
     return made
 
 
+def _send_later(payout_ids: list[int]) -> None:
+    for payout_id in payout_ids:
+        enqueue(payout_send_task, payout_id)
+
+
 def _cover(payout: Payout, commissions: list[Commission]) -> None:
     """The commissions the payout's amount covers whole, oldest approved first (its statement)."""
     left = payout.amount_cents
@@ -320,151 +339,6 @@ def _cover(payout: Payout, commissions: list[Commission]) -> None:
         left -= net
         rows.append(PayoutCommission(payout=payout, commission=commission, amount_cents=net))
     PayoutCommission.objects.bulk_create(rows)
-
-
-def _send_later(payout_ids: list[int]) -> None:
-    from core.tasks import enqueue
-
-    from .tasks import payout_send_task
-
-    for payout_id in payout_ids:
-        enqueue(payout_send_task, payout_id)
-
-
-# --- Settling ---------------------------------------------------------------------------------------------------
-
-
-def payout_mark_paid(
-    *, payout_id: int, actor: str = "", reference: str = "", transfer_id: str = "", now: datetime | None = None
-) -> bool:
-    """Settles an open payout as paid: its covered commissions become `paid`. Returns False, and changes nothing,
-    when it is no longer open. Locks the commissions first, as the refund path does."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        covered = list(
-            PayoutCommission.objects.filter(payout_id=payout_id, active=True).values_list("commission_id", flat=True)
-        )
-        list(Commission.objects.select_for_update().filter(pk__in=covered).order_by("pk"))
-        payout = Payout.objects.select_for_update().get(pk=payout_id)
-        if payout.status not in OPEN_PAYOUT_STATUSES:
-            return False
-        payout.status = PayoutStatus.PAID
-        payout.paid_at = now
-        payout.rail_reference = reference[:255] or payout.rail_reference
-        payout.stripe_transfer_id = transfer_id or payout.stripe_transfer_id
-        payout.save(update_fields=["status", "paid_at", "rail_reference", "stripe_transfer_id", "updated_at"])
-        Commission.objects.filter(pk__in=covered, status=CommissionStatus.APPROVED).update(
-            status=CommissionStatus.PAID, updated_at=now
-        )
-        if actor:
-            _audit(payout.run, PayoutRunAudit.Action.MARKED_PAID, actor, f"payout #{payout.pk} {reference}".strip())
-        event_emit(
-            program_id=payout.program_id,
-            type=EventType.PAYOUT_PAID,
-            livemode=True,
-            object_id=payout.pk,
-            data=payout_event_data(payout),
-        )
-    _email_later(payout.pk, "paid")
-    return True
-
-
-def payout_mark_failed(
-    *, payout_id: int, code: str, message: str, actor: str = "", now: datetime | None = None, after_paid: bool = False
-) -> bool:
-    """Settles an open payout (or, `after_paid`, a paid one whose transfer Stripe reversed) as failed: what it
-    still held goes back on the partner's ledger, its commissions can be covered again, and the partner is told
-    why. Returns False, and changes nothing, when it was already settled."""
-    now = now or timezone.now()
-    allowed = (*OPEN_PAYOUT_STATUSES, PayoutStatus.PAID) if after_paid else OPEN_PAYOUT_STATUSES
-    with transaction.atomic():
-        covered = list(
-            PayoutCommission.objects.filter(payout_id=payout_id, active=True).values_list("commission_id", flat=True)
-        )
-        list(Commission.objects.select_for_update().filter(pk__in=covered).order_by("pk"))
-        payout = Payout.objects.select_related("run").get(pk=payout_id)
-        Partner.objects.select_for_update().filter(pk=payout.partner_id).first()
-        payout = Payout.objects.select_for_update(of=("self",)).select_related("run").get(pk=payout_id)
-        if payout.status not in allowed:
-            return False
-        was_paid = payout.status == PayoutStatus.PAID
-        payout.status = PayoutStatus.FAILED
-        payout.failed_at = now
-        payout.failure_code = code[:100]
-        payout.failure_message = message[:500]
-        payout.save(update_fields=["status", "failed_at", "failure_code", "failure_message", "updated_at"])
-        if payout.amount_cents:
-            LedgerEntry.objects.create(
-                partner_id=payout.partner_id,
-                program_id=payout.program_id,
-                kind=LedgerEntry.Kind.PAYOUT,
-                amount_cents=payout.amount_cents,
-                currency=payout.currency,
-                memo=FAILED_MEMO.format(pk=payout.pk),
-                payout=payout,
-                created_at=now,
-            )
-        PayoutCommission.objects.filter(payout=payout, active=True).update(active=False)
-        if was_paid:
-            Commission.objects.filter(pk__in=covered, status=CommissionStatus.PAID).update(
-                status=CommissionStatus.APPROVED, updated_at=now
-            )
-        if actor:
-            _audit(payout.run, PayoutRunAudit.Action.MARKED_FAILED, actor, f"payout #{payout.pk}: {message}"[:500])
-        event_emit(
-            program_id=payout.program_id,
-            type=EventType.PAYOUT_FAILED,
-            livemode=True,
-            object_id=payout.pk,
-            data=payout_event_data(payout),
-        )
-    _email_later(payout.pk, "failed")
-    return True
-
-
-def _email_later(payout_id: int, event: str) -> None:
-    from .emails import payout_email_later
-
-    payout_email_later(payout_id=payout_id, event=event)
-
-
-def payouts_fit_balance(*, partner_id: int, currency: str) -> None:
-    """After a clawback (the caller holds the commission and partner locks): when the partner's balance in the
-    currency fell below 0, payouts not sent yet are reduced by what is missing, newest first, each reduction given
-    back on the ledger, and one reduced to nothing is cancelled. A payout already sent or exported is not touched:
-    the balance stays negative and the next run nets it."""
-    balance = LedgerEntry.objects.filter(partner_id=partner_id, currency=currency).aggregate(total=Sum("amount_cents"))[
-        "total"
-    ]
-    missing = -(balance or 0)
-    if missing <= 0:
-        return
-    pending = list(
-        Payout.objects.select_for_update()
-        .filter(partner_id=partner_id, currency=currency, status=PayoutStatus.PENDING)
-        .order_by("-created_at", "-pk")
-    )
-    for payout in pending:
-        if missing <= 0:
-            break
-        cut = min(payout.amount_cents, missing)
-        payout.amount_cents -= cut
-        missing -= cut
-        fields = ["amount_cents", "updated_at"]
-        if payout.amount_cents == 0:
-            payout.status = PayoutStatus.CANCELLED
-            fields.append("status")
-            PayoutCommission.objects.filter(payout=payout, active=True).update(active=False)
-        payout.save(update_fields=fields)
-        LedgerEntry.objects.create(
-            partner_id=partner_id,
-            program_id=payout.program_id,
-            kind=LedgerEntry.Kind.PAYOUT,
-            amount_cents=cut,
-            currency=currency,
-            memo=REDUCED_MEMO.format(pk=payout.pk),
-            payout=payout,
-        )
 
 
 # --- Manual rails -----------------------------------------------------------------------------------------------
@@ -496,11 +370,6 @@ def run_export(*, run_id: int, rail: str, actor: str) -> list[Payout]:
 # --- Payout accounts --------------------------------------------------------------------------------------------
 
 
-def payout_account_for(account: PartnerAccount) -> PayoutAccount:
-    payout_account, _ = PayoutAccount.objects.get_or_create(account=account)
-    return payout_account
-
-
 def manual_rail_set(
     *, account: PartnerAccount, rail: str, payout_email: str = "", bank_reference: str = "", holder_name: str = ""
 ) -> PayoutAccount:
@@ -521,21 +390,6 @@ def manual_rail_set(
         payout_account.holder_name = holder_name.strip()[:200]
         payout_account.save()
     return payout_account
-
-
-def ledger_matches_payouts(partner_id: int) -> bool:
-    """The invariant the tests end on: every payout's ledger entries add up to minus what it paid or still holds
-    (0 once failed or cancelled)."""
-    for payout in Payout.objects.filter(partner_id=partner_id):
-        total = LedgerEntry.objects.filter(payout=payout).aggregate(total=Sum("amount_cents"))["total"] or 0
-        expected = 0 if payout.status in (PayoutStatus.FAILED, PayoutStatus.CANCELLED) else -payout.amount_cents
-        if total != expected:
-            return False
-    return (
-        not LedgerEntry.objects.filter(partner_id=partner_id, kind=LedgerEntry.Kind.PAYOUT)
-        .filter(Q(payout__isnull=True) & ~Q(memo__startswith="Withdrawal"))
-        .exists()
-    )
 
 
 def scheduled_runs(*, now: datetime | None = None) -> list[PayoutRun]:

@@ -13,10 +13,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.tasks import service_task
 from programs.models import PartnerAccount
 
+from .ledger import PayoutError, payout_account_for, payout_mark_failed, payout_mark_paid
 from .models import Payout, PayoutAccount, PayoutStatus, Rail
-from .services import PayoutError, payout_account_for, payout_mark_failed, payout_mark_paid
 
 logger = logging.getLogger("svc.payouts")
 
@@ -259,3 +260,14 @@ def _payout_of_transfer(transfer: dict) -> Payout | None:
     if payout is None or (payout.destination and transfer.get("destination") not in (None, payout.destination)):
         return None
     return payout
+
+
+# The tasks that run this rail (payouts.tasks lists every payouts task for the worker).
+@service_task("payouts.send")
+def payout_send_task(payout_id: int) -> str:
+    return payout_send(payout_id=payout_id)
+
+
+@service_task("payouts.reconcile")
+def payouts_reconcile_task() -> dict[str, int]:
+    return payouts_reconcile()

@@ -1,26 +1,15 @@
+"""Every payouts task, for the worker's autodiscovery. Sending and reconciling are declared beside the Stripe rail and
+the email beside its sender, because the services that queue them sit above this module."""
+
 from core.tasks import service_task
 
-from .emails import payout_email_send
-from .stripe_rail import payout_send, payouts_reconcile
+from .emails import payout_email_task
+from .services import scheduled_runs
+from .stripe_rail import payout_send_task, payouts_reconcile_task
 
-
-@service_task("payouts.send")
-def payout_send_task(payout_id: int) -> str:
-    return payout_send(payout_id=payout_id)
-
-
-@service_task("payouts.reconcile")
-def payouts_reconcile_task() -> dict[str, int]:
-    return payouts_reconcile()
-
-
-@service_task("payouts.email")
-def payout_email_task(payout_id: int, event: str) -> bool:
-    return payout_email_send(payout_id=payout_id, event=event)
+__all__ = ["payout_email_task", "payout_send_task", "payouts_reconcile_task", "payouts_scheduled_runs_task"]
 
 
 @service_task("payouts.scheduled_runs")
 def payouts_scheduled_runs_task() -> int:
-    from .services import scheduled_runs
-
     return len(scheduled_runs())

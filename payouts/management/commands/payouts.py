@@ -56,7 +56,7 @@ class Command(BaseCommand):
             "export", help="Write a confirmed run's open PayPal or Wise payouts as the rail's batch file"
         )
         export.add_argument("run_id", type=int, metavar="RUN_ID")
-        export.add_argument("--rail", required=True, choices=list(MANUAL_RAILS))
+        export.add_argument("--rail", required=True, choices=[rail.value for rail in MANUAL_RAILS])
         export.add_argument("--output", required=True, type=Path, metavar="FILE", help="Where the CSV is written")
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
