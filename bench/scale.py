@@ -604,15 +604,16 @@ def reads(setup: Setup) -> dict[str, str]:
 
 
 def deep_cursor(setup: Setup) -> str:
-    """The Older link's cursor twenty pages into the partner's commissions (its oldest if it has fewer): a keyset
-    page there must cost what page 1 costs."""
+    """The Older link's cursor twenty pages into the partner's commissions (or as deep as leaves a full page, when
+    it has fewer): a keyset page there must cost what page 1 costs."""
     from commissions.models import Commission
     from core.pagination import cursor_of
 
     newest_first = Commission.objects.filter(partner_id=setup.links[setup.program_id][0][1]).order_by(
         "-created_at", "-pk"
     )
-    row = newest_first[1000:1001].first() or newest_first.last()
+    depth = max(0, min(1000, newest_first.count() - 51))
+    row = newest_first[depth : depth + 1].first()
     return cursor_of(row) if row is not None else ""
 
 
