@@ -1,0 +1,2 @@
+"""A local Stripe API for the tests (server.py), its pytest fixture (fixtures.py) and Connect webhook events
+(events.py)."""
