@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import account, applications, commissions, links, performance, views
+from . import account, applications, commissions, links, payouts, performance, views
 
 urlpatterns = [
     path("portal/", views.home, name="portal-home"),
@@ -12,6 +12,11 @@ urlpatterns = [
     path("portal/performance", performance.performance, name="portal-performance"),
     path("portal/commissions", commissions.commissions_page, name="portal-commissions"),
     path("portal/balance", commissions.balance_page, name="portal-balance"),
+    path("portal/payouts", payouts.payouts_page, name="portal-payouts"),
+    path("portal/payouts/stripe", payouts.stripe_start, name="portal-payouts-stripe"),
+    path("portal/payouts/stripe/return", payouts.stripe_return, name="portal-payouts-stripe-return"),
+    path("portal/payouts/stripe/refresh", payouts.stripe_refresh, name="portal-payouts-stripe-refresh"),
+    path("portal/payouts/manual", payouts.manual_rail, name="portal-payouts-manual"),
     path("join/<int:program_id>", applications.join, name="portal-join"),
     path("portal/account", account.account_page, name="portal-account"),
     path("portal/account/password", account.password_change, name="portal-password-change"),

@@ -42,7 +42,16 @@ def path_of(pattern: URLPattern) -> str:
 def test_every_route_is_either_public_or_for_a_signed_in_partner():
     names = {pattern.name for pattern in routes()}
     assert PUBLIC <= names, "a public route listed here no longer exists"
-    assert len(names - PUBLIC) >= 8  # home, links, performance, commissions, balance, account and its two forms
+    # home, links, performance, commissions, balance, account and its two forms; payouts, its Stripe onboarding (the
+    # POST that sends to Stripe, the return and the expired-link pages) and its manual rail's form
+    assert len(names - PUBLIC) >= 13
+    assert {
+        "portal-payouts",
+        "portal-payouts-stripe",
+        "portal-payouts-stripe-return",
+        "portal-payouts-stripe-refresh",
+        "portal-payouts-manual",
+    } <= names - PUBLIC
 
 
 @pytest.mark.parametrize("pattern", [p for p in routes() if p.name not in PUBLIC], ids=lambda p: p.name)
