@@ -33,6 +33,8 @@ COMMISSION_ID = {"type": "integer", "description": "Commission id"}
 PARTNER_ID = {"type": "integer", "description": "Partner id"}
 APPLICATION_ID = {"type": "integer", "description": "Partner application id"}
 LINK_ID = {"type": "integer", "description": "Referral link id"}
+RUN_ID = {"type": "integer", "description": "Payout run id"}
+CURRENCY = {"type": "string", "enum": ["USD", "EUR", "VND"], "description": "Currency code"}
 PARTNER_FIELDS: dict[str, Any] = {
     "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The partner's name"},
     "email": {"type": "string", "maxLength": 254, "description": "The partner's email (may be empty)"},
@@ -62,9 +64,16 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
     "include_test_events": {"type": "boolean", "description": "true: test-mode events are sent to it too"},
 }
 # Tools that lose something for good: clients may ask before calling them. A deactivated link refuses its clicks
-# from then on, and no agent route turns it back on.
+# from then on, and no agent route turns it back on; a confirmed payout run has paid its partners.
 DESTRUCTIVE_TOOLS = frozenset(
-    {"void_commission", "delete_webhook_endpoint", "reset_fraud_rule", "deactivate_link", "reject_application"}
+    {
+        "void_commission",
+        "delete_webhook_endpoint",
+        "reset_fraud_rule",
+        "deactivate_link",
+        "reject_application",
+        "confirm_payout_run",
+    }
 )
 
 
@@ -457,6 +466,58 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             "GET",
             "/payouts/withdrawals",
             {"cursor": CURSOR, "limit": LIMIT},
+        ),
+        ToolSpec(
+            "list_payout_runs",
+            "List payout runs, newest first: program, currency, status (preview or confirmed), each partner's "
+            "line (amount, rail, ready or why not), the payouts made and who previewed and confirmed it.",
+            "GET",
+            "/payouts/runs",
+            {
+                "program_id": PROGRAM_ID,
+                "currency": CURRENCY,
+                "status": {"type": "string", "description": "preview or confirmed"},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+        ),
+        ToolSpec(
+            "get_payout_run",
+            "One payout run with its lines, payouts and audit trail.",
+            "GET",
+            "/payouts/runs/{run_id}",
+            {"run_id": RUN_ID},
+            required=("run_id",),
+        ),
+    ),
+    "payouts:write": (
+        ToolSpec(
+            "preview_payout_run",
+            "Preview a payout run for a program in one currency: every partner owed at least the minimum "
+            "(minimum_cents, in minor units; the program's minimum when omitted), the amount, the rail and whether "
+            "they can be paid now. Nothing is paid until confirm_payout_run.",
+            "POST",
+            "/payouts/runs",
+            {
+                "program_id": PROGRAM_ID,
+                "currency": CURRENCY,
+                "minimum_cents": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Pay only partners owed at least this, in the currency's minor units",
+                },
+            },
+            required=("program_id", "currency"),
+        ),
+        ToolSpec(
+            "confirm_payout_run",
+            "Confirm a previewed payout run: one payout per ready partner, debited from their balance at once; "
+            "Stripe payouts are sent, PayPal and Wise ones wait for the owner to pay them. A run is confirmed "
+            "once.",
+            "POST",
+            "/payouts/runs/{run_id}/confirm",
+            {"run_id": RUN_ID},
+            required=("run_id",),
         ),
     ),
     "webhooks:read": (

@@ -20,6 +20,8 @@ PATH_IDS = {
     "endpoint_id": "endpoint",
     "delivery_id": "delivery",
     "application_id": "application",
+    "run_id": "run",
+    "payout_id": "payout",
 }
 PATH_LITERALS = {"rule": "bot"}
 PARAMETER = re.compile(r"\{(\w+)\}")

@@ -91,6 +91,8 @@ hold = agent_call("POST", "/commissions/{commission_id}/hold", body={"reason": "
 mark_paid = agent_call("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid")
 approve_application = agent_call("POST", "/applications/{application_id}/approve")
 reject_application = agent_call("POST", "/applications/{application_id}/reject")
+confirm_run = agent_call("POST", "/payouts/runs/{run_id}/confirm")
+mark_payout_paid = agent_call("POST", "/payouts/payouts/{payout_id}/mark-paid")
 
 
 def disable_endpoint(world: World) -> None:
@@ -129,6 +131,9 @@ CASES: list[Case] = [
     not_seen("GET", "/events", type="sale"),
     not_seen("GET", "/commissions"),
     not_seen("GET", "/payouts/balances"),
+    not_seen("GET", "/payouts/runs"),
+    not_seen("POST", "/payouts/runs", currency="USD"),
+    not_seen("GET", "/payouts/payouts"),
     not_seen("GET", "/webhooks/endpoints"),
     not_seen("POST", "/webhooks/endpoints", **ENDPOINT),
     not_seen("GET", "/webhooks/events"),
@@ -251,6 +256,53 @@ CASES: list[Case] = [
     *agent_cases("GET", "/payouts/withdrawals", "payouts:read", bad_query={"status": "lost"}),
     *agent_cases("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid", "payouts:write"),
     agent_case("POST", "/payouts/withdrawals/{withdrawal_id}/mark-paid", 409, "already paid", before=mark_paid),
+    *agent_cases("GET", "/payouts/runs", "payouts:read", bad_query={"currency": "GBP"}),
+    *agent_cases(
+        "POST",
+        "/payouts/runs",
+        "payouts:write",
+        ok=201,
+        body=lambda w: {"program_id": w.ids["program"], "currency": "USD"},
+        bad_body={"program_id": "abc", "currency": "USD"},
+        other_body=lambda w: {"program_id": w.ids["program"], "currency": "EUR"},
+    ),
+    agent_case(
+        "POST",
+        "/payouts/runs",
+        400,
+        "a negative minimum",
+        body=lambda w: {"program_id": w.ids["program"], "currency": "USD", "minimum_cents": -1},
+    ),
+    *agent_cases("GET", "/payouts/runs/{run_id}", "payouts:read"),
+    *agent_cases("POST", "/payouts/runs/{run_id}/confirm", "payouts:write"),
+    agent_case("POST", "/payouts/runs/{run_id}/confirm", 409, "confirmed already", before=confirm_run),
+    *agent_cases("GET", "/payouts/payouts", "payouts:read", bad_query={"status": "lost"}),
+    *agent_cases("GET", "/payouts/payouts/{payout_id}", "payouts:read"),
+    *agent_cases(
+        "POST",
+        "/payouts/payouts/{payout_id}/mark-paid",
+        "payouts:write",
+        body={"reference": "PAYPAL-1"},
+        bad_body={"reference": None},
+        other_body={"reference": "PAYPAL-2"},
+    ),
+    agent_case("POST", "/payouts/payouts/{payout_id}/mark-paid", 409, "paid already", body={}, before=mark_payout_paid),
+    *agent_cases(
+        "POST",
+        "/payouts/payouts/{payout_id}/mark-failed",
+        "payouts:write",
+        body={"message": "The PayPal account is closed"},
+        bad_body={},
+        other_body={"message": "Another reason"},
+    ),
+    agent_case(
+        "POST",
+        "/payouts/payouts/{payout_id}/mark-failed",
+        409,
+        "paid already",
+        body={"message": "Too late"},
+        before=mark_payout_paid,
+    ),
     *agent_cases("GET", "/webhooks/endpoints", "webhooks:read", bad_query={"limit": "0"}),
     *agent_cases(
         "POST",

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from cli_api.services import cli_token_create, login_session_start
 from commissions.approval import commission_approve
 from commissions.services import withdrawal_request
+from payouts.services import run_confirm, run_preview
 from programs.models import AGENT_SCOPES, PartnerApplication, Role
 from programs.services import agent_key_create
 from tests.factories import (
@@ -24,6 +25,8 @@ from tests.factories import (
     UserFactory,
     WebhookEndpointFactory,
 )
+from tests.payouts.money import credited as credited_commission
+from tests.payouts.money import payable_partner
 from webhooks.events import event_new
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery
 
@@ -68,6 +71,12 @@ def world_build() -> World:
     application = PartnerApplication.objects.create(
         program=program, name="Applicant", email="applicant@example.com", promotion="A newsletter"
     )
+    # A partner paid by PayPal: a confirmed USD run left an open payout, and a EUR run waits in preview.
+    payee = payable_partner(program, name="Payee")
+    credited_commission(payee, program, amount=10_000)
+    credited_commission(payee, program, amount=10_000, currency="EUR")
+    [payout] = run_confirm(run_id=run_preview(program=program, currency="USD", actor="command").pk, actor="command")
+    run = run_preview(program=program, currency="EUR", actor="command")
     event = event_new(program_id=program.pk, type="sale.created", livemode=True, data={"amount_cents": 4900})
     event.save(force_insert=True)
     delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED, attempts=1)
@@ -119,6 +128,8 @@ def world_build() -> World:
             "withdrawal": withdrawal.pk,
             "endpoint": endpoint.pk,
             "application": application.pk,
+            "run": run.pk,
+            "payout": payout.pk,
             "event": event.pk,
             "delivery": delivery.pk,
             "state": login.state,

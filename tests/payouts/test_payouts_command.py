@@ -163,6 +163,7 @@ def test_export_writes_the_rails_batch_file_and_marks_the_payouts_processing(pro
     assert said == f"Wrote 1 paypal payout(s), 20.00 USD, to {paypal_file}.\n"
     ann_payout = Payout.objects.get(partner=ann)
     [row] = list(csv.reader(io.StringIO(paypal_file.read_text())))
+    assert ann.account is not None
     assert row[:4] == [ann.account.email, "20.00", "USD", f"payout-{ann_payout.pk}"]
     assert ann_payout.status == PayoutStatus.PROCESSING
 
