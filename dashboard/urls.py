@@ -1,12 +1,14 @@
 """Dashboard pages. Program pages live under /programs/<id>/ next to the Stripe connection page
 (/programs/<id>/stripe, routed by programs.api.urls); none of these paths overlaps it or /api/."""
 
-from django.urls import path
+from django.urls import include, path
 
 from . import application_views, partner_views, review_views, views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
+    # A program's payouts: /programs/<id>/payouts and below (docs/payouts.md).
+    path("", include("dashboard.payout_urls")),
     path("programs/<int:program_id>/", views.program_overview, name="dashboard-overview"),
     path("programs/<int:program_id>/events", views.program_events, name="dashboard-events"),
     path("programs/<int:program_id>/readiness", views.program_readiness, name="dashboard-readiness"),

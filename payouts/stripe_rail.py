@@ -50,8 +50,11 @@ def account_state_store(payout_account: PayoutAccount, account: stripe.Account |
         item for item in (requirements.get("past_due") or []) if item not in (requirements.get("currently_due") or [])
     ]
     payout_account.disabled_reason = str(requirements.get("disabled_reason") or "")[:255]
+    if payout_account.transfers_active and payout_account.stripe_account_id:
+        payout_account.rail = Rail.STRIPE  # onboarding finished: Stripe replaces a manual rail chosen before
     payout_account.save(
         update_fields=[
+            "rail",
             "payouts_enabled",
             "details_submitted",
             "transfers_active",
@@ -79,12 +82,11 @@ def express_account_ensure(account: PartnerAccount) -> PayoutAccount:
                 idempotency_key=f"svc-partner-account-{account.pk}-express",
             )
             payout_account.stripe_account_id = created["id"]
-            payout_account.rail = Rail.STRIPE
+            if not payout_account.destination or payout_account.rail == Rail.STRIPE:
+                # A partner paid by PayPal or Wise stays so until Stripe can receive transfers (account_state_store).
+                payout_account.rail = Rail.STRIPE
             payout_account.save(update_fields=["stripe_account_id", "rail", "updated_at"])
             account_state_store(payout_account, created)
-        elif payout_account.rail != Rail.STRIPE:
-            payout_account.rail = Rail.STRIPE
-            payout_account.save(update_fields=["rail", "updated_at"])
     return payout_account
 
 

@@ -169,4 +169,25 @@ EXAMPLE_DATA: dict[str, dict[str, Any]] = {
         "email": "partner@example.com",
         "enrolled_at": "2026-01-01T00:00:00Z",
     },
+    **{
+        kind: {
+            "run_id": 0,
+            "partner_id": 0,
+            "amount_cents": 12_500,
+            "currency": "USD",
+            "status": status,
+            "rail": "stripe",
+            "stripe_transfer_id": "tr_example" if status == "paid" else None,
+            "failure_code": "account_invalid" if status == "failed" else None,
+            "failure_message": "The destination account cannot receive transfers." if status == "failed" else None,
+            "created_at": "2026-02-01T00:00:00Z",
+            "paid_at": "2026-02-01T00:00:05Z" if status == "paid" else None,
+            "failed_at": "2026-02-01T00:00:05Z" if status == "failed" else None,
+        }
+        for kind, status in (
+            (EventType.PAYOUT_CREATED, "pending"),
+            (EventType.PAYOUT_PAID, "paid"),
+            (EventType.PAYOUT_FAILED, "failed"),
+        )
+    },
 }

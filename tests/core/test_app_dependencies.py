@@ -8,7 +8,18 @@ from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("core", "programs", "tracking", "commissions", "cli_api", "dashboard", "agent_api", "webhooks", "fraud", "payouts")
+APPS = (
+    "core",
+    "programs",
+    "tracking",
+    "commissions",
+    "cli_api",
+    "dashboard",
+    "agent_api",
+    "webhooks",
+    "fraud",
+    "payouts",
+)
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
 
 

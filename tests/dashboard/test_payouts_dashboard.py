@@ -20,7 +20,7 @@ from programs.models import Role
 from tests.factories import MembershipFactory, ProgramFactory
 from tests.payouts.money import balance, credited, ledger_exact, payable_partner
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.dashboard.payout_test_urls")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

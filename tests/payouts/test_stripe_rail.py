@@ -34,6 +34,7 @@ def program():
 def onboarded(server: StripeFake, program, **fields):
     """A partner whose Express account exists on the server and finished onboarding."""
     partner = payable_partner(program, rail=Rail.STRIPE, **fields)
+    assert partner.account is not None
     account = server.create_account(email=partner.account.email)
     server.complete_onboarding(account["id"])
     PayoutAccount.objects.filter(account=partner.account).update(stripe_account_id=account["id"])
@@ -236,3 +237,17 @@ def test_transfer_created_settles_a_payout_whose_answer_was_lost(stripe_server, 
     forged = dict(stripe_server.transfers[0], destination="acct_someone_else")
     assert post_event(event("transfer.created", forged)).json()["applied"] is None
     ledger_exact(partner)
+
+
+def test_a_partner_paid_by_paypal_stays_so_until_stripe_can_receive(stripe_server, program):
+    partner = payable_partner(program)  # PayPal
+    assert partner.account is not None
+    onboarding_link(account=partner.account, return_url="https://svc.test/r", refresh_url="https://svc.test/f")
+    payout_account = PayoutAccount.objects.get(account=partner.account)
+    assert (payout_account.rail, payout_account.stripe_account_id[:5]) == (Rail.PAYPAL, "acct_")
+    credited(partner, program, amount=10_000)
+    [paid_by_paypal] = confirmed(program)
+    assert paid_by_paypal.rail == Rail.PAYPAL
+
+    stripe_server.complete_onboarding(payout_account.stripe_account_id)
+    assert account_refresh(payout_account).rail == Rail.STRIPE

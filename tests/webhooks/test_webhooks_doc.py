@@ -6,6 +6,8 @@ import re
 import pytest
 from django.conf import settings
 
+from payouts.models import Payout
+from payouts.payloads import payout_event_data
 from tests.factories import CommissionFactory, PartnerProgramFactory, SaleFactory
 from tracking.models import LeadEvent
 from webhooks.models import EventType
@@ -37,6 +39,7 @@ def test_it_builds_real_payloads_with_the_documented_keys():
     commission = CommissionFactory(sale=sale)
     lead = LeadEvent(program=sale.program, customer=sale.customer, click_id="c", lead_timestamp=sale.sale_date)
     enrolment = PartnerProgramFactory()
+    payout = Payout(run_id=1, program=sale.program, partner=sale.partner, amount_cents=100, currency="USD")
     built = {
         EventType.LEAD_CREATED: lead_data(lead),
         EventType.SALE_CREATED: sale_data(sale),
@@ -45,6 +48,9 @@ def test_it_builds_real_payloads_with_the_documented_keys():
             sale=sale, commission=commission, refund_id="re_1", amount=100, deduction=20, reason=""
         ),
         EventType.PARTNER_ENROLLED: partner_enrolled_data(enrolment=enrolment, partner=enrolment.partner),
+        **dict.fromkeys(
+            (EventType.PAYOUT_CREATED, EventType.PAYOUT_PAID, EventType.PAYOUT_FAILED), payout_event_data(payout)
+        ),
     }
     for event_type, data in built.items():
         assert set(data) == set(EXAMPLE_DATA[event_type]), event_type
