@@ -278,6 +278,10 @@ LINK_CACHE_MAX_ENTRIES = env_int("LINK_CACHE_MAX_ENTRIES", 100_000)
 BENCH_TRIVIAL_ENDPOINT = env_bool("BENCH_TRIVIAL_ENDPOINT", default=False)
 # How many reverse proxies we trust to append to X-Forwarded-For. 0: use REMOTE_ADDR only.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# First-party mode (tracking/api/first_party.py): the Domain of the svc_click_id cookie the service sets through the
+# shop's proxy (e.g. example.com, so www. and the apex share it; comma-separated for several shops), used when the
+# shop's host is under it. Empty: a host-only cookie.
+FIRST_PARTY_COOKIE_DOMAIN = env.str("FIRST_PARTY_COOKIE_DOMAIN", default="")
 SILENCED_SYSTEM_CHECKS = [
     # Local memory (a lone process, and tests) is deliberate: the spec counts per instance. The SQLite counter
     # cache and Django's own Redis cache are atomic but not on django-ratelimit's list.

@@ -232,6 +232,9 @@ class Program(models.Model):
     applications_auto_approve = models.BooleanField(
         default=False, help_text="Applications are approved as they arrive (otherwise an owner or admin decides)"
     )
+    # The last first-party call (the tracker served from the shop's own origin, tracking.services.first_party),
+    # written at most once an hour: readiness names the cookie's mode from it.
+    first_party_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -45,6 +45,8 @@ def body_of(**fields: Any) -> bytes:
 
 # (case, raw body, headers, whether the lean path answers it)
 LEAN = True
+FIRST_PARTY = {"HTTP_X_FORWARDED_PREFIX": "/_svc"}
+FIRST_PARTY_HTTPS = {**FIRST_PARTY, "HTTP_X_FORWARDED_PROTO": "https", "HTTP_X_FORWARDED_HOST": "www.example.com"}
 CASES: list[tuple[str, bytes | str, dict[str, str], bool]] = [
     ("a new visitor", body_of(session_id="s1", page_url="https://shop.example.com/"), {}, LEAN),
     ("Accept */*", body_of(), {"HTTP_ACCEPT": "*/*"}, LEAN),
@@ -77,6 +79,15 @@ CASES: list[tuple[str, bytes | str, dict[str, str], bool]] = [
     ("a query string", body_of(), {"QUERY_STRING": "format=json"}, not LEAN),
     ("a key", body_of(visitor_ip="81.2.69.160"), {"HTTP_AUTHORIZATION": "Bearer {key}"}, not LEAN),
     ("a wrong key", body_of(), {"HTTP_AUTHORIZATION": "Bearer sk_live_nobody"}, not LEAN),
+    # First-party mode (tracking/api/first_party.py): the cookie the server sets is compared too.
+    ("a first-party click", body_of(), FIRST_PARTY, LEAN),
+    ("a first-party click, forwarded", body_of(), FIRST_PARTY_HTTPS, LEAN),
+    ("a first-party returning visitor", body_of(existing_click_id="cust_lean"), FIRST_PARTY, LEAN),
+    ("a first-party paused link", body_of(affiliate_url=url_of("paused")), FIRST_PARTY, LEAN),
+    ("a first-party bot", body_of(user_agent="Googlebot/2.1 (+http://www.google.com/bot.html)"), FIRST_PARTY, LEAN),
+    ("a first-party test click", body_of(additional_data={"test_mode": True}), FIRST_PARTY, LEAN),
+    ("a first-party click, Accept text/html", body_of(), {**FIRST_PARTY, "HTTP_ACCEPT": "text/html"}, not LEAN),
+    ("a first-party click with a key", body_of(), {**FIRST_PARTY, "HTTP_AUTHORIZATION": "Bearer {key}"}, not LEAN),
 ]
 
 
@@ -153,14 +164,18 @@ def _answered(raw: bytes | str, headers: dict[str, str], *, lean_on: bool, url: 
             patch.setattr(lean, decision_name, lambda request: None)
         response = send(Client(), raw, headers, names, url)
     body = response.content.decode()
+    # The cookies as the WSGI handler sends them (Set-Cookie is not among response.headers).
+    cookies = sorted(cookie.output(header="").strip() for cookie in response.cookies.values())
     for name in ("program", "other"):
         body = body.replace(f'"programId":{names[name]}', f'"programId":"<{name}>"')
     # Ids differ from world to world: each rolled back world's sequences have moved on.
     body = re.sub(r'"(eventId|sale_id|commission_id)":\d+', r'"\1":"<id>"', body)
-    for click_id in Customer.objects.values_list("click_id", flat=True):
+    for click_id in [
+        *Customer.objects.values_list("click_id", flat=True),
+        *ClickEvent.objects.values_list("click_id", flat=True),
+    ]:
         body = body.replace(click_id, "<click_id>")
-    for click_id in ClickEvent.objects.values_list("click_id", flat=True):
-        body = body.replace(click_id, "<click_id>")
+        cookies = [cookie.replace(click_id, "<click_id>") for cookie in cookies]
     log = list(
         ApiCall.objects.values(
             "method", "route", "status", "error_code", "message", "key_masked", "key_mode", "excerpt", "program__name"
@@ -175,6 +190,7 @@ def _answered(raw: bytes | str, headers: dict[str, str], *, lean_on: bool, url: 
         "body": body,
         "headers": {name: value for name, value in response.headers.items() if name not in VARYING_HEADERS},
         "header names": sorted(response.headers),
+        "cookies": cookies,
         "log": log,
         "customers": Customer.objects.count(),
         "clicks": list(ClickEvent.objects.values_list("traffic", "is_test", "program__name")),
@@ -191,7 +207,8 @@ def _answered(raw: bytes | str, headers: dict[str, str], *, lean_on: bool, url: 
     return summary
 
 
-COMPARED: tuple[str, ...] = ("status", "body", "headers", "header names", "log", "customers", "clicks", "sales")
+COMPARED: tuple[str, ...] = ("status", "body", "headers", "header names", "cookies", "log", "customers", "clicks")
+COMPARED += ("sales",)
 COMPARED += ("commissions", "ledger", "events")
 
 
@@ -200,9 +217,9 @@ def test_the_lean_path_answers_as_drf_does(case, raw, headers, lean_answers):
     assert_answered_alike(raw, headers, lean_answers, url=URL)
 
 
-def assert_answered_alike(raw: bytes | str, headers: dict[str, str], lean_answers: bool, *, url: str) -> None:
+def assert_answered_alike(raw: bytes | str, headers: dict[str, str], lean_answers: bool, *, url: str) -> dict[str, Any]:
     """The call as routed and through DRF: the same answer and rows, and the lean path took it exactly when
-    claimed."""
+    claimed. Returns the routed answer."""
     routed = answered(raw, headers, lean_on=True, url=url)
     through_drf = answered(raw, headers, lean_on=False, url=url)
     assert through_drf["by_drf"]
@@ -210,6 +227,30 @@ def assert_answered_alike(raw: bytes | str, headers: dict[str, str], lean_answer
     for part in COMPARED:
         assert routed[part] == through_drf[part], part
     assert routed["log"], "every call leaves its request-log row"
+    return routed
+
+
+FIRST_PARTY_CASES = [
+    ("a new visitor", body_of(), FIRST_PARTY, LEAN),
+    ("over https at the shop's host", body_of(), FIRST_PARTY_HTTPS, LEAN),
+    ("a returning visitor", body_of(existing_click_id="cust_lean"), FIRST_PARTY_HTTPS, LEAN),
+    ("handed to DRF (a key)", body_of(), {**FIRST_PARTY_HTTPS, "HTTP_AUTHORIZATION": "Bearer {key}"}, not LEAN),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "raw", "headers", "lean_answers"), FIRST_PARTY_CASES, ids=[case[0] for case in FIRST_PARTY_CASES]
+)
+def test_a_first_party_click_sets_the_same_cookie_behind_a_trusted_proxy(settings, case, raw, headers, lean_answers):
+    settings.TRUSTED_PROXY_COUNT = 1
+    settings.FIRST_PARTY_COOKIE_DOMAIN = "example.com"
+    routed = assert_answered_alike(raw, headers, lean_answers, url=URL)
+    forwarded = "HTTP_X_FORWARDED_HOST" in headers
+    attributes = "Domain=example.com; " if forwarded else ""
+    window = 30 * 86400  # ProgramFactory's cookie_duration, in seconds
+    assert routed["cookies"] == [
+        f"svc_click_id=<click_id>; {attributes}Max-Age={window}; Path=/; SameSite=Lax" + ("; Secure" * forwarded)
+    ]
 
 
 def test_a_rate_limited_click_is_answered_alike(settings):
@@ -376,6 +417,30 @@ def test_the_other_tracking_routes_answer_alike_without_the_signed_in_middleware
             }
         )
     assert answers[0] == answers[1]
+
+
+def test_a_first_party_visit_refreshes_the_same_cookie_without_the_signed_in_middleware(settings):
+    settings.TRUSTED_PROXY_COUNT = 1
+    answers = []
+    for lean_on in (True, False):
+        caches[settings.RATELIMIT_USE_CACHE].clear()
+        middleware = settings.MIDDLEWARE if lean_on else [m for m in settings.MIDDLEWARE if m != LEAN_MIDDLEWARE]
+        with transaction.atomic(), override_settings(MIDDLEWARE=middleware):
+            names = world()
+            body = json.dumps({**OTHER_ROUTES["/api/v1/track/visit"], "program_id": names["program"]})
+            response = send(Client(), body, FIRST_PARTY_HTTPS, names, "/api/v1/track/visit")
+            transaction.set_rollback(True)
+        answers.append(
+            {
+                "status": response.status_code,
+                "body": re.sub(r"\d+", "N", response.content.decode()),
+                "headers": {name: value for name, value in response.headers.items() if name not in VARYING_HEADERS},
+                "cookies": sorted(cookie.output(header="").strip() for cookie in response.cookies.values()),
+            }
+        )
+    assert answers[0] == answers[1]
+    window = 30 * 86400  # ProgramFactory's cookie_duration, in seconds
+    assert answers[0]["cookies"] == [f"svc_click_id=cust_lean; Max-Age={window}; Path=/; SameSite=Lax; Secure"]
 
 
 def test_the_tracking_routes_skip_the_signed_in_middleware_and_nothing_else(monkeypatch):

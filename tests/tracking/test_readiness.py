@@ -14,6 +14,7 @@ from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, Ref
 from tests.helpers import bearer
 from tracking.insight.readiness import readiness_compute
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent
+from tracking.services.first_party import first_party_seen_forget
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]
 
@@ -468,3 +469,87 @@ def test_the_user_agents_of_bot_clicks_cost_one_query_more_only_when_there_are_s
         return len(captured)
 
     assert queries(crawled) == queries(prefetched) + 1
+
+
+class TestCookieMode:
+    """cookie_mode: how the svc_click_id cookie is kept, first-party (set by the service through the shop's own
+    origin) or written by the tracker's script, and what that loses in Safari."""
+
+    FIRST_PARTY_STEP = (
+        "Serve the tracker from your own site: proxy a path of it (such as /_svc) to this service, load "
+        "/_svc/js/svc-tracker.js from there, and the service sets the cookie itself for the whole window "
+        "(docs/first-party.md)."
+    )
+
+    @staticmethod
+    def cookie_mode(verdict) -> dict | None:
+        return next((check for check in verdict["checks"] if check["id"] == "cookie_mode"), None)
+
+    def test_a_program_that_has_seen_nothing_has_no_cookie_mode_yet(self, program):
+        assert self.cookie_mode(readiness_compute(program=program)) is None
+
+    @pytest.mark.parametrize("window", [30, 60, 90])
+    def test_clicks_with_no_first_party_call_name_the_loss_in_safari(self, window):
+        program = ProgramFactory(cookie_duration=window)
+        ready_program(program)
+        verdict = readiness_compute(program=program, base_url=BASE)
+        assert self.cookie_mode(verdict) == {
+            "id": "cookie_mode",
+            "status": "pass",
+            "title": "Click cookie",
+            "detail": f"script-written cookie: Safari keeps it 7 days, your window is {window}",
+            "next_step": self.FIRST_PARTY_STEP,
+        }
+        # Right after the seven checks; a working script-mode integration stays ready.
+        assert [check["id"] for check in verdict["checks"]].index("cookie_mode") == 7
+        assert (verdict["ready"], verdict["status"], verdict["next_step"]) == (True, "ready", "")
+
+    @pytest.mark.parametrize(
+        "click_fields",
+        [{"traffic": "bot"}, {"is_test": True}],
+        ids=["only a click set aside", "only a test click"],
+    )
+    def test_any_click_seen_is_enough_to_say_it(self, program, click_fields):
+        ClickEvent.objects.create(program=program, **click_fields)
+        detail = checks(readiness_compute(program=program))["cookie_mode"][1]
+        assert detail == "script-written cookie: Safari keeps it 7 days, your window is 30"
+
+    def test_first_party_calls_seen_say_so(self, program):
+        ready_program(program)
+        seen_at = NOW - timedelta(minutes=40)
+        type(program).objects.filter(pk=program.pk).update(first_party_seen_at=seen_at)
+        program.refresh_from_db()
+        verdict = readiness_compute(program=program, base_url=BASE)
+        assert self.cookie_mode(verdict) == {
+            "id": "cookie_mode",
+            "status": "pass",
+            "title": "Click cookie",
+            "detail": "First-party calls seen (the tracker served from your own site), last at "
+            f"{utc_text(seen_at)}: the service sets svc_click_id itself, for your whole window of 30 days",
+            "next_step": "",
+        }
+        assert verdict["status"] == "ready"
+
+    def test_a_first_party_click_through_the_api_shows_in_the_readiness_route(self, api_client, program, settings):
+        settings.CACHES = {
+            **settings.CACHES,
+            "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests-readiness"},
+        }
+        first_party_seen_forget()
+        ReferralLinkFactory(program=program, short_link="fp")
+        route = "/api/v1/programs/me/readiness"
+
+        def cookie_mode_detail() -> str:
+            check = self.cookie_mode(api_client.get(route, **bearer(program.raw_api_key)).json())
+            assert check is not None
+            return check["detail"]
+
+        body = {"affiliate_url": "https://shop.example.com/?aff=fp", "user_agent": CHROME_UA}
+        assert api_client.post("/api/v1/track/click", body, format="json").status_code == 200
+        assert cookie_mode_detail() == "script-written cookie: Safari keeps it 7 days, your window is 30"
+        clicked = api_client.post("/api/v1/track/click", body, format="json", HTTP_X_FORWARDED_PREFIX="/_svc")
+        assert clicked.cookies["svc_click_id"].value == clicked.json()["click_id"]
+        assert cookie_mode_detail().startswith(
+            f"First-party calls seen (the tracker served from your own site), last at {utc_text(NOW)}"
+        )
+        first_party_seen_forget()

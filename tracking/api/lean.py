@@ -53,6 +53,7 @@ from tracking.services.click import ClickContext, ClickInput, ClickRecorded, cli
 from tracking.services.common import sale_is_test
 from tracking.services.sale import PrefetchedCustomer, SaleInput, key_and_customer_get, sale_record
 
+from .first_party import first_party_click
 from .results import click_body, sale_body
 from .serializers import ClickInputSerializer, SaleInputSerializer
 from .views import ClickTrackApi, SaleTrackApi
@@ -92,7 +93,9 @@ def track_click(request: HttpRequest) -> HttpResponseBase:
             ),
         )
         program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
-        return Response(click_body(result)), program_id
+        response = Response(click_body(result))
+        first_party_click(request, response, result)
+        return response, program_id
 
     return _answered(request, ClickTrackApi, ratelimit.TRACK_CLICK, answer, body=body, key=None, started=started)
 

@@ -22,6 +22,7 @@ from programs.api.base import CallLoggedApi
 from programs.models import LeadAuth
 
 from ..services.tracker import VisitInput, tracker_config_get, visit_record
+from .first_party import first_party_visit
 from .serializers import TypedInputSerializer, additional_data_field, optional_text, validate_additional_data
 from .views import COMMON_ERRORS
 
@@ -114,7 +115,9 @@ class VisitTrackApi(CallLoggedApi):
     def post(self, request: Request) -> Response:
         visit = visit_record(data=self.InputSerializer(data=request.data).validated_input())
         self.log_program_id = visit.program_id
-        return Response({"success": True, "visit_id": visit.pk})
+        response = Response({"success": True, "visit_id": visit.pk})
+        first_party_visit(request._request, response, visit)
+        return response
 
 
 class TrackerConfigGetApi(CallLoggedApi):

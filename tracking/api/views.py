@@ -20,6 +20,7 @@ from tracking.services.lead import lead_record
 from tracking.services.refund import refund_record, refund_test_mode
 from tracking.services.sale import sale_record
 
+from .first_party import first_party_click
 from .results import click_body, lead_body, refund_body, sale_body
 from .serializers import ClickInputSerializer, LeadInputSerializer, RefundInputSerializer, SaleInputSerializer
 
@@ -155,7 +156,9 @@ class ClickTrackApi(ProgramKeyApi):
         self.log_program_id = (result.click_event if isinstance(result, ClickRecorded) else result.event).program_id
         if request.method == "HEAD":
             return Response(status=200)
-        return Response(click_body(result))
+        response = Response(click_body(result))
+        first_party_click(request._request, response, result)
+        return response
 
     @extend_schema(exclude=True)
     def head(self, request: Request) -> Response:

@@ -346,6 +346,42 @@ def clicks_set_aside_check(counts: ReadinessCounts) -> Check | None:
     )
 
 
+# What a cookie written by script lasts in Safari (its tracking prevention caps it), whatever Max-Age says.
+SCRIPT_COOKIE_SAFARI_DAYS = 7
+FIRST_PARTY_STEP = (
+    "Serve the tracker from your own site: proxy a path of it (such as /_svc) to this service, load "
+    "/_svc/js/svc-tracker.js from there, and the service sets the cookie itself for the whole window "
+    "(docs/first-party.md)."
+)
+
+
+def cookie_mode_check(counts: ReadinessCounts, *, program: Program) -> Check | None:
+    """Names how the svc_click_id cookie is kept: set by the service through the shop's own origin (first-party
+    calls were seen: Program.first_party_seen_at, noted at most hourly), or written by the tracker's script, which
+    Safari keeps only SCRIPT_COOKIE_SAFARI_DAYS days whatever the window. None until the program has seen a click
+    or a first-party call (the clicks check says how to start). It passes either way: a script-written cookie works,
+    and its detail names what it loses."""
+    seen_at = program.first_party_seen_at
+    window = program.cookie_window_days
+    if seen_at is not None:
+        return Check(
+            "cookie_mode",
+            PASS,
+            "Click cookie",
+            f"First-party calls seen (the tracker served from your own site), last at {utc_text(seen_at)}: the "
+            f"service sets svc_click_id itself, for your whole window of {window} days",
+        )
+    if not (counts.clicks["live"] or counts.clicks["last_uncounted"] or counts.clicks["test"]):
+        return None
+    return Check(
+        "cookie_mode",
+        PASS,
+        "Click cookie",
+        f"script-written cookie: Safari keeps it {SCRIPT_COOKIE_SAFARI_DAYS} days, your window is {window}",
+        FIRST_PARTY_STEP,
+    )
+
+
 def mistakes_check(mistakes: list[Mistake]) -> Check | None:
     """The mistakes weigh in the checklist: how many, the worst first (`mistakes` come worst first). It fails when
     one lost something (calls refused, test events in production), warns otherwise. None when there is none."""
@@ -491,8 +527,8 @@ def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
     """Counts, checks and the mistakes seen in recent calls (tracking.insight.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is. The
-    seven checks come first, always in the same order; then, when there is something to say, the bot clicks, the
-    clicks set aside and the integration mistakes (docs/readiness.md)."""
+    seven checks come first, always in the same order; then, when there is something to say, the cookie's mode, the bot
+    clicks, the clicks set aside and the integration mistakes (docs/readiness.md)."""
     now = timezone.now()
     counts = readiness_counts(program=program, now=now)
     live_key = key or program_live_key_get(program_id=program.pk)
@@ -506,7 +542,13 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         live_events_check(counts),
     ]
     mistakes = mistakes_find(program=program, now=now)
-    for extra in (bot_clicks_check(counts), clicks_set_aside_check(counts), mistakes_check(mistakes)):
+    extras = (
+        cookie_mode_check(counts, program=program),
+        bot_clicks_check(counts),
+        clicks_set_aside_check(counts),
+        mistakes_check(mistakes),
+    )
+    for extra in extras:
         if extra is not None:
             checks.append(extra)
     verdict = readiness_verdict(checks, mistakes)
