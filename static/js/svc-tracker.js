@@ -6,12 +6,13 @@
   var attr = function (name) { return (script && script.getAttribute("data-svc-" + name)) || ""; };
   var programId = attr("program-id");
   var pid = /^\d+$/.test(programId) ? Number(programId) : programId;
-  var apiBase = (attr("api-base") || (script ? new URL(script.src, location.href).origin : "")).replace(/\/+$/, "");
+  // https://shop/_svc/js/svc-tracker.js calls https://shop/_svc: same-origin, the server sets the cookie
+  var apiBase = (attr("api-base") || (script ? script.src : "")).replace(/(\/(static\/)?js\/[^/]*)?\/*$/, "");
   var testMode = attr("test-mode") === "true";
   var noop = function () {};
   var cut = function (value, length) { return String(value || "").slice(0, length); };
 
-  // sessionStorage may throw (privacy modes): then the tracker works without it.
+  // sessionStorage may throw (privacy modes).
   function session(key, value) {
     try {
       if (value === undefined) return sessionStorage.getItem(key);
@@ -25,19 +26,15 @@
     return match ? decodeURIComponent(match[1]) : null;
   }
 
-  // Nothing is sent while the page is prerendered, unseen.
+  // Nothing is sent while the page is prerendered.
   var shown = new Promise(function (done) {
     document.prerendering ? document.addEventListener("prerenderingchange", done) : done();
   });
 
   // POSTs answer their JSON, errors too; a failed GET answers {}.
   function call(path, body, keepalive) {
-    var init = { credentials: "omit", keepalive: !!keepalive };
-    if (body) {
-      init.method = "POST";
-      init.headers = { "Content-Type": "application/json" };
-      init.body = JSON.stringify(body);
-    }
+    var init = body && { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      keepalive: keepalive };
     return shown.then(function () { return fetch(apiBase + path, init); }).then(function (response) {
       return response.json().then(function (json) { return response.ok || body ? json : {}; });
     });
@@ -47,8 +44,7 @@
     var body = { program_id: pid, page_url: cut(location.href, 4096), page_title: cut(document.title, 1024),
       referrer_url: cut(document.referrer, 4096), session_id: sessionId, additional_data: { program_id: pid } };
     if (testMode) body.additional_data.test_mode = true;
-    for (var name in extra) body[name] = extra[name];
-    return body;
+    return Object.assign(body, extra);
   }
 
   // Stripe attributes a payment to client_reference_id when its metadata has no click id.
@@ -103,7 +99,7 @@
       clicked = Promise.all([click, config]).then(function (answers) {
         var clickId = answers[0].click_id || (answers[0].data && answers[0].data.click_id); // test mode: in data
         var days = answers[0].cookie_window_days || answers[1].cookie_window_days || 30;
-        if (clickId) {
+        if (clickId && (getClickId() !== clickId || apiBase.indexOf(location.origin))) {
           document.cookie = "svc_click_id=" + encodeURIComponent(clickId) + "; Max-Age=" + days * 86400 +
             "; Path=/; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
         }
@@ -119,7 +115,7 @@
       decorate();
       // and what is added later (frameworks, modals)
       new MutationObserver(decorate).observe(document.documentElement,
-        { childList: true, subtree: true, attributes: true, attributeFilter: ["href"] });
+        { childList: true, subtree: true, attributeFilter: ["href"] });
     }
     return getClickId();
   });
@@ -127,7 +123,7 @@
   window.svc = {
     ready: ready,
     getClickId: getClickId,
-    // Without a click id there is nothing to attribute: no call.
+    // No click id, nothing to attribute: no call.
     signup: function (customerKey, email) {
       return ready.then(function () {
         var clickId = getClickId();
