@@ -1,0 +1,150 @@
+"""The shop's reverse proxy in front of the service, from the first-party recipes in deploy/first-party/ themselves:
+nginx (nginx.conf, included in a server block written here, with the service's address filled in) and HAProxy
+(haproxy.cfg, run unchanged with its environment variables pointing at the test server). Both answer the service
+under /_svc/ of their own origin; nginx also serves a directory of the shop's pages.
+Without nginx or haproxy the tests skip with a reason, except in CI (CI=true), where they fail; .ci/run installs
+both."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.gunicorn import BASE_DIR, free_port
+from tests.proxy import haproxy_binary
+
+RECIPES = BASE_DIR / "deploy" / "first-party"
+PREFIX = "/_svc"
+# What each recipe names the service by; a test puts its server's address there.
+SERVICE_PLACEHOLDER = "https://track.example.com"
+BOOT_SECONDS = 15
+
+
+def nginx_binary() -> str:
+    """The nginx executable; skips the test without one, or fails it in CI."""
+    found = shutil.which("nginx") or next(
+        (path for path in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(path, os.X_OK)), None
+    )
+    if found:
+        return found
+    missing = "needs nginx (apt-get install nginx; .ci/run installs it)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {missing}", pytrace=False)
+    pytest.skip(missing)
+
+
+def nginx_config(directory: Path, *, port: int, service_url: str, root: Path | None = None) -> Path:
+    """A whole nginx configuration in `directory`: one server on 127.0.0.1:`port` that includes the recipe (the
+    service's address filled in) and serves `root`, if given, as the shop's pages. Everything nginx writes stays in
+    `directory`."""
+    recipe = (RECIPES / "nginx.conf").read_text()
+    assert SERVICE_PLACEHOLDER in recipe
+    snippet = directory / "svc-first-party.conf"
+    snippet.write_text(recipe.replace(SERVICE_PLACEHOLDER, service_url.rstrip("/")))
+    temp = directory / "temp"
+    temp.mkdir(exist_ok=True)
+    # As root, nginx's workers would switch to an unprivileged user that cannot read the test's directories.
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    pages = f"root {root};" if root else "return 404;"
+    config = directory / "nginx.conf"
+    config.write_text(
+        f"""{user}worker_processes 1;
+pid {directory / "nginx.pid"};
+error_log {directory / "error.log"} info;
+events {{ worker_connections 256; }}
+http {{
+    access_log {directory / "access.log"};
+    client_body_temp_path {temp / "body"};
+    proxy_temp_path {temp / "proxy"};
+    fastcgi_temp_path {temp / "fastcgi"};
+    uwsgi_temp_path {temp / "uwsgi"};
+    scgi_temp_path {temp / "scgi"};
+    types {{ text/html html; application/javascript js; }}
+    server {{
+        listen 127.0.0.1:{port};
+        server_name localhost;
+        include {snippet};
+        location / {{ {pages} }}
+    }}
+}}
+"""
+    )
+    return config
+
+
+@contextmanager
+def nginx_serving(directory: Path, *, service_url: str, root: Path | None = None) -> Iterator[str]:
+    """Yields the shop's base URL (http://localhost:<port>) once the service's /healthz answers through it."""
+    binary = nginx_binary()
+    port = free_port()
+    config = nginx_config(directory, port=port, service_url=service_url, root=root)
+    log = directory / "error.log"
+    with (directory / "nginx.out").open("w") as output:
+        # daemon off: the process we start is the master we stop.
+        proxy = subprocess.Popen(
+            [binary, "-p", str(directory), "-c", str(config), "-g", "daemon off;"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_until_up(proxy, f"http://127.0.0.1:{port}", directory / "nginx.out", log)
+        yield f"http://localhost:{port}"
+    finally:
+        proxy.send_signal(signal.SIGQUIT)  # graceful: finish the requests in flight, then exit
+        _stopped(proxy)
+
+
+@contextmanager
+def haproxy_first_party_serving(directory: Path, *, service_url: str) -> Iterator[str]:
+    """Yields the shop's base URL once the service's /healthz answers through HAProxy running the recipe."""
+    binary = haproxy_binary()
+    port = free_port()
+    service = urlsplit(service_url)
+    env = {
+        **os.environ,
+        "SHOP_BIND": f"127.0.0.1:{port}",
+        "SVC_ADDR": service.netloc,
+        "SVC_HOST": service.hostname or "",
+        "SVC_PLAIN_HTTP": "1",
+    }
+    log = directory / "haproxy.log"
+    with log.open("w") as output:
+        proxy = subprocess.Popen(
+            [binary, "-db", "-f", str(RECIPES / "haproxy.cfg")], env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_until_up(proxy, f"http://127.0.0.1:{port}", log, log)
+        yield f"http://localhost:{port}"
+    finally:
+        proxy.send_signal(signal.SIGUSR1)  # soft stop
+        _stopped(proxy)
+
+
+def _wait_until_up(proxy: subprocess.Popen, url: str, output: Path, log: Path) -> None:
+    deadline = time.monotonic() + BOOT_SECONDS
+    while time.monotonic() < deadline:
+        if proxy.poll() is not None:
+            pytest.fail(f"the proxy exited with {proxy.returncode}:\n{output.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}{PREFIX}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"the proxy did not answer within {BOOT_SECONDS} s:\n{log.read_text()[-3000:]}")
+
+
+def _stopped(proxy: subprocess.Popen) -> None:
+    try:
+        proxy.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proxy.kill()
+        proxy.wait()
