@@ -63,7 +63,9 @@ def cookie_domain(host: str) -> str:
 
 def click_cookie_set(response: HttpResponseBase, request: HttpRequest, *, click_id: str, window_days: int) -> None:
     """Set-Cookie: svc_click_id=<click_id>; Max-Age=<window>; Path=/; SameSite=Lax (; Secure on https; Domain=…
-    when configured). No Expires: every browser that keeps cookies for weeks reads Max-Age."""
+    when FIRST_PARTY_COOKIE_DOMAIN covers the shop's host). No Expires: every browser that keeps cookies for weeks
+    reads Max-Age, and the header stays the same whichever second it is sent. A click id a cookie cannot carry as it
+    is sets nothing."""
     if not _COOKIE_SAFE.fullmatch(click_id):
         return
     response.cookies[COOKIE_NAME] = click_id
