@@ -2,8 +2,9 @@
 front (the recipe deploy/first-party/nginx.conf itself, tests/first_party_proxies.py) serving the pages and sending
 /_svc/ to the live service (TRUSTED_PROXY_COUNT=1). The tracker loads from /_svc/js/svc-tracker.js; the click's answer
 sets svc_click_id, which the browser's own cookie store keeps for the program's window, readable by the page; the
-page reaches no other host; and a lead and a sale the integrator's backend sends 8 days later (the server's clock
-moved) are the partner's. Safari keeps a cookie written by script 7 days: in script mode that sale would be lost."""
+page reaches no other host; readiness names the mode; and a lead and a sale the integrator's backend sends 8 days
+later (the server's clock moved) are the partner's. Safari keeps a cookie written by script 7 days: in script mode
+that sale would be lost."""
 
 import time
 from collections.abc import Callable, Iterator
@@ -14,12 +15,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import time_machine
+from django.core.cache import cache
 from django.utils import timezone
 
 from commissions.models import Commission
 from tests.factories import ProgramFactory, ReferralLinkFactory
 from tests.first_party_proxies import nginx_serving
 from tracking.models import ClickEvent, LeadEvent, PageVisit, SaleEvent
+from tracking.services.first_party import SEEN_CACHE_KEY, first_party_seen_forget
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -45,10 +48,19 @@ def shop(live_server, shop_pages, tmp_path_factory, django_db_blocker) -> Iterat
 
 
 @pytest.fixture
-def first_party(settings) -> None:
+def first_party(settings) -> Iterator[None]:
     # The live service runs in this process: nginx is its one trusted proxy.
     settings.TRUSTED_PROXY_COUNT = 1
     settings.FIRST_PARTY_COOKIE_DOMAIN = ""
+    first_party_seen_forget()
+    yield
+    first_party_seen_forget()
+
+
+def first_party_seen_unnoted(program_id: int) -> None:
+    """Forgets that the program's first-party calls were noted: program ids come again in a new test database, and
+    a shared cache (Redis) outlives it."""
+    cache.delete(SEEN_CACHE_KEY.format(program_id=program_id))
 
 
 def shop_page(program_id: int) -> str:
@@ -77,6 +89,7 @@ def test_the_click_cookie_is_set_by_the_shops_origin_and_a_sale_8_days_later_is_
 ):
     program = ProgramFactory(cookie_duration=WINDOW_DAYS, commission_type="percent")
     link = ReferralLinkFactory(program=program)
+    first_party_seen_unnoted(program.pk)
     (shop_pages / "pricing.html").write_text(shop_page(program.pk), encoding="utf-8")
     shop_host = urlsplit(shop).netloc
 
@@ -124,15 +137,20 @@ def test_the_click_cookie_is_set_by_the_shops_origin_and_a_sale_8_days_later_is_
     } <= paths
     context.close()
 
+    # Readiness names the mode: the calls came through the shop's origin.
+    key = {"Authorization": f"Bearer {program.raw_api_key}"}
+    readiness = httpx.get(f"{live_server.url}/api/v1/programs/me/readiness", headers=key, timeout=15).json()
+    (cookie_mode,) = [check for check in readiness["checks"] if check["id"] == "cookie_mode"]
+    assert cookie_mode["detail"].startswith("First-party calls seen (the tracker served from your own site)")
+    assert cookie_mode["detail"].endswith(f"for your whole window of {WINDOW_DAYS} days")
+
     # Day 8: the shop's backend reads svc_click_id from the visitor's request (the browser still holds it: it
     # expires on day 30) and sends the signup and the order with the program's key.
     later = timezone.now() + LATER
     assert cookie["expires"] > later.timestamp() + DAY
     with (
         time_machine.travel(later, tick=True),
-        httpx.Client(
-            base_url=live_server.url, headers={"Authorization": f"Bearer {program.raw_api_key}"}, timeout=15
-        ) as backend,
+        httpx.Client(base_url=live_server.url, headers=key, timeout=15) as backend,
     ):
         lead = backend.post(
             "/api/v1/track/lead", json={"click_id": click_id, "customer_key": "user_8", "email": "ada@example.com"}
