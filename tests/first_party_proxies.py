@@ -3,8 +3,10 @@ nginx (nginx.conf, included in a server block written here, with the service's a
 (haproxy.cfg, run unchanged with its environment variables pointing at the test server). Both answer the service
 under /_svc/ of their own origin; nginx also serves a directory of the shop's pages.
 Without nginx or haproxy the tests skip with a reason, except in CI (CI=true), where they fail; .ci/run installs
-both."""
+both. Over TLS too, with a self-signed certificate (self_signed_certificate), for the scheme the proxy forwards."""
 
+import datetime
+import ipaddress
 import os
 import shutil
 import signal
@@ -12,11 +14,16 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.gunicorn import BASE_DIR, free_port
 from tests.proxy import haproxy_binary
@@ -26,6 +33,40 @@ PREFIX = "/_svc"
 # What each recipe names the service by; a test puts its server's address there.
 SERVICE_PLACEHOLDER = "https://track.example.com"
 BOOT_SECONDS = 15
+
+
+@dataclass
+class ShopProxy:
+    """The shop's origin as its proxy serves it: plain HTTP, and HTTPS when it was given a certificate."""
+
+    url: str
+    tls_url: str | None = None
+
+
+def self_signed_certificate(directory: Path) -> Path:
+    """A certificate for localhost, 127.0.0.1 and *.example.com with its key, in one PEM file (HAProxy reads that;
+    nginx takes it as both certificate and key). Clients of the tests do not verify it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    names = [x509.DNSName("localhost"), x509.DNSName("*.example.com"), x509.DNSName("example.com")]
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([*names, x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = directory / "shop.pem"
+    pem.write_bytes(
+        certificate.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return pem
 
 
 def nginx_binary() -> str:
@@ -41,10 +82,18 @@ def nginx_binary() -> str:
     pytest.skip(missing)
 
 
-def nginx_config(directory: Path, *, port: int, service_url: str, root: Path | None = None) -> Path:
-    """A whole nginx configuration in `directory`: one server on 127.0.0.1:`port` that includes the recipe (the
-    service's address filled in) and serves `root`, if given, as the shop's pages. Everything nginx writes stays in
-    `directory`."""
+def nginx_config(
+    directory: Path,
+    *,
+    port: int,
+    service_url: str,
+    root: Path | None = None,
+    tls_port: int | None = None,
+    certificate: Path | None = None,
+) -> Path:
+    """A whole nginx configuration in `directory`: one server on 127.0.0.1:`port` (and on `tls_port` over TLS with
+    `certificate`) that includes the recipe (the service's address filled in) and serves `root`, if given, as the
+    shop's pages. Everything nginx writes stays in `directory`."""
     recipe = (RECIPES / "nginx.conf").read_text()
     assert SERVICE_PLACEHOLDER in recipe
     snippet = directory / "svc-first-party.conf"
@@ -54,6 +103,9 @@ def nginx_config(directory: Path, *, port: int, service_url: str, root: Path | N
     # As root, nginx's workers would switch to an unprivileged user that cannot read the test's directories.
     user = "user root;\n" if os.geteuid() == 0 else ""
     pages = f"root {root};" if root else "return 404;"
+    tls = ""
+    if tls_port and certificate:
+        tls = f"listen 127.0.0.1:{tls_port} ssl; ssl_certificate {certificate}; ssl_certificate_key {certificate};"
     config = directory / "nginx.conf"
     config.write_text(
         f"""{user}worker_processes 1;
@@ -70,6 +122,7 @@ http {{
     types {{ text/html html; application/javascript js; }}
     server {{
         listen 127.0.0.1:{port};
+        {tls}
         server_name localhost;
         include {snippet};
         location / {{ {pages} }}
@@ -81,11 +134,18 @@ http {{
 
 
 @contextmanager
-def nginx_serving(directory: Path, *, service_url: str, root: Path | None = None) -> Iterator[str]:
-    """Yields the shop's base URL (http://localhost:<port>) once the service's /healthz answers through it."""
+def nginx_serving(
+    directory: Path, *, service_url: str, root: Path | None = None, tls: bool = False
+) -> Iterator[ShopProxy]:
+    """Yields the shop's origin (http://localhost:<port>, and https://localhost:<port> with `tls`) once the
+    service's /healthz answers through it."""
     binary = nginx_binary()
     port = free_port()
-    config = nginx_config(directory, port=port, service_url=service_url, root=root)
+    tls_port = free_port() if tls else None
+    certificate = self_signed_certificate(directory) if tls else None
+    config = nginx_config(
+        directory, port=port, service_url=service_url, root=root, tls_port=tls_port, certificate=certificate
+    )
     log = directory / "error.log"
     with (directory / "nginx.out").open("w") as output:
         # daemon off: the process we start is the master we stop.
@@ -96,17 +156,19 @@ def nginx_serving(directory: Path, *, service_url: str, root: Path | None = None
         )
     try:
         _wait_until_up(proxy, f"http://127.0.0.1:{port}", directory / "nginx.out", log)
-        yield f"http://localhost:{port}"
+        yield ShopProxy(f"http://localhost:{port}", f"https://localhost:{tls_port}" if tls_port else None)
     finally:
         proxy.send_signal(signal.SIGQUIT)  # graceful: finish the requests in flight, then exit
         _stopped(proxy)
 
 
 @contextmanager
-def haproxy_first_party_serving(directory: Path, *, service_url: str) -> Iterator[str]:
-    """Yields the shop's base URL once the service's /healthz answers through HAProxy running the recipe."""
+def haproxy_first_party_serving(directory: Path, *, service_url: str, tls: bool = False) -> Iterator[ShopProxy]:
+    """Yields the shop's origin once the service's /healthz answers through HAProxy running the recipe (over TLS
+    too with `tls`: the recipe's SHOP_CERTS)."""
     binary = haproxy_binary()
     port = free_port()
+    tls_port = free_port() if tls else None
     service = urlsplit(service_url)
     env = {
         **os.environ,
@@ -115,6 +177,11 @@ def haproxy_first_party_serving(directory: Path, *, service_url: str) -> Iterato
         "SVC_HOST": service.hostname or "",
         "SVC_PLAIN_HTTP": "1",
     }
+    if tls_port:
+        certificates = directory / "certs"
+        certificates.mkdir()
+        self_signed_certificate(certificates)
+        env.update(SHOP_CERTS=str(certificates), SHOP_TLS_BIND=f"127.0.0.1:{tls_port}")
     log = directory / "haproxy.log"
     with log.open("w") as output:
         proxy = subprocess.Popen(
@@ -122,7 +189,7 @@ def haproxy_first_party_serving(directory: Path, *, service_url: str) -> Iterato
         )
     try:
         _wait_until_up(proxy, f"http://127.0.0.1:{port}", log, log)
-        yield f"http://localhost:{port}"
+        yield ShopProxy(f"http://localhost:{port}", f"https://localhost:{tls_port}" if tls_port else None)
     finally:
         proxy.send_signal(signal.SIGUSR1)  # soft stop
         _stopped(proxy)

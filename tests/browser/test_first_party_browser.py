@@ -42,9 +42,9 @@ def shop(live_server, shop_pages, tmp_path_factory, django_db_blocker) -> Iterat
     # nginx waits for the service's /healthz, which reads the database.
     with (
         django_db_blocker.unblock(),
-        nginx_serving(tmp_path_factory.mktemp("nginx"), service_url=live_server.url, root=shop_pages) as url,
+        nginx_serving(tmp_path_factory.mktemp("nginx"), service_url=live_server.url, root=shop_pages) as proxy,
     ):
-        yield url
+        yield proxy.url
 
 
 @pytest.fixture

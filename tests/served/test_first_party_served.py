@@ -4,7 +4,9 @@ service under /_svc/ of the shop's origin. Through either, the tracker script is
 it does without the proxy and sets svc_click_id on the shop's host with the contract's attributes (the program's
 window as Max-Age, Path=/, SameSite=Lax, no Secure over http, no Domain by default, never HttpOnly), the visitor's
 address the service records is the one the proxy saw (a forged X-Forwarded-For is not believed), and a visit with
-the click's id sets the cookie again with the whole window. Without the proxy nothing sets a cookie."""
+the click's id sets the cookie again with the whole window. Over TLS, as www.example.com, the cookie is Secure and
+shared with the apex (FIRST_PARTY_COOKIE_DOMAIN=example.com): the shop's scheme and host reach the service. Without
+the proxy nothing sets a cookie."""
 
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from django.conf import settings
 
 from fraud.rules import visitor_hash
 from tests.factories import ProgramFactory, ReferralLinkFactory
-from tests.first_party_proxies import haproxy_first_party_serving, nginx_serving
+from tests.first_party_proxies import ShopProxy, haproxy_first_party_serving, nginx_serving
 from tests.gunicorn import gunicorn_serving
 from tracking.models import ClickEvent, PageVisit
 
@@ -48,7 +50,8 @@ def service(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[st
         "RATELIMIT_SHARED": "false",
         "RATELIMIT_ENABLE": "true",
         "RATELIMIT_SCALE": "1",
-        "FIRST_PARTY_COOKIE_DOMAIN": "",
+        # Used for a shop under it (www.example.com); localhost is not, and gets a host-only cookie.
+        "FIRST_PARTY_COOKIE_DOMAIN": "example.com",
         "FAST_PASSWORD_HASHER": "true",
     }
     with django_db_blocker.unblock(), gunicorn_serving(env=env, log=directory / "gunicorn.log", workers=2) as url:
@@ -56,20 +59,20 @@ def service(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[st
 
 
 @pytest.fixture(scope="module")
-def nginx_shop(service, tmp_path_factory) -> Iterator[str]:
-    with nginx_serving(tmp_path_factory.mktemp("nginx"), service_url=service) as url:
-        yield url
+def nginx_shop(service, tmp_path_factory) -> Iterator[ShopProxy]:
+    with nginx_serving(tmp_path_factory.mktemp("nginx"), service_url=service, tls=True) as proxy:
+        yield proxy
 
 
 @pytest.fixture(scope="module")
-def haproxy_shop(service, tmp_path_factory) -> Iterator[str]:
-    with haproxy_first_party_serving(tmp_path_factory.mktemp("haproxy"), service_url=service) as url:
-        yield url
+def haproxy_shop(service, tmp_path_factory) -> Iterator[ShopProxy]:
+    with haproxy_first_party_serving(tmp_path_factory.mktemp("haproxy"), service_url=service, tls=True) as proxy:
+        yield proxy
 
 
 @pytest.fixture(params=["nginx", "haproxy"])
-def shop(request) -> str:
-    """The shop's origin (http://localhost:<port>), its proxy sending /_svc/ to the service."""
+def shop(request) -> ShopProxy:
+    """The shop's origin (http://localhost:<port>, and over TLS), its proxy sending /_svc/ to the service."""
     return request.getfixturevalue(f"{request.param}_shop")
 
 
@@ -79,14 +82,14 @@ def link():
     return ReferralLinkFactory(program=ProgramFactory(cookie_duration=WINDOW_DAYS))
 
 
-def client_from(base_url: str, address: str) -> httpx.Client:
-    """A client connecting from `address` (the visitor's address as the first hop sees it). The shop is asked for
-    by name (localhost, which is in the service's ALLOWED_HOSTS, as X-Forwarded-Host) over 127.0.0.1."""
+def client_from(base_url: str, address: str, *, host: str | None = None) -> httpx.Client:
+    """A client connecting from `address` (the visitor's address as the first hop sees it) over 127.0.0.1, asking
+    for the shop by name: `host`, else the URL's. The test certificate is not checked."""
     parts = urlsplit(base_url)
     return httpx.Client(
-        base_url=f"http://127.0.0.1:{parts.port}",
-        headers={"Host": parts.netloc},
-        transport=httpx.HTTPTransport(local_address=address),
+        base_url=f"{parts.scheme}://127.0.0.1:{parts.port}",
+        headers={"Host": host or parts.netloc},
+        transport=httpx.HTTPTransport(local_address=address, verify=False),
         timeout=15,
     )
 
@@ -115,7 +118,8 @@ def click_cookies(response: httpx.Response) -> list[dict[str, str]]:
     return cookies
 
 
-def assert_first_party_cookie(response: httpx.Response, click_id: str) -> None:
+def assert_first_party_cookie(response: httpx.Response, click_id: str, **expected: str) -> None:
+    """The contract's cookie; `expected`: the further attributes (secure, domain) it must have."""
     (cookie,) = click_cookies(response)
     assert cookie.pop("value") == click_id
     assert cookie.pop("max-age") == str(WINDOW_DAYS * DAY)
@@ -124,12 +128,12 @@ def assert_first_party_cookie(response: httpx.Response, click_id: str) -> None:
     if "expires" in cookie:  # Django writes Expires with Max-Age; it must say the same
         expires = parsedate_to_datetime(cookie.pop("expires")).timestamp()
         assert abs(expires - (time.time() + WINDOW_DAYS * DAY)) < 120
-    # Over http no Secure; no FIRST_PARTY_COOKIE_DOMAIN, so host-only; never HttpOnly (window.svc reads it).
-    assert cookie == {}
+    # By default (http, a host not under FIRST_PARTY_COOKIE_DOMAIN) no Secure, host-only; never HttpOnly.
+    assert cookie == expected
 
 
 def test_the_tracker_script_is_the_services_under_the_prefix(shop, service):
-    with client_from(shop, loopback_with_a_full_window()) as browser:
+    with client_from(shop.url, loopback_with_a_full_window()) as browser:
         proxied = browser.get("/_svc/js/svc-tracker.js")
     direct = httpx.get(f"{service}/js/svc-tracker.js", timeout=15)
     assert proxied.status_code == direct.status_code == 200
@@ -141,7 +145,7 @@ def test_the_tracker_script_is_the_services_under_the_prefix(shop, service):
 def test_a_click_answers_as_without_the_proxy_and_sets_the_first_party_cookie(shop, service, link):
     with client_from(service, loopback_with_a_full_window()) as direct:
         without = direct.post(CLICK, json=click_body(link))
-    with client_from(shop, loopback_with_a_full_window()) as browser:
+    with client_from(shop.url, loopback_with_a_full_window()) as browser:
         through = browser.post(f"/_svc{CLICK}", json=click_body(link))
 
     assert without.status_code == through.status_code == 200
@@ -158,7 +162,7 @@ def test_a_click_answers_as_without_the_proxy_and_sets_the_first_party_cookie(sh
 
 def test_the_address_recorded_is_the_one_the_proxy_saw(shop, link):
     visitor = loopback_with_a_full_window()
-    with client_from(shop, visitor) as browser:
+    with client_from(shop.url, visitor) as browser:
         # A client's own X-Forwarded-For stays left of the proxy's value, and TRUSTED_PROXY_COUNT=1 takes the latter.
         response = browser.post(f"/_svc{CLICK}", json=click_body(link), headers={"X-Forwarded-For": FORGED_ADDRESS})
     assert response.status_code == 200, response.text
@@ -168,7 +172,7 @@ def test_the_address_recorded_is_the_one_the_proxy_saw(shop, link):
 
 
 def test_a_visit_with_the_click_id_sets_the_cookie_again_for_the_whole_window(shop, link):
-    with client_from(shop, loopback_with_a_full_window()) as browser:
+    with client_from(shop.url, loopback_with_a_full_window()) as browser:
         click_id = browser.post(f"/_svc{CLICK}", json=click_body(link)).json()["click_id"]
         visit = {"program_id": link.program_id, "page_url": f"https://{link.program.domain}/features"}
         refreshed = browser.post(f"/_svc{VISIT}", json={**visit, "click_id": click_id})
@@ -181,3 +185,12 @@ def test_a_visit_with_the_click_id_sets_the_cookie_again_for_the_whole_window(sh
     # Only a click id the service accepts for the program is set again; a visit without one sets nothing.
     assert unknown.status_code == organic.status_code == 200
     assert click_cookies(unknown) == click_cookies(organic) == []
+
+
+def test_over_tls_as_www_the_cookie_is_secure_and_shared_with_the_apex(shop, link):
+    """The proxy's X-Forwarded-Proto (https) and X-Forwarded-Host (www.example.com) reach the service."""
+    assert shop.tls_url
+    with client_from(shop.tls_url, loopback_with_a_full_window(), host="www.example.com") as browser:
+        response = browser.post(f"/_svc{CLICK}", json=click_body(link))
+    assert response.status_code == 200, response.text
+    assert_first_party_cookie(response, response.json()["click_id"], secure="", domain="example.com")
