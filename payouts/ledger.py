@@ -148,17 +148,18 @@ def payouts_fit_balance(*, partner_id: int, currency: str) -> None:
     currency fell below 0, payouts not sent yet are reduced by what is missing, newest first, each reduction given
     back on the ledger, and one reduced to nothing is cancelled. A payout already sent or exported is not touched:
     the balance stays negative and the next run nets it."""
-    balance = LedgerEntry.objects.filter(partner_id=partner_id, currency=currency).aggregate(total=Sum("amount_cents"))[
-        "total"
-    ]
-    missing = -(balance or 0)
-    if missing <= 0:
-        return
+    # Payouts not sent yet are rare: look for them first, so a refund without any costs this one statement.
     pending = list(
         Payout.objects.select_for_update()
         .filter(partner_id=partner_id, currency=currency, status=PayoutStatus.PENDING)
         .order_by("-created_at", "-pk")
     )
+    if not pending:
+        return
+    balance = LedgerEntry.objects.filter(partner_id=partner_id, currency=currency).aggregate(total=Sum("amount_cents"))[
+        "total"
+    ]
+    missing = -(balance or 0)
     for payout in pending:
         if missing <= 0:
             break

@@ -1,5 +1,6 @@
 import os
 import time
+import uuid
 from datetime import datetime
 
 import django_ratelimit.core
@@ -16,6 +17,8 @@ from tests.stripe_fake.fixtures import stripe_server  # noqa: F401  (fixture: a 
 from tests.stripe_payloads import WEBHOOK_SECRET
 from tests.worker import broker_down, celery_worker_process  # noqa: F401  (fixtures: a Redis outage, a real worker)
 from tracking.link_cache import link_cache_clear
+from tracking.services import first_party
+from tracking.services.first_party import first_party_seen_forget
 from webhooks.events import endpoints_changed
 
 
@@ -54,6 +57,16 @@ def _test_settings(settings):
     link_cache_clear()
     program_rules_clear()
     endpoints_changed()
+
+
+@pytest.fixture(autouse=True)
+def _first_party_seen_per_test(monkeypatch):
+    """Each test notes first-party traffic from nothing: program ids repeat between tests, and the shared cache (Redis
+    in CI, both workers) would otherwise remember an earlier test's program as already noted."""
+    first_party_seen_forget()
+    monkeypatch.setattr(first_party, "SEEN_CACHE_KEY", f"first-party-seen:{uuid.uuid4().hex}:{{program_id}}")
+    yield
+    first_party_seen_forget()
 
 
 @pytest.fixture(autouse=True)

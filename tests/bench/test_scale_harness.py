@@ -28,6 +28,7 @@ READS = (
     "partner links",
     "partner performance (30 days)",
     "partner commissions page 1",
+    "partner commissions deep page",
     "partner balance",
 )
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from payouts.models import Payout
 from webhooks.models import EventType, WebhookEvent
 
 from .cases import Case
@@ -97,6 +98,27 @@ def every_event_type_happens(world: World) -> None:
             "",
             "agent",
             body=lambda w: {"program_id": w.ids["program2"]},
+        ),
+        # The world's open USD payout bounces (payout.failed); the EUR run is confirmed (payout.created) and its
+        # payout paid (payout.paid).
+        Case(
+            "POST",
+            "/api/agent/v1/payouts/payouts/{payout_id}/mark-failed",
+            200,
+            "",
+            "agent",
+            body={"message": "The PayPal account is closed"},
+        ),
+        Case("POST", "/api/agent/v1/payouts/runs/{run_id}/confirm", 200, "", "agent"),
+        Case(
+            "POST",
+            "/api/agent/v1/payouts/payouts/{payout_id}/mark-paid",
+            200,
+            "",
+            "agent",
+            url="/api/agent/v1/payouts/payouts/{payout_eur}/mark-paid",
+            body={"reference": "PAYPAL-1"},
+            before=lambda w: w.ids.__setitem__("payout_eur", Payout.objects.get(run_id=w.ids["run"]).pk),
         ),
     ):
         response = case.send(world)

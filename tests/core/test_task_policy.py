@@ -27,7 +27,15 @@ REGISTERED_NAMES = {
     "webhooks.sweep",
     "webhooks.prune_events",
     "webhooks.notify_endpoint_disabled",
+    "portal.commission_email",
+    "payouts.send",
+    "payouts.reconcile",
+    "payouts.email",
+    "payouts.scheduled_runs",
 }
+
+
+PROJECT_APPS = {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks", "portal", "payouts"}
 
 
 def project_tasks():
@@ -35,7 +43,8 @@ def project_tasks():
     return {
         name: task
         for name, task in celery_app.tasks.items()
-        if name.split(".")[0] in {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks"}
+        if name.split(".")[0]
+        in {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks", "portal", "payouts"}
     }
 
 

@@ -9,6 +9,7 @@ shared with the apex (FIRST_PARTY_COOKIE_DOMAIN=example.com): the shop's scheme 
 the proxy nothing sets a cookie."""
 
 import time
+import uuid
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
@@ -78,8 +79,11 @@ def shop(request) -> ShopProxy:
 
 @pytest.fixture
 def link():
-    # A code of its own per test: the server's workers cache links by code, beyond this test's rows.
-    return ReferralLinkFactory(program=ProgramFactory(cookie_duration=WINDOW_DAYS))
+    # A code of its own per test: the server's workers cache links by code, beyond this test's rows, and the
+    # factory's sequence may be reset by another test in this process.
+    return ReferralLinkFactory(
+        program=ProgramFactory(cookie_duration=WINDOW_DAYS), short_link=f"fp{uuid.uuid4().hex[:16]}"
+    )
 
 
 def client_from(base_url: str, address: str, *, host: str | None = None) -> httpx.Client:
