@@ -388,6 +388,9 @@ STRIPE_CLIENT_ID = env.str("STRIPE_CLIENT_ID", default="")
 # Payouts (docs/payouts.md): the signing secrets of the Connect endpoint (account.updated) and the Account endpoint
 # (transfer.*) pointed at /api/payouts/stripe/webhook, comma-separated.
 STRIPE_PAYOUTS_WEBHOOK_SECRETS = env.list("STRIPE_PAYOUTS_WEBHOOK_SECRETS", default=[])
+# Where every Stripe call of the process goes: unset in production (api.stripe.com); a Stripe-compatible server for
+# local development or tests (stripe-mock, tests/stripe_fake).
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")
 
 # Fast hashing in tests only; the test runner sets this.
 if env_bool("FAST_PASSWORD_HASHER", default=False):

@@ -1,4 +1,6 @@
+import stripe
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class PayoutsConfig(AppConfig):
@@ -13,3 +15,5 @@ class PayoutsConfig(AppConfig):
         # A clawback reduces the partner's payouts not sent yet before their open withdrawals (docs/payouts.md).
         if payouts_fit_balance not in balance_fitters:
             balance_fitters.insert(0, payouts_fit_balance)
+        if settings.STRIPE_API_BASE:
+            stripe.api_base = settings.STRIPE_API_BASE  # every Stripe call of this process (config/settings.py)
