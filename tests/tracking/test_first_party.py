@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from programs.models import Program
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tracking.models import Customer, PageVisit
-from tracking.services.first_party import SEEN_CACHE_KEY, first_party_seen_forget
+from tracking.services import first_party
+from tracking.services.first_party import first_party_seen_forget
 
 pytestmark = pytest.mark.django_db
 
@@ -308,7 +309,7 @@ class TestFirstPartyCallsNoted:
         assert updates == [] and self.seen(program) == first
         first_party_seen_forget()  # another process: the cache still says it was noted this hour
         assert self.updates_during(lambda: click(**PREFIX)) == []
-        cache.delete(SEEN_CACHE_KEY.format(program_id=program.pk))  # the hour is over
+        cache.delete(first_party.SEEN_CACHE_KEY.format(program_id=program.pk))  # the hour is over
         first_party_seen_forget()
         assert len(self.updates_during(lambda: click(**PREFIX))) == 1
 
