@@ -6,6 +6,7 @@ between the call and recording its answer never pays twice: before sending again
 transfers of the payout's group are listed, and one found settles the payout as paid."""
 
 import logging
+import re
 from datetime import datetime, timedelta
 
 import stripe
@@ -38,18 +39,29 @@ def _api_key() -> str:
 # --- Express accounts -------------------------------------------------------------------------------------------
 
 
+REQUIREMENT = re.compile(r"[A-Za-z0-9_.\[\]-]{1,200}")
+
+
 def account_state_store(payout_account: PayoutAccount, account: stripe.Account | dict) -> PayoutAccount:
     """Keeps what Stripe says of the connected account (from an API answer or an account.updated event)."""
     fields = account.to_dict() if isinstance(account, stripe.StripeObject) else account
-    capabilities = fields.get("capabilities") or {}
-    requirements = fields.get("requirements") or {}
-    payout_account.payouts_enabled = bool(fields.get("payouts_enabled"))
-    payout_account.details_submitted = bool(fields.get("details_submitted"))
+    capabilities = fields.get("capabilities")
+    capabilities = capabilities if isinstance(capabilities, dict) else {}
+    requirements = fields.get("requirements")
+    requirements = requirements if isinstance(requirements, dict) else {}
+    payout_account.payouts_enabled = fields.get("payouts_enabled") is True
+    payout_account.details_submitted = fields.get("details_submitted") is True
     payout_account.transfers_active = capabilities.get("transfers") == "active"
-    payout_account.requirements_due = list(requirements.get("currently_due") or []) + [
-        item for item in (requirements.get("past_due") or []) if item not in (requirements.get("currently_due") or [])
-    ]
-    payout_account.disabled_reason = str(requirements.get("disabled_reason") or "")[:255]
+    due: list[str] = []
+    for key in ("currently_due", "past_due"):
+        items = requirements.get(key)
+        for item in items if isinstance(items, list) else []:
+            # Requirement names are short ASCII paths (individual.verification.document); anything else is dropped.
+            if isinstance(item, str) and REQUIREMENT.fullmatch(item) and item not in due:
+                due.append(item)
+    payout_account.requirements_due = due[:50]
+    reason = requirements.get("disabled_reason")
+    payout_account.disabled_reason = reason[:255].replace("\x00", "") if isinstance(reason, str) else ""
     if payout_account.transfers_active and payout_account.stripe_account_id:
         payout_account.rail = Rail.STRIPE  # onboarding finished: Stripe replaces a manual rail chosen before
     payout_account.save(
@@ -219,12 +231,34 @@ def payouts_reconcile(*, now: datetime | None = None, limit: int = 200) -> dict[
 # --- Events from Stripe -----------------------------------------------------------------------------------------
 
 
+# A Stripe id as we store and compare it: ASCII letters, digits and underscores (never a NUL, which PostgreSQL's
+# text cannot hold), within the column.
+STRIPE_ID = re.compile(r"[A-Za-z0-9_]{1,255}")
+PAYOUT_ID = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _minor(value: object) -> int:
+    """An amount as Stripe sends it: an integer (a bool or anything else reads as 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def connect_event_apply(event: dict) -> str:
-    """Applies one verified Stripe event about payouts; returns what it did ("" when it is not ours)."""
-    kind = event.get("type", "")
-    obj = (event.get("data") or {}).get("object") or {}
+    """Applies one verified Stripe event about payouts; returns what it did ("" when it is not ours). Signed by
+    Stripe, yet read defensively: a field of an unexpected type or shape makes the event not ours, never an error."""
+    kind = _text(event.get("type"))
+    data = event.get("data")
+    obj = data.get("object") if isinstance(data, dict) else None
+    if not isinstance(obj, dict):
+        return ""
     if kind == "account.updated":
-        payout_account = PayoutAccount.objects.filter(stripe_account_id=obj.get("id", "")).first()
+        account_id = _text(obj.get("id"))
+        if not STRIPE_ID.fullmatch(account_id):
+            return ""
+        payout_account = PayoutAccount.objects.filter(stripe_account_id=account_id).first()
         if payout_account is None:
             return ""
         account_state_store(payout_account, obj)
@@ -233,9 +267,8 @@ def connect_event_apply(event: dict) -> str:
         payout = _payout_of_transfer(obj)
         if payout is None:
             return ""
-        reversed_whole = bool(obj.get("reversed")) or (
-            int(obj.get("amount_reversed") or 0) >= int(obj.get("amount") or 0) > 0
-        )
+        amount, amount_reversed = _minor(obj.get("amount")), _minor(obj.get("amount_reversed"))
+        reversed_whole = obj.get("reversed") is True or amount_reversed >= amount > 0
         if kind == "transfer.reversed" or reversed_whole:
             if not reversed_whole:
                 return "partly reversed: left as is"
@@ -246,17 +279,21 @@ def connect_event_apply(event: dict) -> str:
                 after_paid=True,
             )
             return "payout failed" if done else "already settled"
-        done = payout_mark_paid(payout_id=payout.pk, transfer_id=str(obj.get("id", "")))
+        transfer_id = _text(obj.get("id"))
+        if not STRIPE_ID.fullmatch(transfer_id):
+            return ""
+        done = payout_mark_paid(payout_id=payout.pk, transfer_id=transfer_id)
         return "payout paid" if done else "already settled"
     return ""
 
 
 def _payout_of_transfer(transfer: dict) -> Payout | None:
-    payout_id = str((transfer.get("metadata") or {}).get("payout_id", ""))
-    group = str(transfer.get("transfer_group") or "")
+    metadata = transfer.get("metadata")
+    payout_id = _text(metadata.get("payout_id")) if isinstance(metadata, dict) else ""
+    group = _text(transfer.get("transfer_group"))
     if not payout_id and group.startswith("payout_"):
         payout_id = group.removeprefix("payout_")
-    if not payout_id.isdigit():
+    if not PAYOUT_ID.fullmatch(payout_id):
         return None
     payout = Payout.objects.filter(pk=int(payout_id), rail=Rail.STRIPE).first()
     if payout is None or (payout.destination and transfer.get("destination") not in (None, payout.destination)):

@@ -251,3 +251,54 @@ def test_a_partner_paid_by_paypal_stays_so_until_stripe_can_receive(stripe_serve
 
     stripe_server.complete_onboarding(payout_account.stripe_account_id)
     assert account_refresh(payout_account).rail == Rail.STRIPE
+
+
+@pytest.mark.parametrize(
+    "event_type, obj",
+    [
+        ("account.updated", {"id": "acct_\x00x", "object": "account"}),
+        ("account.updated", {"id": 5}),
+        ("account.updated", {"id": ["acct_x"]}),
+        ("transfer.created", {"id": "tr_1", "metadata": ["payout_id", "1"]}),
+        ("transfer.created", {"id": "tr_1", "metadata": "payout_id=1"}),
+        ("transfer.created", {"id": "tr_1", "transfer_group": "payout_²"}),
+        ("transfer.created", {"id": "tr_1", "transfer_group": "payout_" + "9" * 40}),
+        ("transfer.created", {"id": "tr_1", "metadata": {"payout_id": 1.5}}),
+        ("transfer.reversed", {"id": "tr_1", "metadata": {"payout_id": "{payout}"}, "amount": "x"}),
+        ("transfer.created", {"id": "tr_\x00", "metadata": {"payout_id": "{payout}"}}),
+        ("transfer.created", {"id": {"x": 1}, "metadata": {"payout_id": "{payout}"}}),
+    ],
+)
+def test_signed_events_of_unexpected_shape_change_nothing(stripe_server, program, settings, event_type, obj):
+    """Signed by Stripe, yet read defensively: never a 500, nothing settled from a field of the wrong type."""
+    settings.STRIPE_PAYOUTS_WEBHOOK_SECRETS = [WEBHOOK_SECRET]
+    partner = onboarded(stripe_server, program)
+    credited(partner, program, amount=10_000)
+    [payout] = confirmed(program)
+    if isinstance(obj.get("metadata"), dict) and obj["metadata"].get("payout_id") == "{payout}":
+        obj = {**obj, "metadata": {"payout_id": str(payout.pk)}}
+
+    response = post_event(event(event_type, obj))
+
+    assert response.status_code == 200, response.content
+    assert response.json()["applied"] in (None, "partly reversed: left as is")
+    assert Payout.objects.get(pk=payout.pk).status == PayoutStatus.PENDING
+    ledger_exact(partner)
+
+
+def test_an_account_update_of_unexpected_shape_stores_only_what_it_can_read(stripe_server, settings):
+    settings.STRIPE_PAYOUTS_WEBHOOK_SECRETS = [WEBHOOK_SECRET]
+    account = PartnerAccount.objects.create(email="pat@example.com")
+    onboarding_link(account=account, return_url="https://svc.test/r", refresh_url="https://svc.test/f")
+    acct = PayoutAccount.objects.get(account=account).stripe_account_id
+    weird = {
+        "id": acct,
+        "capabilities": ["transfers"],
+        "payouts_enabled": "yes",
+        "requirements": {"currently_due": ["external_account", "\x00", 5, "x" * 500], "disabled_reason": "a\x00b"},
+    }
+
+    assert post_event(event("account.updated", weird, account=acct)).status_code == 200
+    stored = PayoutAccount.objects.get(account=account)
+    assert (stored.transfers_active, stored.payouts_enabled) == (False, False)
+    assert (stored.requirements_due, stored.disabled_reason) == (["external_account"], "ab")
