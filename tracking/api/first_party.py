@@ -13,6 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.http.request import split_domain_port
 from django.http.response import HttpResponseBase
+from drf_spectacular.utils import OpenApiParameter
 
 from tracking.models import PageVisit
 from tracking.services.click import ClickRecorded
@@ -20,6 +21,18 @@ from tracking.services.common import TestEventRecorded
 from tracking.services.first_party import first_party_seen_record, visit_cookie_window_days
 
 COOKIE_NAME = "svc_click_id"
+# The OpenAPI description of the cookie a first-party click or visit sets (only with X-Forwarded-Prefix).
+FIRST_PARTY_COOKIE_HEADER = OpenApiParameter(
+    "Set-Cookie",
+    str,
+    OpenApiParameter.HEADER,
+    response=[200],
+    description=(
+        "First-party mode only (a call through the shop's proxy, with X-Forwarded-Prefix): "
+        "svc_click_id=<click_id>; Max-Age=<the program's window in seconds>; Path=/; SameSite=Lax, plus Secure on "
+        "https and Domain when FIRST_PARTY_COOKIE_DOMAIN covers the shop's host (docs/first-party.md)."
+    ),
+)
 SECONDS_PER_DAY = 86400
 # A value the cookie carries as it is (http.cookies quotes anything else, and the page would read the quotes): every
 # click id the service makes; one a client chose (existing_click_id) may not be, and then the tracker writes it.

@@ -22,7 +22,7 @@ from programs.api.base import CallLoggedApi
 from programs.models import LeadAuth
 
 from ..services.tracker import VisitInput, tracker_config_get, visit_record
-from .first_party import first_party_visit
+from .first_party import FIRST_PARTY_COOKIE_HEADER, first_party_visit
 from .serializers import TypedInputSerializer, additional_data_field, optional_text, validate_additional_data
 from .views import COMMON_ERRORS
 
@@ -110,6 +110,7 @@ class VisitTrackApi(CallLoggedApi):
     @extend_schema(
         summary="Record a page visit (sent by the browser tracker on every page load)",
         request=InputSerializer,
+        parameters=[FIRST_PARTY_COOKIE_HEADER],
         responses={200: OpenApiResponse(VISIT_OK), **COMMON_ERRORS},
     )
     def post(self, request: Request) -> Response:

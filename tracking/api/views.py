@@ -20,7 +20,7 @@ from tracking.services.lead import lead_record
 from tracking.services.refund import refund_record, refund_test_mode
 from tracking.services.sale import sale_record
 
-from .first_party import first_party_click
+from .first_party import FIRST_PARTY_COOKIE_HEADER, first_party_click
 from .results import click_body, lead_body, refund_body, sale_body
 from .serializers import ClickInputSerializer, LeadInputSerializer, RefundInputSerializer, SaleInputSerializer
 
@@ -133,6 +133,7 @@ class ClickTrackApi(ProgramKeyApi):
     @extend_schema(
         summary="Record a click on a referral link",
         request=ClickInputSerializer,
+        parameters=[FIRST_PARTY_COOKIE_HEADER],
         responses={
             200: OpenApiResponse(
                 with_test_mode("ClickResponse", CLICK_OK), description="Recorded (test mode: TestModeResult)"
