@@ -58,24 +58,26 @@ WISE_BANK_COLUMN = "IBAN"
 WISE_RECEIVER_TYPE = "PERSON"
 WISE_AMOUNT_CURRENCY = "target"  # the partner receives the amount exactly; Wise's fee is on the sender
 
-PAYOUT_COLUMNS = (
-    "payout_id",
-    "run_id",
-    "partner_id",
-    "partner",
-    "amount",
-    "currency",
-    "status",
-    "rail",
-    "destination",
-    "rail_reference",
-    "failure_code",
-    "failure_message",
-    "created_at",
-    "sent_at",
-    "paid_at",
-    "failed_at",
-)
+# Each column of the payouts export and the field it is read from.
+PAYOUT_FIELDS = {
+    "payout_id": "pk",
+    "run_id": "run_id",
+    "partner_id": "partner_id",
+    "partner": "partner__name",
+    "amount": "amount_cents",
+    "currency": "currency",
+    "status": "status",
+    "rail": "rail",
+    "destination": "destination",
+    "rail_reference": "rail_reference",
+    "failure_code": "failure_code",
+    "failure_message": "failure_message",
+    "created_at": "created_at",
+    "sent_at": "sent_at",
+    "paid_at": "paid_at",
+    "failed_at": "failed_at",
+}
+PAYOUT_COLUMNS = tuple(PAYOUT_FIELDS)
 COMMISSION_COLUMNS = (
     "commission_id",
     "partner_id",
@@ -197,28 +199,7 @@ def wise_batch_csv(payouts: Iterable[Payout], *, names: dict[int, str]) -> bytes
 
 
 def program_payouts_csv(program: Program) -> Iterator[str]:
-    rows = (
-        Payout.objects.filter(program=program)
-        .order_by("-created_at", "-pk")
-        .values_list(
-            "pk",
-            "run_id",
-            "partner_id",
-            "partner__name",
-            "amount_cents",
-            "currency",
-            "status",
-            "rail",
-            "destination",
-            "rail_reference",
-            "failure_code",
-            "failure_message",
-            "created_at",
-            "sent_at",
-            "paid_at",
-            "failed_at",
-        )
-    )
+    rows = Payout.objects.filter(program=program).order_by("-created_at", "-pk").values_list(*PAYOUT_FIELDS.values())
 
     def table() -> Iterator[tuple[object, ...]]:
         yield PAYOUT_COLUMNS

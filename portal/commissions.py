@@ -42,7 +42,8 @@ WITHDRAWAL_WORDS: dict[str, str] = {
 }
 
 
-def _day(moment: datetime) -> str:
+def utc_day(moment: datetime) -> str:
+    """The moment's day in UTC, as the portal's tables show dates."""
     return moment.astimezone(UTC).strftime("%Y-%m-%d")
 
 
@@ -63,7 +64,7 @@ def status_words(commission: "CommissionWithMoney") -> str:
     if commission.held_at is not None:
         return "under review"
     if status == CommissionStatus.PENDING:
-        return f"pending until {_day(commission.hold_until)}"
+        return f"pending until {utc_day(commission.hold_until)}"
     if status == CommissionStatus.REFUNDED:
         # commissions.selectors.payable_cents: nothing for one refunded during its hold (cancelled whole).
         return f"partly refunded: still pays {money(commission.payable_cents, commission.currency)}"
@@ -86,7 +87,7 @@ def commission_row(commission: "CommissionWithMoney") -> CommissionRow:
     sale = commission.sale
     return CommissionRow(
         program=commission.program.name,
-        sale_date=_day(sale.sale_date),
+        sale_date=utc_day(sale.sale_date),
         sale_amount=money(sale.amount_cents, sale.currency),
         amount=money(commission.amount_cents, commission.currency),
         status=status_words(commission),

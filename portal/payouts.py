@@ -9,7 +9,6 @@ money went."""
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import stripe
 from django.contrib import messages
@@ -27,7 +26,7 @@ from payouts.models import MANUAL_RAILS, Payout, PayoutAccount, PayoutCommission
 from payouts.services import PayoutError, manual_rail_set
 from programs.models import Partner, PartnerAccount
 
-from .commissions import customer_reference
+from .commissions import customer_reference, utc_day
 from .limits import post_limited
 from .session import portal_page
 
@@ -101,10 +100,6 @@ def requirement_words(names: list[str]) -> list[str]:
     return phrases
 
 
-def _day(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d")
-
-
 # --- How the partner is paid ------------------------------------------------------------------------------------
 
 
@@ -167,7 +162,7 @@ def status_words(payout: Payout) -> str:
     if payout.status == PayoutStatus.PROCESSING:
         return "on its way"
     if payout.status == PayoutStatus.PAID:
-        return f"paid on {_day(payout.paid_at)}" if payout.paid_at else "paid"
+        return f"paid on {utc_day(payout.paid_at)}" if payout.paid_at else "paid"
     if payout.status == PayoutStatus.FAILED:
         reason = payout.failure_message.strip() or "the payment could not be made"
         return f"failed: {reason} — back on your balance"
@@ -210,7 +205,7 @@ def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
         commission = row.commission
         lines.setdefault(row.payout_id, []).append(
             StatementLine(
-                sale_date=_day(commission.sale.sale_date),
+                sale_date=utc_day(commission.sale.sale_date),
                 amount=money(row.amount_cents, commission.currency),
                 customer=customer_reference(partner_id=commission.partner_id, customer_id=commission.customer_id),
             )
@@ -222,7 +217,7 @@ def payout_rows(payouts: list[Payout]) -> list[PayoutRow]:
     statements = _statements(payouts)
     return [
         PayoutRow(
-            date=_day(payout.created_at),
+            date=utc_day(payout.created_at),
             program=payout.program.name,
             amount=money(payout.amount_cents, payout.currency),
             rail=RAIL_WORDS.get(payout.rail, payout.rail),
