@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "fraud",
     "portal",
     "payouts",
+    "imports",
 ]
 
 MIDDLEWARE = [

@@ -59,6 +59,21 @@ def pids_since(served: Served, offset: int, path: str) -> set[str]:
     return {match.group(1) for line in log_since(served, offset).splitlines() if (match := pattern.match(line))}
 
 
+def until_two_workers_answered(served: Served, send, rounds: int = 4) -> list[httpx.Response]:
+    """Concurrent rounds of 10 calls to the agent's programs route until at least two workers have logged one.
+
+    The master hands connections to whichever worker accepts first; on a loaded machine one worker can take a
+    whole round, and the property under test is about what a second worker answers. 40 calls at most, inside
+    the key's limit of 120."""
+    offset = log_offset(served)
+    responses: list[httpx.Response] = []
+    for _ in range(rounds):
+        responses += send_concurrently(send, 10, threads=5)
+        if len(pids_since(served, offset, f"{API}/programs")) >= 2:
+            return responses
+    raise AssertionError(f"{rounds * 10} concurrent calls were all answered by one worker")
+
+
 def error_of(response: httpx.Response) -> dict[str, Any]:
     """The platform envelope's error (data null; status, name, message, details), checked for its shape."""
     assert response.headers["Content-Type"].startswith("application/json"), response.text[:200]
@@ -140,19 +155,15 @@ def test_a_revoked_key_is_refused_at_once_by_every_worker(any_served: Served):
     key, raw = issued_key(workspace)
 
     with client_for(any_served, raw) as client:
-        before = log_offset(any_served)
-        warm = send_concurrently(lambda n: client.get(f"{API}/programs"), 12, threads=6)
-        assert [response.status_code for response in warm] == [200] * 12
-        assert len(pids_since(any_served, before, f"{API}/programs")) >= 2
+        warm = until_two_workers_answered(any_served, lambda n: client.get(f"{API}/programs"))
+        assert {response.status_code for response in warm} == {200}
 
         assert agent_key_revoke(key=key)  # committed: the test runs outside a transaction
 
-        after = log_offset(any_served)
-        refused = send_concurrently(lambda n: client.get(f"{API}/programs"), 10, threads=6)
+        refused = until_two_workers_answered(any_served, lambda n: client.get(f"{API}/programs"))
     expected = platform_error(401, "UnauthorizedError", messages.KEY_REVOKED, messages.CODE_KEY_REVOKED)
-    assert [response.status_code for response in refused] == [401] * 10
+    assert {response.status_code for response in refused} == {401}
     assert all(response.json() == expected for response in refused)
-    assert len(pids_since(any_served, after, f"{API}/programs")) >= 2
 
 
 # --- 4. other credentials, and keys never logged ------------------------------------------------------------------
