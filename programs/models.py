@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from .keys import key_digest, mask_key
+from .link_aliases import validate_link_aliases
 
 
 class Workspace(models.Model):
@@ -231,6 +232,13 @@ class Program(models.Model):
     )
     applications_auto_approve = models.BooleanField(
         default=False, help_text="Applications are approved as they arrive (otherwise an owner or admin decides)"
+    )
+    # Extra query parameters a landing URL may carry the code in, after aff and via (programs.link_aliases).
+    link_aliases = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_link_aliases],
+        help_text="Query parameters read like ?via= (e.g. fpr), in order, after aff and via. Empty: off",
     )
     # The last first-party call (the tracker served from the shop's own origin, tracking.services.first_party),
     # written at most once an hour: readiness names the cookie's mode from it.

@@ -1,5 +1,6 @@
 """What every click and sale reads and what rarely changes, cached in-process: a referral link's routing
-facts, which partners are enrolled in which programs, and partners' emails (the self_referral rule).
+facts, which partners are enrolled in which programs, partners' emails (the self_referral rule) and programs'
+link aliases.
 
 Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
 clears this process's cache at once; other server processes see the change within the TTL (a link turned
@@ -18,6 +19,7 @@ from functools import cache
 from django.conf import settings
 from django.db import connection
 
+from programs.link_aliases import link_aliases_of
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 
 
@@ -34,6 +36,7 @@ class LinkTarget:
 _entries: dict[str, tuple[float, LinkTarget]] = {}  # code -> (when read, facts)
 _enrolments: dict[tuple[int, int], float] = {}
 _partner_emails: dict[int, tuple[float, str]] = {}
+_program_aliases: dict[int, tuple[float, tuple[str, ...] | None]] = {}
 
 
 def link_target_get(code: str, *, verified: bool = False) -> LinkTarget | None:
@@ -102,7 +105,24 @@ def partner_email_get(partner_id: int) -> str:
     return email
 
 
+def program_aliases_get(program_id: int) -> tuple[str, ...] | None:
+    """The program's link aliases in their order (programs.link_aliases); None when no program has the id. Read
+    only for a landing URL with neither aff nor via, so the common click never pays for it."""
+    now = time.monotonic()
+    hit = _program_aliases.get(program_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    stored = Program.objects.filter(pk=program_id).values_list("link_aliases", flat=True).first()
+    aliases = None if stored is None else link_aliases_of(stored)
+    if settings.LINK_CACHE_SECONDS > 0:
+        if len(_program_aliases) >= settings.LINK_CACHE_MAX_ENTRIES:
+            _program_aliases.clear()
+        _program_aliases[program_id] = (now + settings.LINK_CACHE_SECONDS, aliases)
+    return aliases
+
+
 def link_cache_clear(**_signal_kwargs: object) -> None:
+    _program_aliases.clear()
     _entries.clear()
     _enrolments.clear()
     _partner_emails.clear()

@@ -19,7 +19,7 @@ from fraud.rules import Traffic, agent_judged
 from programs.models import Program, ProgramKey, ReferralLink
 
 from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
-from ..link_cache import LinkTarget, link_target_forget, link_target_get
+from ..link_cache import LinkTarget, link_target_forget, link_target_get, program_aliases_get
 from ..models import ClickEvent, Customer
 from ..quality import DUPLICATE_SQL, duplicate_found, duplicate_params
 from .common import (
@@ -33,9 +33,11 @@ from .common import (
 MAX_URL_LENGTH = 4096
 
 
-def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
+def _landing(affiliate_url: str, program_id: object = None) -> tuple[str, dict[str, list[str]], bool]:
     """The referral code of the landing URL, its `aff` value or its `via` alias (aff wins when both are present),
-    and the URL's parsed query (the paid_ads rule reads it)."""
+    else, for a call naming its program (`program_id`), the value of the first of the program's link aliases
+    present; the URL's parsed query (the paid_ads rule reads it); and whether the code came from an alias (the
+    link must then be that program's)."""
     if not affiliate_url:
         raise BadRequestError(messages.AFFILIATE_URL_REQUIRED)
     try:
@@ -45,14 +47,28 @@ def _landing(affiliate_url: str) -> tuple[str, dict[str, list[str]]]:
     if len(affiliate_url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadRequestError(messages.INVALID_AFFILIATE_URL)
     query = parse_qs(parts.query)
-    for name in ("aff", "via"):
+    code = _code_of(query, ("aff", "via"))
+    if code:
+        return code, query, False
+    # Only now is the program's alias list read: a click with aff or via never pays for it.
+    scoped = id_parse(program_id) if program_id is not None else None
+    aliases = program_aliases_get(scoped) if scoped is not None else None
+    code = _code_of(query, aliases or ())
+    if code:
+        return code, query, True
+    raise BadRequestError(messages.NO_AFF_PARAMETER)
+
+
+def _code_of(query: dict[str, list[str]], names: tuple[str, ...]) -> str:
+    """The first non-blank value of the first of `names` the query carries ("" when none does)."""
+    for name in names:
         code = next((value.strip() for value in query.get(name, []) if value.strip()), "")
         if code and not storable_text(code):
             # ?aff=%00 decodes to a NUL, which no referral code holds and PostgreSQL cannot even compare.
             raise BadRequestError(messages.INVALID_AFFILIATE_URL)
         if code:
-            return code, query
-    raise BadRequestError(messages.NO_AFF_PARAMETER)
+            return code
+    return ""
 
 
 @dataclass(frozen=True)
@@ -195,12 +211,18 @@ def _click_record(
     test_mode = body_test_mode(additional)
     if test_mode:
         check_test_program(additional_data=additional, key=context.key)
-    code, landing_query = _landing(data.get("affiliate_url") or "")
+    # The program an alias is read for: the body's program_id, else additional_data's (the tracker sends both).
+    named_program = data.get("program_id")
+    if named_program is None:
+        named_program = additional.get("program_id")
+    code, landing_query, by_alias = _landing(data.get("affiliate_url") or "", named_program)
+    # An alias is the program's own parameter: its code is looked up inside that program only.
+    link_scope = named_program if by_alias else data.get("program_id")
     # A new visitor's click (the common one) is inserted by one statement that checks the link's row (link_guard).
     guarded_insert = (
         not test_mode and not data.get("existing_click_id") and insert_pair_supported() and decisions_left > 1
     )
-    link = _link_for(code, data.get("program_id"), verified=verified_link and guarded_insert)
+    link = _link_for(code, link_scope, verified=verified_link and guarded_insert)
     program_id = link.program_id
 
     # visitor_ip is trusted only from the link's own program's server (not a retired key).
@@ -274,7 +296,7 @@ def _click_record(
         # that sent its cookie's existing_click_id gets it back (a prefetch must not replace the visitor's cookie),
         # but that customer is not touched: its attribution window is not extended. Otherwise a click id no
         # customer has.
-        if decisions_left > 1 and _link_for(code, data.get("program_id")) != link:
+        if decisions_left > 1 and _link_for(code, link_scope) != link:
             # This INSERT checks no row: facts cached for the guarded one are read again if they are old.
             return _click_record(data=data, context=context, verified_link=False, decisions_left=decisions_left - 1)
         event.click_id = data.get("existing_click_id") or new_click_id(program_id)
