@@ -1,0 +1,346 @@
+"""What every platform reader shares: the Platform type, reading a CSV or a saved API answer tolerantly (BOM, CRLF,
+column order, extra columns), and a SourceBuilder that keeps the rows, refuses the bad ones by file and line, and
+catches what only the whole source shows (a code claimed by two partners, a row for a partner the export refused)."""
+
+import base64
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from imports.records import (
+    CommissionRow,
+    ImportFileError,
+    LinkRow,
+    PartnerRow,
+    ReferralRow,
+    Refusal,
+    RowRefused,
+    Source,
+    parse_time,
+)
+
+Files = list[tuple[str, bytes]]
+Item = dict[str, Any]
+
+# ReferralLink.short_link holds at most 100 characters.
+CODE_MAX_LENGTH = 100
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One platform the service imports from. `read` takes the uploaded files (name, bytes) and decides by their
+    columns or objects which file is which; a file it does not know raises ImportFileError."""
+
+    name: str
+    label: str
+    link_param: str
+    stripe_metadata_keys: tuple[str, ...]
+    export_help: str
+    reader: Callable[[Files], Source] = field(repr=False)
+
+    def read(self, files: Files) -> Source:
+        if not files:
+            raise ImportFileError(f"No files given: {self.export_help}")
+        return self.reader(files)
+
+
+def decode(name: str, content: bytes) -> str:
+    """The file's text: UTF-8 with or without a BOM."""
+    try:
+        return content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFileError(f"{name}: not UTF-8 text (save the export as UTF-8 CSV or JSON)") from exc
+
+
+def looks_like_json(content: bytes) -> bool:
+    return content.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{")
+
+
+def json_items(name: str, content: bytes) -> list[Item]:
+    """The objects of a saved API answer: a JSON list, or the platforms' envelopes {"data": [...]} (Rewardful, Tolt,
+    FirstPromoter v2) and {"data": {"items": [...]}} (PartnerStack). Anything but objects in the list is refused."""
+    try:
+        payload = json.loads(decode(name, content))
+    except json.JSONDecodeError as exc:
+        raise ImportFileError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    items = payload
+    if isinstance(items, dict):
+        items = items.get("data", items.get("items"))
+        if isinstance(items, dict):
+            items = items.get("items")
+    if not isinstance(items, list):
+        raise ImportFileError(f'{name}: expected a JSON list of objects, or {{"data": [...]}} as the API answers')
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise ImportFileError(f"{name}: item {number} is not an object")
+    return items
+
+
+@dataclass
+class CsvFile:
+    name: str
+    columns: list[str]
+    rows: list[tuple[int, dict[str, str]]]
+
+    def require(self, *columns: str) -> None:
+        missing = [column for column in columns if column not in self.columns]
+        if missing:
+            raise ImportFileError(f"{self.name}: missing required columns: {', '.join(missing)}")
+
+
+def normalise_column(header: str) -> str:
+    """'First Name ' and 'first_name' are the same column."""
+    return re.sub(r"[\s\-]+", "_", header.strip().lower())
+
+
+def read_csv(name: str, content: bytes) -> CsvFile:
+    """Rows keyed by normalised column name, each with the physical line it starts on (the header is line 1).
+    Blank lines are skipped; a quoted field may span lines."""
+    text = decode(name, content)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise ImportFileError(f"{name}: the file is empty") from None
+    columns = [normalise_column(column) for column in header]
+    rows: list[tuple[int, dict[str, str]]] = []
+    line = reader.line_num + 1
+    for record in reader:
+        start, line = line, reader.line_num + 1
+        if not any(value.strip() for value in record):
+            continue
+        rows.append((start, {column: value.strip() for column, value in zip(columns, record, strict=False)}))
+    return CsvFile(name=name, columns=columns, rows=rows)
+
+
+def text(value: Any) -> str:
+    """A JSON value as text: None -> "", numbers as written (ids are often integers)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else ""
+    return str(value).strip()
+
+
+def dig(item: Mapping[str, Any], *path: str) -> Any:
+    """item[a][b]... or None when any step is missing or not an object."""
+    value: Any = item
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def obj(value: Any) -> Item:
+    """A nested object, or {} when it is missing or not an object (an id where an expanded object was expected)."""
+    return value if isinstance(value, dict) else {}
+
+
+def first(*values: Any) -> str:
+    """The first value that is not blank, as text."""
+    for value in values:
+        if text(value):
+            return text(value)
+    return ""
+
+
+def time_or_epoch(value: Any) -> datetime | None:
+    """parse_time, and also epoch seconds or milliseconds as PartnerStack sends them."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 10**11 else value
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    return parse_time(text(value) or None)
+
+
+def email_of(value: Any, *, required: bool) -> str:
+    email = text(value).lower()
+    if not email:
+        if required:
+            raise RowRefused("email is missing")
+        return ""
+    if not _EMAIL.match(email):
+        raise RowRefused(f"email {text(value)!r} is not an email address")
+    return email
+
+
+def gspk(partner_key: str) -> str:
+    """PartnerStack's ?gspk= value: the partner key, Base64-encoded (PartnerStackJS decodes it)."""
+    return base64.b64encode(partner_key.encode()).decode("ascii")
+
+
+@dataclass
+class SourceBuilder:
+    """Collects one source's rows. Refusals found only by looking at the whole source are made in `finish`, in the
+    order rows were read, so a re-read gives the same refusals."""
+
+    platform: str
+    partners: list[PartnerRow] = field(default_factory=list)
+    links: list[LinkRow] = field(default_factory=list)
+    referrals: list[ReferralRow] = field(default_factory=list)
+    commissions: list[CommissionRow] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    refused_partners: dict[str, str] = field(default_factory=dict)  # source id -> where it was refused
+    saw_partner_file: bool = False
+
+    def refuse(self, where: str, kind: str, reason: str, *, partner_id: str = "") -> None:
+        self.refusals.append(Refusal(where=where, kind=kind, reason=reason))
+        if kind == "partner" and partner_id:
+            self.refused_partners.setdefault(partner_id, where)
+
+    def attempt(self, where: str, kind: str, make: Callable[..., Any], *args: Any, partner_id: str = "") -> None:
+        """Run one row's parsing, make(*args); a RowRefused becomes a Refusal and reading goes on."""
+        try:
+            row = make(*args)
+        except RowRefused as refused:
+            self.refuse(where, kind, refused.reason, partner_id=partner_id)
+            return
+        if row is None:
+            return
+        rows = row if isinstance(row, list) else [row]
+        for one in rows:
+            self._bucket(one).append(one)
+
+    def _bucket(self, row: Any) -> list[Any]:
+        if isinstance(row, PartnerRow):
+            return self.partners
+        if isinstance(row, LinkRow):
+            return self.links
+        if isinstance(row, ReferralRow):
+            return self.referrals
+        return self.commissions
+
+    def finish(self) -> Source:
+        partners = self._unique_partners()
+        known = {row.source_id for row in partners}
+        links = self._unique_links(known)
+        referrals = [
+            row for row in self.referrals if self._partner_ok(row.where, "referral", row.partner_source_id, known)
+        ]
+        referrals = self._unique_ids(referrals, "referral")
+        commissions = [
+            row for row in self.commissions if self._partner_ok(row.where, "commission", row.partner_source_id, known)
+        ]
+        commissions = self._unique_ids(commissions, "commission")
+        refusals = sorted(self.refusals, key=_where_key)
+        return Source(
+            platform=self.platform,
+            partners=partners,
+            links=links,
+            referrals=referrals,
+            commissions=commissions,
+            refusals=refusals,
+        )
+
+    def _unique_partners(self) -> list[PartnerRow]:
+        by_id: dict[str, PartnerRow] = {}
+        by_email: dict[str, PartnerRow] = {}
+        kept: list[PartnerRow] = []
+        for row in self.partners:
+            if row.source_id in by_id:
+                earlier = by_id[row.source_id].where
+                self.refuse(row.where, "partner", f"partner {row.source_id} appears twice (first at {earlier})")
+                continue
+            if row.email in by_email:
+                other = by_email[row.email]
+                self.refuse(
+                    row.where,
+                    "partner",
+                    f"email {row.email} is already the email of partner {other.source_id} ({other.where})",
+                    partner_id=row.source_id,
+                )
+                continue
+            by_id[row.source_id] = row
+            by_email[row.email] = row
+            kept.append(row)
+        return kept
+
+    def _partner_ok(self, where: str, kind: str, partner_id: str, known: set[str]) -> bool:
+        if partner_id in self.refused_partners and partner_id not in known:
+            self.refuse(where, kind, f"partner {partner_id} was refused ({self.refused_partners[partner_id]})")
+            return False
+        if self.saw_partner_file and partner_id not in known:
+            self.refuse(where, kind, f"partner {partner_id} is not in the partners file")
+            return False
+        return True
+
+    def _unique_links(self, known: set[str]) -> list[LinkRow]:
+        owners: dict[str, LinkRow] = {}
+        kept: list[LinkRow] = []
+        for row in self.links:
+            if not self._partner_ok(row.where, "link", row.partner_source_id, known):
+                continue
+            owner = owners.get(row.code.lower())
+            if owner is None:
+                owners[row.code.lower()] = row
+                kept.append(row)
+            elif owner.partner_source_id != row.partner_source_id:
+                self.refuse(
+                    row.where,
+                    "link",
+                    f"code {row.code!r} is already the code of partner {owner.partner_source_id} ({owner.where})",
+                )
+            # the same code listed twice for the same partner is one link
+        return kept
+
+    def _unique_ids(self, rows: list[Any], kind: str) -> list[Any]:
+        seen: dict[str, str] = {}
+        kept = []
+        for row in rows:
+            if row.source_id in seen:
+                self.refuse(row.where, kind, f"{kind} {row.source_id} appears twice (first at {seen[row.source_id]})")
+                continue
+            seen[row.source_id] = row.where
+            kept.append(row)
+        return kept
+
+
+def _where_key(refusal: Refusal) -> tuple[str, int]:
+    """Refusals in file order: "a.csv line 9" before "a.csv line 10"."""
+    name, _, number = refusal.where.rpartition(" ")
+    return (name, int(number) if number.isdigit() else 0)
+
+
+def code_of(value: Any) -> str:
+    code = text(value)
+    if not code:
+        raise RowRefused("code is missing")
+    if len(code) > CODE_MAX_LENGTH:
+        raise RowRefused(f"code is longer than {CODE_MAX_LENGTH} characters")
+    if any(character.isspace() for character in code):
+        raise RowRefused(f"code {code!r} has a space: a link could not carry it")
+    return code
+
+
+def required(value: Any, what: str) -> str:
+    result = text(value)
+    if not result:
+        raise RowRefused(f"{what} is missing")
+    return result
+
+
+def name_of(*parts: Any) -> str:
+    return " ".join(text(part) for part in parts if text(part))
+
+
+def where_csv(name: str, line: int) -> str:
+    return f"{name} line {line}"
+
+
+def where_json(name: str, number: int) -> str:
+    return f"{name} item {number}"
+
+
+def items_with_where(name: str, items: list[Item]) -> Iterator[tuple[str, Item]]:
+    for number, item in enumerate(items, start=1):
+        yield where_json(name, number), item
+
+
+def unknown_file(name: str, expected: str) -> ImportFileError:
+    return ImportFileError(f"{name}: not a file this import knows; expected {expected}")

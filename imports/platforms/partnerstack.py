@@ -1,0 +1,177 @@
+"""PartnerStack: the v2 vendor API's lists saved as JSON, one file each: GET /api/v2/partnerships, /api/v2/customers,
+/api/v2/rewards and, optionally, /api/v2/transactions (the {"data": {"items": [...]}} answer or its list).
+
+Links in the wild: PartnerStack's partnerlinks.io links redirect to the site with ?gspk=<partner key, Base64>&gsxid=
+<click id>; the gspk value is what reaches the site, so it is each partner's code here (PartnerStackJS decodes it the
+same way). Times are epoch milliseconds. Amounts are cents. Reward status: hold and pending -> pending, approved and
+scheduled -> approved (owed, not yet paid), paid -> paid, declined -> void."""
+
+from imports.platforms.base import (
+    Files,
+    Item,
+    SourceBuilder,
+    code_of,
+    dig,
+    email_of,
+    first,
+    gspk,
+    items_with_where,
+    json_items,
+    looks_like_json,
+    name_of,
+    obj,
+    required,
+    text,
+    time_or_epoch,
+    unknown_file,
+)
+from imports.records import (
+    CommissionRow,
+    ImportFileError,
+    LinkRow,
+    PartnerRow,
+    ReferralRow,
+    RowRefused,
+    Source,
+    known_currency,
+    minor_units,
+)
+
+PLATFORM = "partnerstack"
+REWARD_STATUSES = {
+    "hold": "pending",
+    "pending": "pending",
+    "approved": "approved",
+    "scheduled": "approved",
+    "paid": "paid",
+    "declined": "void",
+}
+EXPECTED = (
+    "PartnerStack's partnerships, customers, rewards or transactions JSON "
+    "(GET /api/v2/partnerships, /customers, /rewards, /transactions)"
+)
+
+
+def read(files: Files) -> Source:
+    builder = SourceBuilder(PLATFORM)
+    parsed: list[tuple[str, str, list[Item]]] = []
+    for name, content in files:
+        if not looks_like_json(content):
+            raise ImportFileError(f"{name}: PartnerStack files are the API's JSON answers; expected {EXPECTED}")
+        items = json_items(name, content)
+        parsed.append((name, _kind(name, items), items))
+    transactions = {
+        text(item.get("key")): item for _, kind, items in parsed if kind == "transactions" for item in items
+    }
+    partner_by_email = {
+        text(item.get("email")).lower(): text(item.get("key"))
+        for _, kind, items in parsed
+        if kind == "partnerships"
+        for item in items
+        if text(item.get("email"))
+    }
+    for name, kind, items in parsed:
+        if kind == "partnerships":
+            builder.saw_partner_file = True
+        for where, item in items_with_where(name, items):
+            if kind == "partnerships":
+                builder.attempt(where, "partner", _partnership, where, item, partner_id=text(item.get("key")))
+                builder.attempt(where, "link", _link, where, item)
+            elif kind == "customers":
+                builder.attempt(where, "referral", _customer, where, item)
+            elif kind == "rewards":
+                builder.attempt(where, "commission", _reward, where, item, transactions, partner_by_email)
+    return builder.finish()
+
+
+def _kind(name: str, items: list[Item]) -> str:
+    if not items:
+        return "empty"
+    sample = items[0]
+    if "reward_status" in sample:
+        return "rewards"
+    if "partnership_key" in sample and ("provider_key" in sample or "customer_key" in sample or "email" in sample):
+        return "customers"
+    if "amount" in sample and ("customer_key" in sample or "customer" in sample):
+        return "transactions"
+    if "email" in sample and "key" in sample:
+        return "partnerships"
+    raise unknown_file(name, EXPECTED)
+
+
+def _partnership(where: str, item: Item) -> PartnerRow:
+    return PartnerRow(
+        where=where,
+        source_id=required(item.get("key"), "partnership key"),
+        email=email_of(item.get("email"), required=True),
+        name=name_of(item.get("first_name"), item.get("last_name")),
+        created_at=time_or_epoch(item.get("created_at")),
+    )
+
+
+def _link(where: str, item: Item) -> LinkRow:
+    partner_key = first(item.get("partner_key"), item.get("key"))
+    if not partner_key:
+        raise RowRefused("partner key is missing")
+    return LinkRow(
+        where=where,
+        source_id=f"gspk:{partner_key}",
+        partner_source_id=required(item.get("key"), "partnership key"),
+        code=code_of(gspk(partner_key)),
+    )
+
+
+def _customer(where: str, item: Item) -> ReferralRow:
+    provider_key = text(item.get("provider_key"))
+    own_key = text(item.get("customer_key"))
+    email = email_of(item.get("email"), required=False)
+    if not email and not own_key and not provider_key:
+        raise RowRefused("no customer: neither an email, a customer_key nor a provider_key")
+    return ReferralRow(
+        where=where,
+        source_id=required(item.get("key"), "customer key"),
+        partner_source_id=required(item.get("partnership_key"), "partnership_key"),
+        email=email,
+        customer_key=own_key,
+        # provider_key is the payment provider's id for the customer: a Stripe customer id with Stripe billing.
+        processor_customer_id=provider_key if provider_key.startswith("cus_") else "",
+        status="customer" if provider_key or text(item.get("status")).lower() == "customer" else "lead",
+        created_at=time_or_epoch(item.get("created_at")),
+    )
+
+
+def _reward(where: str, item: Item, transactions: dict[str, Item], partner_by_email: dict[str, str]) -> CommissionRow:
+    status = text(item.get("reward_status") or item.get("status")).lower()
+    if status not in REWARD_STATUSES:
+        raise RowRefused(f"reward status {status!r} is not hold, pending, approved, scheduled, paid or declined")
+    currency = known_currency(text(item.get("currency")))
+    amount = item.get("amount")
+    if amount is None or text(amount) == "":
+        raise RowRefused("amount is missing")
+    transaction = obj(item.get("transaction"))
+    transaction_key = first(transaction.get("key"), item.get("transaction_key"))
+    if not transaction and transaction_key in transactions:
+        transaction = transactions[transaction_key]
+    sale_minor = 0
+    if transaction:
+        sale_currency = text(transaction.get("currency")) or currency
+        if known_currency(sale_currency) != currency:
+            raise RowRefused(f"the transaction is in {sale_currency.upper()} but the reward in {currency}")
+        sale_minor = minor_units(first(transaction.get("amount"), 0), currency, given_in="minor")
+    partner = first(
+        dig(item, "partnership", "key"),
+        item.get("partnership_key"),
+        partner_by_email.get(text(dig(item, "partnership", "email")).lower(), ""),
+    )
+    return CommissionRow(
+        where=where,
+        source_id=required(item.get("key"), "reward key"),
+        partner_source_id=required(partner, "partnership"),
+        referral_source_id=first(dig(item, "customer", "key"), item.get("customer_key")),
+        sale_source_id=transaction_key,
+        sale_amount_minor=sale_minor,
+        commission_amount_minor=minor_units(amount, currency, given_in="minor"),
+        currency=currency,
+        status=REWARD_STATUSES[status],
+        created_at=time_or_epoch(item.get("created_at")),
+    )
