@@ -1,0 +1,752 @@
+"""Importing what another platform's export says (an imports.records.Source) into a program: partners and their
+enrolments, links with their codes unchanged, referrals as customers (with a lead each), and historical sales with
+their commissions and the ledger entries that make each partner's opening balance.
+
+Every row is first planned (created, matched or skipped; or refused, with where and why) against what the program
+already holds, reading in batches; a dry run stops there and writes nothing. A real run then writes kind by kind in
+batches of `batch_size` rows, each batch in one transaction with its ImportedRecords and the run's progress, so a
+crash leaves whole batches only. Running the same source again resumes: rows whose ImportedRecord exists are not
+written again, and the unique ImportedRecord (program, platform, kind, source id) stops a second copy even when two
+runs race. The run stays "running" (then "interrupted") until every batch is in.
+
+Historical rows announce nothing: no webhooks and no emails for events that happened on the old platform."""
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from commissions.models import Commission, CommissionStatus, LedgerEntry
+from programs.models import Partner, PartnerProgram, Program, ReferralLink
+from programs.services import SHORT_LINK_PATTERN
+from tracking.counters import partner_program_add
+from tracking.models import Customer, CustomerStatus, LeadEvent, SaleEvent
+from tracking.services.common import new_click_id
+
+from .models import ImportedRecord, ImportRun
+from .records import KINDS, CommissionRow, LinkRow, PartnerRow, ReferralRow, Refusal, Source
+
+logger = logging.getLogger("svc.imports")
+
+PARTNER, LINK, REFERRAL, COMMISSION = KINDS
+CREDIT_MEMO = "Imported from {label}: commission {source_id}"
+PAID_MEMO = "Paid on {label} before the move"
+# How many rows a read of existing objects asks for at once (IN lists stay short).
+READ_CHUNK = 2000
+
+T = TypeVar("T")
+
+
+# --- The report ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KindCounts:
+    created: int = 0
+    matched: int = 0
+    skipped: int = 0
+    refused: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"created": self.created, "matched": self.matched, "skipped": self.skipped, "refused": self.refused}
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, dry, would do): per kind, rows created, matched (already here), skipped (void
+    commissions, visitors) and refused; every refusal named by where and why."""
+
+    platform: str
+    dry_run: bool
+    counts: dict[str, KindCounts] = field(default_factory=lambda: {kind: KindCounts() for kind in KINDS})
+    refusals: list[Refusal] = field(default_factory=list)
+    run_id: int | None = None
+    status: str = ""
+
+    def refuse(self, where: str, kind: str, reason: str) -> None:
+        self.refusals.append(Refusal(where=where, kind=kind, reason=reason))
+        self.counts[kind].refused += 1
+
+    def counts_dict(self) -> dict[str, dict[str, int]]:
+        return {kind: counts.as_dict() for kind, counts in self.counts.items()}
+
+    def lines(self) -> list[str]:
+        """The report as text: one line per kind, then every refused row ("<file> line <n>: <reason>")."""
+        head = "Dry run (nothing written)" if self.dry_run else f"Import {self.status or 'done'}"
+        lines = [f"{head}: {self.platform}"]
+        for kind in KINDS:
+            c = self.counts[kind]
+            lines.append(
+                f"  {kind}s: {c.created} {'to create' if self.dry_run else 'created'}, {c.matched} matched, "
+                f"{c.skipped} skipped, {c.refused} refused"
+            )
+        if self.refusals:
+            lines.append(f"Refused rows ({len(self.refusals)}):")
+            lines.extend(f"{refusal.where}: {refusal.reason}" for refusal in self.refusals)
+        return lines
+
+
+def source_digest(source: Source) -> str:
+    """SHA-256 over everything the source says: the same export read again has the same digest (a rerun resumes
+    its run), a changed one another."""
+    digest = hashlib.sha256(source.platform.encode())
+    for rows in (source.partners, source.links, source.referrals, source.commissions, source.refusals):
+        for row in rows:
+            digest.update(repr(row).encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def platform_label(platform: str) -> str:
+    """The platform's name as people read it ("Rewardful"); the key itself for a platform not registered."""
+    try:
+        from .platforms import PLATFORMS
+    except ImportError:  # the readers are optional to the engine
+        return platform
+    entry = PLATFORMS.get(platform)
+    return str(getattr(entry, "label", platform)) if entry is not None else platform
+
+
+# A test replaces this to stop a run in the middle of a batch (after its rows are inserted, before it commits).
+def batch_hook(kind: str, number: int) -> None:
+    """Called inside each batch's transaction, after its objects are inserted; does nothing."""
+
+
+# --- Planning --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Known:
+    """An ImportedRecord already written: the object it points at and whether this run (an earlier attempt of it)
+    created that object."""
+
+    object_id: int
+    created: bool
+    run_id: int | None
+
+
+@dataclass
+class _Item:
+    """A planned row: `obj` is a new unsaved object (created) or the id of one already here (matched)."""
+
+    row: Any
+    obj: Any
+    created: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def object_id(self) -> int | None:
+        return self.obj if isinstance(self.obj, int) else self.obj.pk
+
+    @property
+    def saved_id(self) -> int:
+        pk = self.object_id
+        assert pk is not None, "written before its record"
+        return pk
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _email_key(email: str) -> str:
+    return (email or "").strip().lower()
+
+
+def _same(one: Any, other: Any) -> bool:
+    """Whether two planned objects (or ids) are the same: one object, or saved with the same id."""
+    return one is other or (_ref(one) is not None and _ref(one) == _ref(other))
+
+
+def _ref(value: Any) -> int | None:
+    """The id of a planned object (None while it is unsaved, in a dry run) or the id itself."""
+    if value is None or isinstance(value, int):
+        return value
+    return value.pk
+
+
+class _Importer:
+    def __init__(
+        self, *, program: Program, source: Source, dry_run: bool, actor: Any, batch_size: int, run: ImportRun | None
+    ) -> None:
+        self.program = program
+        self.source = source
+        self.platform = source.platform
+        self.label = platform_label(source.platform)
+        self.dry_run = dry_run
+        self.actor = actor
+        self.batch_size = max(1, batch_size)
+        self.run = run
+        self.now = timezone.now()
+        self.report = ImportReport(platform=source.platform, dry_run=dry_run)
+        for refusal in source.refusals:
+            self.report.refuse(refusal.where, refusal.kind if refusal.kind in KINDS else PARTNER, refusal.reason)
+        self.known: dict[str, dict[str, _Known]] = {kind: {} for kind in KINDS}
+        # Source id -> a Partner/ReferralLink/Customer (unsaved in a dry run) or its id.
+        self.partners: dict[str, Any] = {}
+        self.links_by_code: dict[str, tuple[Any, Any]] = {}  # code -> (link, partner)
+        self.customers: dict[str, Any] = {}
+        self.batches = run.batches_done if run else 0
+        self.click_ids: dict[int, str] = {}
+
+    # Reading what is already here ----------------------------------------------------------------------------
+
+    def load_known(self) -> None:
+        rows = ImportedRecord.objects.filter(program=self.program, platform=self.platform).values_list(
+            "kind", "source_id", "object_id", "created", "run_id"
+        )
+        for kind, source_id, object_id, created, run_id in rows.iterator(chunk_size=READ_CHUNK):
+            if kind in self.known:
+                self.known[kind][source_id] = _Known(object_id, created, run_id)
+
+    def _count_known(self, kind: str, known: _Known) -> None:
+        # Created by an earlier attempt of this very run (resumed): still this run's creation.
+        mine = self.run is not None and known.run_id == self.run.pk and known.created
+        counts = self.report.counts[kind]
+        if mine:
+            counts.created += 1
+        else:
+            counts.matched += 1
+
+    # Partners ------------------------------------------------------------------------------------------------
+
+    def plan_partners(self) -> list[_Item]:
+        known = self.known[PARTNER]
+        fresh = [row for row in self.source.partners if row.source_id not in known]
+        emails = sorted({_email_key(row.email) for row in fresh if _email_key(row.email)})
+        existing: dict[str, int] = {}
+        for chunk in _chunks(emails, READ_CHUNK):
+            found = (
+                Partner.objects.filter(workspace_id=self.program.workspace_id)
+                .annotate(email_key=Lower("email"))
+                .filter(email_key__in=list(chunk))
+                .order_by("pk")
+                .values_list("email_key", "pk")
+            )
+            for email, pk in found:
+                existing.setdefault(email, pk)
+        items: list[_Item] = []
+        new_by_email: dict[str, Partner] = {}
+        for row in self.source.partners:
+            if row.source_id in known:
+                self.partners[row.source_id] = known[row.source_id].object_id
+                self._count_known(PARTNER, known[row.source_id])
+                continue
+            if row.source_id in self.partners:
+                self.report.refuse(row.where, PARTNER, f"partner {row.source_id} appears twice")
+                continue
+            email = _email_key(row.email)
+            if not email:
+                self.report.refuse(row.where, PARTNER, "partner has no email")
+                continue
+            if email in existing:
+                item = _Item(row, existing[email], created=False)
+                self.report.counts[PARTNER].matched += 1
+            elif email in new_by_email:
+                item = _Item(row, new_by_email[email], created=False)
+                self.report.counts[PARTNER].matched += 1
+            else:
+                partner = Partner(
+                    workspace_id=self.program.workspace_id,
+                    name=(row.name or row.email).strip()[:200],
+                    email=row.email.strip(),
+                    notes=self._partner_notes(row),
+                    created_at=row.created_at or self.now,
+                )
+                new_by_email[email] = partner
+                item = _Item(row, partner, created=True)
+                self.report.counts[PARTNER].created += 1
+            self.partners[row.source_id] = item.obj
+            items.append(item)
+        return items
+
+    def _partner_notes(self, row: PartnerRow) -> str:
+        note = f"Imported from {self.label} (partner {row.source_id})."
+        if row.payout_email:
+            rail = {"paypal": "PayPal", "wise": "Wise"}.get(row.payout_rail, "")
+            note += f" Payout email on {self.label}: {row.payout_email}{f' ({rail})' if rail else ''}."
+        return note
+
+    def write_partners(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(PARTNER, items):
+            new = [item.obj for item in batch if item.created and item.obj.pk is None]
+            Partner.objects.bulk_create(new)
+            PartnerProgram.objects.bulk_create(
+                [
+                    PartnerProgram(partner_id=pk, program_id=self.program.pk, created_at=self.now)
+                    for pk in sorted({item.object_id for item in batch if item.object_id is not None})
+                ],
+                ignore_conflicts=True,
+            )
+            self._commit_batch(PARTNER, number, batch)
+
+    # Links ---------------------------------------------------------------------------------------------------
+
+    def plan_links(self) -> list[_Item]:
+        known = self.known[LINK]
+        fresh = [row for row in self.source.links if row.source_id not in known]
+        codes = sorted({row.code for row in fresh})
+        existing: dict[str, tuple[int, int | None, int | None, int | None]] = {}
+        for chunk in _chunks(codes, READ_CHUNK):
+            found = ReferralLink.objects.filter(short_link__in=list(chunk)).values_list(
+                "short_link", "pk", "program_id", "partner_id", "program__workspace_id"
+            )
+            for code, pk, program_id, partner_id, workspace_id in found:
+                existing[code] = (pk, program_id, partner_id, workspace_id)
+        items: list[_Item] = []
+        for row in self.source.links:
+            if row.source_id in known:
+                self._count_known(LINK, known[row.source_id])
+                link_id = known[row.source_id].object_id
+                self.links_by_code[row.code] = (link_id, self.partners.get(row.partner_source_id))
+                continue
+            item = self._plan_link(row, existing)
+            if item is not None:
+                items.append(item)
+        return items
+
+    def _plan_link(self, row: LinkRow, existing: dict[str, tuple[int, int | None, int | None, int | None]]) -> Any:
+        partner = self.partners.get(row.partner_source_id)
+        if partner is None:
+            self.report.refuse(
+                row.where, LINK, f"link {row.code!r} is for partner {row.partner_source_id}, not imported"
+            )
+            return None
+        if not SHORT_LINK_PATTERN.fullmatch(row.code):
+            self.report.refuse(
+                row.where, LINK, f"code {row.code!r} cannot be a link here (1 to 100 of A-Z a-z 0-9 _ -)"
+            )
+            return None
+        if row.code in self.links_by_code:
+            _, holder = self.links_by_code[row.code]
+            if not _same(holder, partner):
+                self.report.refuse(row.where, LINK, f"code {row.code!r} is held by another partner in this import")
+                return None
+            self.report.counts[LINK].matched += 1
+            link, _ = self.links_by_code[row.code]
+            return _Item(row, link, created=False)
+        if row.code in existing:
+            pk, program_id, partner_id, workspace_id = existing[row.code]
+            if program_id == self.program.pk and partner_id is not None and partner_id == _ref(partner):
+                self.report.counts[LINK].matched += 1
+                self.links_by_code[row.code] = (pk, partner)
+                return _Item(row, pk, created=False)
+            if program_id == self.program.pk:
+                reason = f"code {row.code!r} is held by another partner of this program"
+            elif workspace_id == self.program.workspace_id:
+                reason = f"code {row.code!r} is already used by another program of this workspace"
+            else:
+                reason = f"code {row.code!r} is already taken (used by another workspace)"
+            self.report.refuse(row.where, LINK, reason)
+            return None
+        link = ReferralLink(short_link=row.code, program_id=self.program.pk, partner_id=_ref(partner))
+        self.links_by_code[row.code] = (link, partner)
+        self.report.counts[LINK].created += 1
+        return _Item(row, link, created=True, extra={"partner": partner})
+
+    def write_links(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(LINK, items):
+            new = [item.obj for item in batch if item.created and item.obj.pk is None]
+            for item in batch:
+                if item.created:
+                    item.obj.partner_id = _ref(item.extra["partner"])
+            ReferralLink.objects.bulk_create(new)
+            self._commit_batch(LINK, number, batch)
+
+    # Referrals -----------------------------------------------------------------------------------------------
+
+    def plan_referrals(self, first_sales: dict[str, datetime]) -> list[_Item]:
+        known = self.known[REFERRAL]
+        fresh = [row for row in self.source.referrals if row.source_id not in known and row.status != "visitor"]
+        emails = sorted({_email_key(row.email) for row in fresh if row.email})
+        processor_ids = sorted({row.processor_customer_id for row in fresh if row.processor_customer_id})
+        by_email: dict[str, int] = {}
+        by_processor: dict[str, int] = {}
+        real = Customer.objects.filter(program=self.program, is_test=False)
+        for chunk in _chunks(emails, READ_CHUNK):
+            found = (
+                real.annotate(email_key=Lower("email"))
+                .filter(email_key__in=list(chunk))
+                .order_by("pk")
+                .values_list("email_key", "pk")
+            )
+            for email, pk in found:
+                by_email.setdefault(email, pk)
+        for chunk in _chunks(processor_ids, READ_CHUNK):
+            for processor_id, pk in (
+                real.filter(processor_customer_id__in=list(chunk))
+                .order_by("pk")
+                .values_list("processor_customer_id", "pk")
+            ):
+                by_processor.setdefault(processor_id, pk)
+        items: list[_Item] = []
+        for row in self.source.referrals:
+            if row.source_id in known:
+                self._count_known(REFERRAL, known[row.source_id])
+                self.customers[row.source_id] = known[row.source_id].object_id
+                continue
+            if row.source_id in self.customers:
+                self.report.refuse(row.where, REFERRAL, f"referral {row.source_id} appears twice")
+                continue
+            partner = self.partners.get(row.partner_source_id)
+            if partner is None:
+                self.report.refuse(
+                    row.where, REFERRAL, f"referral of partner {row.partner_source_id}, who is not imported"
+                )
+                continue
+            if row.status == "visitor":
+                self.report.counts[REFERRAL].skipped += 1  # a visit with no sign-up: nothing to attribute later
+                continue
+            match = by_processor.get(row.processor_customer_id) if row.processor_customer_id else None
+            if match is None and row.email:
+                match = by_email.get(_email_key(row.email))
+            if match is not None:
+                self.customers[row.source_id] = match
+                self.report.counts[REFERRAL].matched += 1
+                items.append(_Item(row, match, created=False))
+                continue
+            items.append(self._new_customer(row, partner, first_sales.get(row.source_id)))
+            self.report.counts[REFERRAL].created += 1
+        return items
+
+    def _new_customer(self, row: ReferralRow, partner: Any, first_sale_at: datetime | None) -> _Item:
+        at = row.created_at or self.now
+        link = None
+        if row.link_code and row.link_code in self.links_by_code:
+            candidate, holder = self.links_by_code[row.link_code]
+            if _same(holder, partner):
+                link = candidate
+        converted = row.status == "customer" or first_sale_at is not None
+        if converted and first_sale_at is None:
+            first_sale_at = at
+        customer = Customer(
+            program_id=self.program.pk,
+            click_id=new_click_id(self.program.pk),
+            customer_key=row.customer_key or None,
+            customer_status=CustomerStatus.CONVERTED if converted else CustomerStatus.LEAD,
+            email=row.email.strip()[:254],
+            processor_customer_id=row.processor_customer_id,
+            first_clicked_at=at,
+            last_clicked_at=at,
+            # Set for a paying customer, so their renewals follow them past the click's attribution window.
+            first_sale_at=first_sale_at,
+            created_at=at,
+        )
+        self.customers[row.source_id] = customer
+        return _Item(row, customer, created=True, extra={"partner": partner, "link": link})
+
+    def write_referrals(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(REFERRAL, items):
+            new_items = [item for item in batch if item.created and item.obj.pk is None]
+            for item in new_items:
+                item.obj.first_partner_id = _ref(item.extra["partner"])
+                item.obj.first_link_id = _ref(item.extra["link"])
+            Customer.objects.bulk_create([item.obj for item in new_items])
+            leads = [
+                LeadEvent(
+                    program_id=self.program.pk,
+                    customer_id=item.obj.pk,
+                    partner_id=item.obj.first_partner_id,
+                    click_id=item.obj.click_id,
+                    customer_key=item.obj.customer_key or "",
+                    email=item.obj.email,
+                    lead_timestamp=item.obj.created_at,
+                    settled_at=item.obj.created_at,
+                    server_mode=True,
+                    created_at=item.obj.created_at,
+                )
+                for item in new_items
+            ]
+            LeadEvent.objects.bulk_create(leads)
+            per_partner: dict[int, int] = {}
+            for lead in leads:
+                if lead.partner_id:
+                    per_partner[lead.partner_id] = per_partner.get(lead.partner_id, 0) + 1
+            # The lead path adds to these counters itself (the rollup run adds only clicks and sales).
+            for partner_id, count in sorted(per_partner.items()):
+                partner_program_add(partner_id=partner_id, program_id=self.program.pk, leads=count)
+            self._commit_batch(REFERRAL, number, batch)
+
+    # Commissions ---------------------------------------------------------------------------------------------
+
+    def first_sales(self) -> dict[str, datetime]:
+        """Per referral source id, its earliest imported sale (a customer who paid converted then)."""
+        first: dict[str, datetime] = {}
+        for row in self.source.commissions:
+            if row.referral_source_id and row.status != "void":
+                at = row.created_at or self.now
+                if row.referral_source_id not in first or at < first[row.referral_source_id]:
+                    first[row.referral_source_id] = at
+        return first
+
+    def plan_commissions(self) -> list[_Item]:
+        known = self.known[COMMISSION]
+        sale_ids_used: dict[str, int] = {}
+        for row in self.source.commissions:
+            if row.sale_source_id:
+                sale_ids_used[row.sale_source_id] = sale_ids_used.get(row.sale_source_id, 0) + 1
+        planned: list[tuple[CommissionRow, Any, str]] = []
+        seen: set[str] = set()
+        for row in self.source.commissions:
+            if row.source_id in known:
+                self._count_known(COMMISSION, known[row.source_id])
+                seen.add(row.source_id)
+                continue
+            if row.source_id in seen:
+                self.report.refuse(row.where, COMMISSION, f"commission {row.source_id} appears twice")
+                continue
+            seen.add(row.source_id)
+            partner = self.partners.get(row.partner_source_id)
+            if partner is None:
+                self.report.refuse(
+                    row.where, COMMISSION, f"commission for partner {row.partner_source_id}, who is not imported"
+                )
+                continue
+            if row.status == "void":
+                self.report.counts[COMMISSION].skipped += 1
+                continue
+            if row.commission_amount_minor <= 0:
+                self.report.counts[COMMISSION].skipped += 1  # nothing owed, nothing to carry over
+                continue
+            # One sale per commission: a sale shared by two commissions (two tiers) is named by each commission.
+            own_sale = row.sale_source_id and sale_ids_used[row.sale_source_id] == 1
+            event_id = f"import:{self.platform}:{self.program.pk}:" + (
+                f"sale:{row.sale_source_id}" if own_sale else f"commission:{row.source_id}"
+            )
+            planned.append((row, partner, event_id))
+        taken: set[str | None] = set()
+        for chunk in _chunks([event_id for _, _, event_id in planned], READ_CHUNK):
+            taken.update(
+                SaleEvent.objects.filter(processor_event_id__in=list(chunk), is_test=False).values_list(
+                    "processor_event_id", flat=True
+                )
+            )
+        self.click_ids = self._click_ids_of_known_customers()
+        items: list[_Item] = []
+        for row, partner, event_id in planned:
+            if event_id in taken:
+                self.report.refuse(row.where, COMMISSION, f"sale {event_id} is already recorded here")
+                continue
+            items.append(_Item(row, None, created=True, extra={"partner": partner, "event_id": event_id}))
+            self.report.counts[COMMISSION].created += 1
+        return items
+
+    def _click_id(self, customer: Any) -> str:
+        if isinstance(customer, Customer):
+            return customer.click_id
+        return self.click_ids.get(customer, "") if isinstance(customer, int) else ""
+
+    def _click_ids_of_known_customers(self) -> dict[int, str]:
+        ids = sorted({value for value in self.customers.values() if isinstance(value, int)})
+        click_ids: dict[int, str] = {}
+        for chunk in _chunks(ids, READ_CHUNK):
+            click_ids.update(Customer.objects.filter(pk__in=list(chunk)).values_list("pk", "click_id"))
+        return click_ids
+
+    def write_commissions(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(COMMISSION, items):
+            sales: list[SaleEvent] = []
+            for item in batch:
+                row: CommissionRow = item.row
+                at = row.created_at or self.now
+                customer = self.customers.get(row.referral_source_id) if row.referral_source_id else None
+                sale = SaleEvent(
+                    program_id=self.program.pk,
+                    customer_id=_ref(customer),
+                    partner_id=_ref(item.extra["partner"]),
+                    click_id=self._click_id(customer),
+                    processor_event_id=item.extra["event_id"],
+                    # An export without the sale's amount: the sale is recorded at the commission's, so it counts.
+                    amount_cents=row.sale_amount_minor if row.sale_amount_minor > 0 else row.commission_amount_minor,
+                    currency=row.currency,
+                    provider=f"import:{self.platform}"[:32],
+                    provider_payment_id=row.sale_source_id[:255],
+                    occurred_at=at,
+                    sale_date=at,
+                    attributed=True,
+                    attributed_by="import",
+                    created_at=at,
+                )
+                sales.append(sale)
+            SaleEvent.objects.bulk_create(sales)
+            commissions = [self._commission(item.row, sale) for item, sale in zip(batch, sales, strict=True)]
+            Commission.objects.bulk_create(commissions)
+            for item, commission in zip(batch, commissions, strict=True):
+                item.obj = commission
+            batch_hook(COMMISSION, number)
+            entries: list[LedgerEntry] = []
+            for item, commission in zip(batch, commissions, strict=True):
+                if not commission.credited:
+                    continue
+                entries.append(self._ledger(commission, LedgerEntry.Kind.CREDIT, commission.amount_cents, item))
+                if commission.status == CommissionStatus.PAID:
+                    entries.append(self._ledger(commission, LedgerEntry.Kind.PAYOUT, -commission.amount_cents, item))
+            LedgerEntry.objects.bulk_create(entries)
+            self._commit_batch(COMMISSION, number, batch, hooked=True)
+
+    def _commission(self, row: CommissionRow, sale: SaleEvent) -> Commission:
+        at = row.created_at or self.now
+        credited = row.status in ("approved", "paid")
+        status = {"approved": CommissionStatus.APPROVED, "paid": CommissionStatus.PAID}.get(
+            row.status, CommissionStatus.PENDING
+        )
+        hold_until = row.due_at or at + timedelta(days=self.program.hold_days)
+        assert sale.partner_id is not None  # every planned commission has its partner
+        return Commission(
+            program_id=self.program.pk,
+            partner_id=sale.partner_id,
+            sale_id=sale.pk,
+            customer_id=sale.customer_id,
+            amount_cents=row.commission_amount_minor,
+            currency=row.currency,
+            status=status,
+            credited=credited,
+            approved_at=at if credited else None,
+            hold_until=hold_until,
+            created_at=at,
+        )
+
+    def _ledger(self, commission: Commission, kind: str, amount: int, item: _Item) -> LedgerEntry:
+        memo = (
+            PAID_MEMO.format(label=self.label)
+            if kind == LedgerEntry.Kind.PAYOUT
+            else CREDIT_MEMO.format(label=self.label, source_id=item.row.source_id)
+        )
+        return LedgerEntry(
+            partner_id=commission.partner_id,
+            program_id=commission.program_id,
+            commission_id=commission.pk,
+            kind=kind,
+            amount_cents=amount,
+            currency=commission.currency,
+            memo=memo[:255],
+            created_at=commission.approved_at or commission.created_at,
+        )
+
+    # Batches -------------------------------------------------------------------------------------------------
+
+    def _batches(self, kind: str, items: list[_Item]) -> Iterator[tuple[int, list[_Item]]]:
+        """Each batch inside its own transaction: what it writes commits together or not at all."""
+        for chunk in _chunks(items, self.batch_size):
+            self.batches += 1
+            with transaction.atomic():
+                yield self.batches, list(chunk)
+
+    def _commit_batch(self, kind: str, number: int, batch: Iterable[_Item], *, hooked: bool = False) -> None:
+        """The batch's ImportedRecords and the run's progress, in the batch's transaction."""
+        if not hooked:
+            batch_hook(kind, number)
+        records = [
+            ImportedRecord(
+                program_id=self.program.pk,
+                platform=self.platform,
+                kind=kind,
+                source_id=item.row.source_id,
+                object_id=item.saved_id,
+                created=item.created,
+                run=self.run,
+                created_at=self.now,
+            )
+            for item in batch
+        ]
+        # No ignore_conflicts: a row another run imported meanwhile fails the batch, which rolls back whole.
+        ImportedRecord.objects.bulk_create(records)
+        assert self.run is not None
+        self.run.batches_done = number
+        self.run.counts = self.report.counts_dict()
+        self.run.save(update_fields=["batches_done", "counts", "updated_at"])
+
+    # The whole ----------------------------------------------------------------------------------------------
+
+    def execute(self) -> ImportReport:
+        self.load_known()
+        first_sales = self.first_sales()
+        partners = self.plan_partners()
+        if not self.dry_run:
+            self.write_partners(partners)
+        links = self.plan_links()
+        if not self.dry_run:
+            self.write_links(links)
+        referrals = self.plan_referrals(first_sales)
+        if not self.dry_run:
+            self.write_referrals(referrals)
+        commissions = self.plan_commissions()
+        if not self.dry_run:
+            self.write_commissions(commissions)
+        return self.report
+
+
+def _run_for(program: Program, source: Source, digest: str, actor: Any, file_names: Sequence[str]) -> ImportRun:
+    """The run to continue: the latest unfinished run of these same rows (a rerun after a crash resumes it), or a
+    new one."""
+    run = (
+        ImportRun.objects.filter(program=program, platform=source.platform, files_digest=digest)
+        .filter(~Q(status=ImportRun.Status.COMPLETE))
+        .order_by("-pk")
+        .first()
+    )
+    if run is None:
+        return ImportRun.objects.create(
+            program=program,
+            platform=source.platform,
+            files_digest=digest,
+            file_names=list(file_names),
+            actor=actor if getattr(actor, "pk", None) else None,
+        )
+    run.status = ImportRun.Status.RUNNING
+    run.error = ""
+    run.save(update_fields=["status", "error", "updated_at"])
+    return run
+
+
+def import_source(
+    program: Program,
+    source: Source,
+    *,
+    dry_run: bool,
+    actor: Any = None,
+    batch_size: int = 1000,
+    run: ImportRun | None = None,
+    file_names: Sequence[str] = (),
+) -> ImportReport:
+    """Imports the source into the program (see the module's docstring); `dry_run` plans only and writes nothing.
+    `run`: an ImportRun made beforehand (the dashboard's confirmation); otherwise the unfinished run of the same
+    rows is resumed, or a new one made. An exception marks the run failed (shown as interrupted) and propagates;
+    running the same source again resumes it."""
+    if dry_run:
+        importer = _Importer(program=program, source=source, dry_run=True, actor=actor, batch_size=batch_size, run=None)
+        report = importer.execute()
+        report.status = "dry run"
+        return report
+    if run is None:
+        run = _run_for(program, source, source_digest(source), actor, file_names)
+    elif run.status != ImportRun.Status.RUNNING:
+        run.status = ImportRun.Status.RUNNING
+        run.error = ""
+        run.save(update_fields=["status", "error", "updated_at"])
+    importer = _Importer(program=program, source=source, dry_run=False, actor=actor, batch_size=batch_size, run=run)
+    try:
+        report = importer.execute()
+    except BaseException as error:
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.FAILED, error=f"{type(error).__name__}: {error}"[:2000], updated_at=timezone.now()
+        )
+        logger.exception("import.failed", extra={"run_id": run.pk, "platform": source.platform})
+        raise
+    run.status = ImportRun.Status.COMPLETE
+    run.finished_at = timezone.now()
+    run.counts = report.counts_dict()
+    run.refusals = [[r.where, r.kind, r.reason] for r in report.refusals]
+    run.batches_done = importer.batches
+    run.save(update_fields=["status", "finished_at", "counts", "refusals", "batches_done", "updated_at"])
+    report.run_id = run.pk
+    report.status = run.status
+    return report
