@@ -1,4 +1,4 @@
-/* svc-tracker.js: affiliate clicks, page visits and signups for one program (see the README). */
+/* svc-tracker.js: a program's clicks, visits and signups (README) */
 (function () {
   "use strict";
   if (window.svc && window.svc.ready) return; // included twice
@@ -6,13 +6,13 @@
   var attr = function (name) { return (script && script.getAttribute("data-svc-" + name)) || ""; };
   var programId = attr("program-id");
   var pid = /^\d+$/.test(programId) ? Number(programId) : programId;
-  // https://shop/_svc/js/svc-tracker.js calls https://shop/_svc: same-origin, the server sets the cookie
+  // /_svc/js/svc-tracker.js calls /_svc: the server sets a first-party cookie
   var apiBase = (attr("api-base") || (script ? script.src : "")).replace(/(\/(static\/)?js\/[^/]*)?\/*$/, "");
   var testMode = attr("test-mode") === "true";
   var noop = function () {};
   var cut = function (value, length) { return String(value || "").slice(0, length); };
 
-  // sessionStorage may throw (privacy modes).
+  // May throw (privacy modes).
   function session(key, value) {
     try {
       if (value === undefined) return sessionStorage.getItem(key);
@@ -26,12 +26,12 @@
     return match ? decodeURIComponent(match[1]) : null;
   }
 
-  // Nothing is sent while the page is prerendered.
+  // Nothing is sent while prerendered.
   var shown = new Promise(function (done) {
     document.prerendering ? document.addEventListener("prerenderingchange", done) : done();
   });
 
-  // POSTs answer their JSON, errors too; a failed GET answers {}.
+  // POSTs answer their JSON, errors too; a failed GET {}.
   function call(path, body, keepalive) {
     var init = body && { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
       keepalive: keepalive };
@@ -47,7 +47,7 @@
     return Object.assign(body, extra);
   }
 
-  // Stripe attributes a payment to client_reference_id when its metadata has no click id.
+  // Stripe reads client_reference_id when metadata has no click id.
   function decorate() {
     var clickId = getClickId();
     if (!clickId) return;
@@ -78,14 +78,17 @@
   var sessionId = session("svc_session_id") ||
     session("svc_session_id", window.crypto && crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2));
   var params = new URLSearchParams(location.search);
-  var code = params.get("aff") || params.get("via"); // aff wins, as on the server
+  var code = params.get("aff") || params.get("via"); // aff wins, then via, then an alias (config)
   var config = Promise.resolve({});
   var clicked = config;
 
   if (!programId) console.warn("svc-tracker: data-svc-program-id is missing");
   else {
     config = loadConfig().catch(function () { return {}; });
-    if (code) {
+    clicked = (code || !location.search ? Promise.resolve(code) : config.then(function (c) {
+      return (c.link_aliases || []).some(params.get, params);
+    })).then(function (found) {
+      if (!found) return;
       var timezone = "";
       try { timezone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) {}
       var click = call("/api/v1/track/click", pageBody({
@@ -96,24 +99,24 @@
         timezone: cut(timezone, 64),
         existing_click_id: getClickId() || "",
       }));
-      clicked = Promise.all([click, config]).then(function (answers) {
-        var clickId = answers[0].click_id || (answers[0].data && answers[0].data.click_id); // test mode: in data
-        var days = answers[0].cookie_window_days || answers[1].cookie_window_days || 30;
+      return Promise.all([click, config]).then(function (a) {
+        var clickId = a[0].click_id || (a[0].data && a[0].data.click_id); // test mode: in data
+        var days = a[0].cookie_window_days || a[1].cookie_window_days || 30;
         if (clickId && (getClickId() !== clickId || apiBase.indexOf(location.origin))) {
           document.cookie = "svc_click_id=" + encodeURIComponent(clickId) + "; Max-Age=" + days * 86400 +
             "; Path=/; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
         }
-      }).catch(noop);
-    }
+      });
+    }).catch(noop);
     clicked.then(function () {
       return call("/api/v1/track/visit", pageBody({ click_id: getClickId() || "" }), true);
     }).catch(noop);
   }
 
-  var ready = Promise.all([clicked, config]).then(function (answers) {
-    if (answers[1].decorate_payment_links) {
+  var ready = Promise.all([clicked, config]).then(function (a) {
+    if (a[1].decorate_payment_links) {
       decorate();
-      // and what is added later (frameworks, modals)
+      // and later additions
       new MutationObserver(decorate).observe(document.documentElement,
         { childList: true, subtree: true, attributeFilter: ["href"] });
     }
@@ -123,7 +126,7 @@
   window.svc = {
     ready: ready,
     getClickId: getClickId,
-    // No click id, nothing to attribute: no call.
+    // No click id: no call.
     signup: function (customerKey, email) {
       return ready.then(function () {
         var clickId = getClickId();

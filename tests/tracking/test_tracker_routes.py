@@ -239,6 +239,7 @@ class TestConfig:
             "cookie_window_days": 45,
             "lead_auth": "browser_allowed",
             "decorate_payment_links": False,
+            "link_aliases": [],
         }
         assert response["Cache-Control"] == "private, max-age=300"
         assert response["X-Request-ID"]
@@ -250,6 +251,10 @@ class TestConfig:
         assert body["decorate_payment_links"] is True
         assert body["lead_auth"] == "server_required"
 
+    def test_it_names_the_programs_link_aliases_in_order(self, api_client):
+        program = ProgramFactory(link_aliases=["fpr", "ref"])
+        assert api_client.get(CONFIG_URL, {"program_id": program.pk}).json()["link_aliases"] == ["fpr", "ref"]
+
     def test_it_never_shows_a_key_or_the_stripe_account(self, api_client):
         program = ProgramFactory(stripe_account_id="acct_secretish")
         text = api_client.get(CONFIG_URL, {"program_id": program.pk}).content.decode()
@@ -257,7 +262,7 @@ class TestConfig:
         assert program.raw_api_key not in text
 
     def test_it_runs_one_query(self, api_client, program, django_assert_num_queries):
-        # 1. SELECT id, cookie_duration, lead_auth, stripe_account_id FROM program WHERE id = … LIMIT 1
+        # 1. SELECT id, cookie_duration, lead_auth, stripe_account_id, link_aliases FROM program WHERE id = … LIMIT 1
         with django_assert_num_queries(1 + REQUEST_LOG_ROW):
             assert api_client.get(CONFIG_URL, {"program_id": program.pk}).status_code == 200
 
@@ -326,3 +331,12 @@ def test_the_openapi_description_covers_visit_and_config(client):
     assert {"200", "400", "429", "500"} <= set(paths[VISIT_URL]["post"]["responses"])
     assert {"200", "400", "404", "429"} <= set(paths[CONFIG_URL]["get"]["responses"])
     assert paths[CONFIG_URL]["get"]["parameters"][0]["name"] == "program_id"
+
+
+def test_the_openapi_description_names_the_configs_link_aliases(client):
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+    config = schema["components"]["schemas"]["TrackerConfig"]
+    assert config["properties"]["link_aliases"]["type"] == "array"
+    assert config["properties"]["link_aliases"]["items"]["type"] == "string"
+    assert "aff" in config["properties"]["link_aliases"]["description"]
+    assert "link_aliases" in config["required"]

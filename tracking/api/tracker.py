@@ -73,6 +73,13 @@ CONFIG_OK = inline_serializer(
         "decorate_payment_links": serializers.BooleanField(
             help_text="The program has a connected Stripe account: write the click id as client_reference_id"
         ),
+        "link_aliases": serializers.ListField(
+            child=serializers.CharField(),
+            help_text=(
+                "Query parameters the program accepts like via, in order (e.g. an old platform's fpr): with neither "
+                "aff nor via in the page URL, the tracker sends a click when the first of these is present. Empty: off"
+            ),
+        ),
     },
 )
 

@@ -7,6 +7,7 @@ from core import messages
 from core.errors import BadRequestError, NotFoundError
 from core.ids import id_parse
 from core.text import storable_text
+from programs.link_aliases import link_aliases_of
 from programs.models import Program
 
 from ..models import PageVisit
@@ -86,7 +87,9 @@ def tracker_config_get(*, program_id: Any) -> dict[str, Any]:
     program = None
     if parsed is not None:
         program = (
-            Program.objects.filter(pk=parsed).only("pk", "cookie_duration", "lead_auth", "stripe_account_id").first()
+            Program.objects.filter(pk=parsed)
+            .only("pk", "cookie_duration", "lead_auth", "stripe_account_id", "link_aliases")
+            .first()
         )
     if program is None:
         raise NotFoundError(messages.UNKNOWN_PROGRAM_ID)
@@ -97,4 +100,6 @@ def tracker_config_get(*, program_id: Any) -> dict[str, Any]:
         "lead_auth": program.lead_auth,
         # Stripe reads client_reference_id only when the program's own account takes the payment.
         "decorate_payment_links": bool(program.stripe_account_id),
+        # Query parameters read like via when the page URL has neither aff nor via (programs.link_aliases).
+        "link_aliases": list(link_aliases_of(program.link_aliases)),
     }
