@@ -193,6 +193,7 @@ EDITABLE_SETTINGS = (
     "cookie_duration",
     "hold_days",
     "lead_auth",
+    "link_aliases",
 )
 # The rate column holds 14 digits, 4 after the point; a larger rate would fail in the database.
 COMMISSION_RATE_MAX = Decimal("9999999999.9999")

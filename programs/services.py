@@ -53,6 +53,7 @@ class SettingsChanges(TypedDict, total=False):
     cookie_duration: int
     hold_days: int
     lead_auth: str
+    link_aliases: list[str]
 
 
 _PREFIX_BY_MODE: dict[str, str] = {

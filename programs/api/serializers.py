@@ -16,6 +16,7 @@ from core import messages
 from core.ids import integer_parse
 
 from .. import messages as program_messages
+from ..link_aliases import LINK_ALIAS_PATTERN, MAX_LINK_ALIASES, link_aliases_problem
 from ..models import (
     COMMISSION_RATE_MAX,
     DURATION_MONTHS_MAX,
@@ -129,6 +130,21 @@ class _WholeNumberSetting(_Setting):
         return number
 
 
+class _LinkAliasesSetting(_Setting):
+    schema = {
+        "type": "array",
+        "items": {"type": "string", "pattern": f"^{LINK_ALIAS_PATTERN.pattern}$"},
+        "maxItems": MAX_LINK_ALIASES,
+        "uniqueItems": True,
+    }
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        problem = link_aliases_problem(data)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return list(data)
+
+
 def _settings_fields(*, creation: bool) -> dict[str, serializers.Field]:
     """The settings of creation and update, in the spec's check order. Creation requires the first four and
     lets the optional numbers be null (they keep their default); an update refuses null."""
@@ -232,6 +248,12 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
                 help_text="Days a new commission stays pending before it can be paid",
             ),
             "lead_auth": _ChoiceSetting(choices=LeadAuth, message=program_messages.LEAD_AUTH_INVALID),
+            "link_aliases": _LinkAliasesSetting(
+                help_text=(
+                    "Query parameters the program's links may carry the code in besides aff and via (an old "
+                    "platform's fpr, ref...), in order after them; [] turns them off"
+                ),
+            ),
         }
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
@@ -275,7 +297,14 @@ SETTINGS_OK = inline_serializer(
     "ProgramSettingsResult",
     fields={
         "data": inline_serializer(
-            "ProgramSettings", fields={**PROGRAM_SETTINGS_FIELDS, "cookie_duration": serializers.IntegerField()}
+            "ProgramSettings",
+            fields={
+                **PROGRAM_SETTINGS_FIELDS,
+                "cookie_duration": serializers.IntegerField(),
+                "link_aliases": serializers.ListField(
+                    child=serializers.CharField(), help_text="Query parameters read like via, in order (off: [])"
+                ),
+            },
         )
     },
 )

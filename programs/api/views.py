@@ -83,7 +83,13 @@ class ProgramKeyRegenerateApi(BaseApi):
 
 def _settings_body(program: Program) -> dict[str, Any]:
     live_key = program_live_key_get(program_id=program.pk)
-    return {"data": {**program_settings_data(program, live_key=live_key), "cookie_duration": program.cookie_duration}}
+    return {
+        "data": {
+            **program_settings_data(program, live_key=live_key),
+            "cookie_duration": program.cookie_duration,
+            "link_aliases": program.link_aliases,
+        }
+    }
 
 
 class ProgramSettingsApi(ProgramMemberApi):

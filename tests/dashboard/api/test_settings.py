@@ -48,6 +48,7 @@ def settings_of(program) -> dict:
         "cookie_duration": program.cookie_duration,
         "hold_days": program.hold_days,
         "lead_auth": program.lead_auth,
+        "link_aliases": program.link_aliases,
     }
 
 
@@ -67,6 +68,7 @@ class TestGet:
                 "hold_days": 30,
                 "lead_auth": "browser_allowed",
                 "api_token_masked": ProgramKey.objects.get(program=program, mode="live").masked,
+                "link_aliases": [],
             }
         }
         assert response["X-RateLimit-Limit"] == "30"
@@ -88,6 +90,7 @@ class TestPatch:
             "cookie_duration": 60,
             "hold_days": 0,
             "lead_auth": "server_required",
+            "link_aliases": ["fpr", "ref"],
         }
         response = owner.patch(url(program), body, format="json")
         assert response.status_code == 200
@@ -101,6 +104,7 @@ class TestPatch:
             "cookie_duration": 60,
             "hold_days": 0,
             "lead_auth": "server_required",
+            "link_aliases": ["fpr", "ref"],
         }
         assert response.json()["data"] == {
             **expected,
@@ -120,6 +124,13 @@ class TestPatch:
         response = owner.patch(url(program), {"commission_rate": "12.5"}, format="json")
         assert response.json()["data"]["commission_rate"] == 12.5
         assert settings_of(program) == {**before, "commission_rate": Decimal("12.5")}
+
+    def test_link_aliases_are_set_and_turned_off(self, owner, program):
+        response = owner.patch(url(program), {"link_aliases": ["fpr"]}, format="json")
+        assert response.json()["data"]["link_aliases"] == ["fpr"]
+        assert settings_of(program)["link_aliases"] == ["fpr"]
+        assert owner.patch(url(program), {"link_aliases": []}, format="json").json()["data"]["link_aliases"] == []
+        assert settings_of(program)["link_aliases"] == []
 
     def test_a_new_cookie_window_reaches_clicks_at_once(self, owner, program):
         link = ReferralLinkFactory(program=program)
@@ -156,6 +167,24 @@ class TestPatch:
             ({"hold_days": "³"}, "hold_days must be a whole number of days from 0 to 365"),
             ({"lead_auth": "server"}, "lead_auth must be browser_allowed or server_required"),
             ({"lead_auth": None}, "lead_auth must be browser_allowed or server_required"),
+            ({"link_aliases": "fpr"}, "link_aliases must be a list of query parameter names"),
+            ({"link_aliases": None}, "link_aliases must be a list of query parameter names"),
+            ({"link_aliases": ["a", "b", "c", "d", "e", "f"]}, "link_aliases holds at most 5 names"),
+            (
+                {"link_aliases": ["Fpr"]},
+                "'Fpr' is not a usable link alias: a lowercase letter, then up to 31 lowercase letters, digits or "
+                "underscores",
+            ),
+            (
+                {"link_aliases": [7]},
+                "7 is not a usable link alias: a lowercase letter, then up to 31 lowercase "
+                "letters, digits or underscores",
+            ),
+            (
+                {"link_aliases": ["via"]},
+                "'via' is always accepted: aff and via are the spec's own parameters, not aliases",
+            ),
+            ({"link_aliases": ["fpr", "fpr"]}, "'fpr' is listed twice in link_aliases"),
             # The first failure wins, in that order
             (
                 {"lead_auth": "x", "hold_days": -1, "name": ""},
@@ -176,6 +205,7 @@ class TestPatch:
                         "cookie_duration",
                         "hold_days",
                         "lead_auth",
+                        "link_aliases",
                     ]
                 ),
             ),
@@ -183,7 +213,8 @@ class TestPatch:
                 {"api_token_masked": "x", "cookie_window_days": 3, "name": "ok"},
                 (
                     "Unknown or read-only field(s): api_token_masked, cookie_window_days. Editable: name, domain, "
-                    "commission_type, commission_rate, duration_months, cookie_duration, hold_days, lead_auth"
+                    "commission_type, commission_rate, duration_months, cookie_duration, hold_days, lead_auth, "
+                    "link_aliases"
                 ),
             ),
         ],
