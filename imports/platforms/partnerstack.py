@@ -2,9 +2,10 @@
 /api/v2/rewards and, optionally, /api/v2/transactions (the {"data": {"items": [...]}} answer or its list).
 
 Links in the wild: PartnerStack's partnerlinks.io links redirect to the site with ?gspk=<partner key, Base64>&gsxid=
-<click id>; the gspk value is what reaches the site, so it is each partner's code here (PartnerStackJS decodes it the
-same way). Times are epoch milliseconds. Amounts are cents. Reward status: hold and pending -> pending, approved and
-scheduled -> approved (owed, not yet paid), paid -> paid, declined -> void."""
+<click id>. Each partner's code here is the partner key itself (what ?gspk= carries once decoded, and what Stripe
+metadata "partner_key" holds); the gspk alias decodes the Base64 before it looks the code up. Times are epoch
+milliseconds. Amounts are cents. Reward status: hold and pending -> pending, approved and scheduled -> approved (owed,
+not yet paid), paid -> paid, declined -> void."""
 
 from imports.platforms.base import (
     Files,
@@ -14,7 +15,6 @@ from imports.platforms.base import (
     dig,
     email_of,
     first,
-    gspk,
     items_with_where,
     json_items,
     looks_like_json,
@@ -117,7 +117,7 @@ def _link(where: str, item: Item) -> LinkRow:
         where=where,
         source_id=f"gspk:{partner_key}",
         partner_source_id=required(item.get("key"), "partnership key"),
-        code=code_of(gspk(partner_key)),
+        code=code_of(partner_key),
     )
 
 
