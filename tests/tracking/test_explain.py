@@ -169,7 +169,7 @@ class TestAWindowExpiredSale:
 
 
 class TestAStripeSaleByEmail:
-    def test_the_five_steps_show_email_matched(self, client, settings, django_capture_on_commit_callbacks):
+    def test_the_steps_show_email_matched(self, client, settings, django_capture_on_commit_callbacks):
         settings.STRIPE_WEBHOOK_SECRET = "whsec_test_0123456789abcdef"
         program = ProgramFactory(stripe_account_id=ACCOUNT, hold_days=0, commission_rate=20)
         customer = CustomerFactory(link=ReferralLinkFactory(program=program))
@@ -192,6 +192,7 @@ class TestAStripeSaleByEmail:
             ("processor_customer_id", "not_tried"),
             ("client_reference_id", "not_tried"),
             ("svc_customer_key", "not_tried"),
+            ("old_platform", "not_tried"),
         ]
         assert explained["processor_event"]["event_id"] == payload["id"]
         assert attribution["click"]["click_id"] == customer.click_id
@@ -213,7 +214,7 @@ class TestAStripeSaleByEmail:
 
         assert explained["outcome"] == "unattributed" and explained["commission"] is None
         assert {status for _, status in statuses(explained)} == {"no_match"}
-        assert len(explained["attribution"]["rules"]) == 5
+        assert len(explained["attribution"]["rules"]) == 6
 
 
 class TestAPartlyRefundedCommission:

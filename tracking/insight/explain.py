@@ -63,13 +63,14 @@ API_RULES = [
     ("customer_key", "customer_key: the earliest customer of the program with that key"),
     ("click_id", "click_id: the customer of that click"),
 ]
-# The five Stripe steps, in order (tracking.stripe.attribution.stripe_customer_attribute).
+# The Stripe steps in order, the spec's five then the old platform's (tracking.stripe.attribution).
 STRIPE_RULES = [
     ("svc_click_id", "metadata.svc_click_id: the customer of that click"),
     ("email", "the buyer's email against the lead record, then the customer's email"),
     ("processor_customer_id", "the Stripe customer id saved after an earlier attributed payment"),
     ("client_reference_id", "client_reference_id, only when metadata has no click"),
     ("svc_customer_key", "metadata.svc_customer_key alone, against the lead record"),
+    ("old_platform", "an imported platform's own metadata key, against what the import brought over"),
 ]
 
 NO_COMMISSION_TEXT = {

@@ -2,7 +2,8 @@
 1. svc_click_id in metadata; 2. the buyer's email against the lead record; 3. the Stripe customer id saved
 after an earlier attributed payment; 4. client_reference_id, only when metadata has no click (the tracker
 writes the click there on payment links, buy buttons and pricing tables); 5. svc_customer_key alone,
-against the lead record."""
+against the lead record. Then, for a program that imported from another platform, 6. that platform's own
+metadata key (tracking.stripe.old_platforms)."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ from django.db.models import QuerySet
 from programs.models import Program
 
 from ..models import Customer, LeadEvent
+from .old_platforms import OLD_PLATFORM_STEP, old_platform_customer
 
 
 @dataclass(frozen=True)
@@ -72,4 +74,7 @@ def stripe_customer_attribute(*, program: Program, parties: PaymentParties) -> t
             customer = lead.customer if lead else None
         if customer:
             return customer, "svc_customer_key"
+    customer = old_platform_customer(program=program, metadata=metadata, email=parties.email)
+    if customer:
+        return customer, OLD_PLATFORM_STEP
     return None, "unattributed"

@@ -25,6 +25,7 @@ from ..services.sale import (
     sale_record_unattributed,
 )
 from .attribution import PaymentParties, stripe_customer_attribute
+from .old_platforms import OLD_PLATFORM_STEP, old_platform_customer
 
 logger = logging.getLogger("svc.stripe")
 
@@ -259,8 +260,36 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
     )
 
 
+def handle_customer_saved(program: Program, stripe_customer: dict[str, Any], livemode: bool) -> Outcome:
+    """customer.created / customer.updated: a Stripe customer tagged by the platform the program imported from
+    (its metadata key, tracking.stripe.old_platforms) is tied to the customer that names, so every payment of that
+    Stripe customer is attributed by its id (step 3), as the old platform attributed it."""
+    if not livemode:
+        return ignored("test customer")
+    stripe_id = stripe_customer.get("id")
+    metadata = stripe_customer.get("metadata")
+    if not isinstance(stripe_id, str) or not stripe_id.isascii() or not stripe_id.startswith("cus_"):
+        return ignored("not a Stripe customer")
+    if not isinstance(metadata, dict):
+        return ignored("no metadata")
+    known = Customer.objects.filter(program=program, is_test=False, processor_customer_id=stripe_id).first()
+    if known is not None:
+        # Already tied (an earlier event, or an attributed payment): an update never makes a second customer.
+        return ignored(f"Stripe customer {stripe_id} is customer #{known.pk} already")
+    email = stripe_customer.get("email")
+    customer = old_platform_customer(program=program, metadata=metadata, email=email if isinstance(email, str) else "")
+    if customer is None:
+        return ignored("no old platform's referral in the customer's metadata")
+    if customer.processor_customer_id and customer.processor_customer_id != stripe_id:
+        return ignored(f"customer #{customer.pk} already has Stripe customer {customer.processor_customer_id}")
+    Customer.objects.filter(pk=customer.pk, processor_customer_id="").update(processor_customer_id=stripe_id)
+    return Outcome(f"Stripe customer {stripe_id} tied to customer #{customer.pk} by {OLD_PLATFORM_STEP}")
+
+
 HANDLERS = {
     "checkout.session.completed": handle_checkout_completed,
+    "customer.created": handle_customer_saved,
+    "customer.updated": handle_customer_saved,
     "invoice.payment_succeeded": handle_invoice_paid,
     "charge.refunded": handle_charge_refunded,
     "refund.created": handle_refund_created,
