@@ -21,12 +21,15 @@ from imports.records import (
     Refusal,
     RowRefused,
     Source,
+    minor_units,
     parse_time,
 )
 
 Files = list[tuple[str, bytes]]
 Item = dict[str, Any]
 
+# Far above any real commission, far below what a 64-bit amount column holds (sums of many stay safe too).
+MAX_MINOR = 10**15
 # ReferralLink.short_link holds at most 100 characters.
 CODE_MAX_LENGTH = 100
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -69,6 +72,8 @@ def json_items(name: str, content: bytes) -> list[Item]:
         payload = json.loads(decode(name, content))
     except json.JSONDecodeError as exc:
         raise ImportFileError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    except RecursionError as exc:
+        raise ImportFileError(f"{name}: JSON nested too deeply to be an export") from exc
     items = payload
     if isinstance(items, dict):
         items = items.get("data", items.get("items"))
@@ -104,18 +109,20 @@ def read_csv(name: str, content: bytes) -> CsvFile:
     Blank lines are skipped; a quoted field may span lines."""
     text = decode(name, content)
     reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ImportFileError(f"{name}: the file is empty") from None
-    columns = [normalise_column(column) for column in header]
     rows: list[tuple[int, dict[str, str]]] = []
-    line = reader.line_num + 1
-    for record in reader:
-        start, line = line, reader.line_num + 1
-        if not any(value.strip() for value in record):
-            continue
-        rows.append((start, {column: value.strip() for column, value in zip(columns, record, strict=False)}))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ImportFileError(f"{name}: the file is empty")
+        columns = [normalise_column(column) for column in header]
+        line = reader.line_num + 1
+        for record in reader:
+            start, line = line, reader.line_num + 1
+            if not any(value.strip() for value in record):
+                continue
+            rows.append((start, {column: value.strip() for column, value in zip(columns, record, strict=False)}))
+    except csv.Error as exc:
+        raise ImportFileError(f"{name}: not a readable CSV (line {reader.line_num}: {exc})") from exc
     return CsvFile(name=name, columns=columns, rows=rows)
 
 
@@ -143,6 +150,11 @@ def obj(value: Any) -> Item:
     return value if isinstance(value, dict) else {}
 
 
+def seq(value: Any) -> list[Any]:
+    """A nested list, or [] when it is missing or not a list."""
+    return value if isinstance(value, list) else []
+
+
 def first(*values: Any) -> str:
     """The first value that is not blank, as text."""
     for value in values:
@@ -155,8 +167,19 @@ def time_or_epoch(value: Any) -> datetime | None:
     """parse_time, and also epoch seconds or milliseconds as PartnerStack sends them."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1000 if value > 10**11 else value
-        return datetime.fromtimestamp(seconds, tz=UTC)
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise RowRefused(f"time {value!r} is not a date and time") from exc
     return parse_time(text(value) or None)
+
+
+def money(value: Any, currency: str, *, given_in: str) -> int:
+    """records.minor_units, refusing an amount no export could mean (it would overflow the ledger's sums)."""
+    amount = minor_units(value, currency, given_in=given_in)
+    if amount > MAX_MINOR:
+        raise RowRefused(f"amount {text(value)} is too large")
+    return amount
 
 
 def email_of(value: Any, *, required: bool) -> str:

@@ -20,7 +20,9 @@ from imports.platforms.base import (
     items_with_where,
     json_items,
     looks_like_json,
+    money,
     required,
+    seq,
     text,
     time_or_epoch,
     unknown_file,
@@ -34,7 +36,6 @@ from imports.records import (
     RowRefused,
     Source,
     known_currency,
-    minor_units,
 )
 
 PLATFORM = "dub"
@@ -66,7 +67,7 @@ def read(files: Files) -> Source:
             if kind == "links" and text(item.get("partnerId")):
                 link_partner[text(item.get("id"))] = text(item.get("partnerId"))
             if kind == "partners":
-                for link in item.get("links") or []:
+                for link in seq(item.get("links")):
                     if isinstance(link, dict) and text(link.get("id")):
                         link_partner[text(link.get("id"))] = text(item.get("id"))
     for name, kind, items in parsed:
@@ -75,7 +76,7 @@ def read(files: Files) -> Source:
         for where, item in items_with_where(name, items):
             if kind == "partners":
                 builder.attempt(where, "partner", _partner, where, item, partner_id=text(item.get("id")))
-                for link in item.get("links") or []:
+                for link in seq(item.get("links")):
                     builder.attempt(where, "link", _link, where, link, text(item.get("id")))
             elif kind == "links":
                 builder.attempt(where, "link", _link, where, item, text(item.get("partnerId")))
@@ -158,8 +159,8 @@ def _commission(where: str, item: Item) -> CommissionRow:
         partner_source_id=required(first(dig(item, "partner", "id"), item.get("partnerId")), "partner"),
         referral_source_id=first(dig(item, "customer", "id"), item.get("customerId")),
         sale_source_id=first(item.get("invoiceId")),
-        sale_amount_minor=minor_units(first(item.get("amount"), 0), currency, given_in="minor"),
-        commission_amount_minor=minor_units(earnings, currency, given_in="minor"),
+        sale_amount_minor=money(first(item.get("amount"), 0), currency, given_in="minor"),
+        commission_amount_minor=money(earnings, currency, given_in="minor"),
         currency=currency,
         status=COMMISSION_STATUSES[status],
         created_at=time_or_epoch(item.get("createdAt")),

@@ -18,9 +18,11 @@ from imports.platforms.base import (
     items_with_where,
     json_items,
     looks_like_json,
+    money,
     name_of,
     obj,
     required,
+    seq,
     text,
     time_or_epoch,
     unknown_file,
@@ -34,7 +36,6 @@ from imports.records import (
     RowRefused,
     Source,
     known_currency,
-    minor_units,
 )
 
 PLATFORM = "firstpromoter"
@@ -58,7 +59,7 @@ def read(files: Files) -> Source:
         for where, item in items_with_where(name, items):
             if kind == "promoters":
                 builder.attempt(where, "partner", _promoter, where, item, partner_id=text(item.get("id")))
-                for campaign in item.get("promoter_campaigns") or []:
+                for campaign in seq(item.get("promoter_campaigns")):
                     builder.attempt(where, "link", _link, where, item, campaign)
             elif kind == "referrals":
                 builder.attempt(where, "referral", _referral, where, item)
@@ -161,8 +162,8 @@ def _commission(where: str, item: Item) -> CommissionRow:
         partner_source_id=required(_promoter_id(item), "promoter"),
         referral_source_id=first(dig(item, "referral", "id"), item.get("referral_id")),
         sale_source_id=first(item.get("event_id"), dig(item, "sale", "id")),
-        sale_amount_minor=minor_units(sale, currency, given_in="minor"),
-        commission_amount_minor=minor_units(amount, currency, given_in="minor"),
+        sale_amount_minor=money(sale, currency, given_in="minor"),
+        commission_amount_minor=money(amount, currency, given_in="minor"),
         currency=currency,
         status=mapped,
         created_at=time_or_epoch(item.get("created_at")),

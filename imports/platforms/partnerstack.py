@@ -18,6 +18,7 @@ from imports.platforms.base import (
     items_with_where,
     json_items,
     looks_like_json,
+    money,
     name_of,
     obj,
     required,
@@ -34,7 +35,6 @@ from imports.records import (
     RowRefused,
     Source,
     known_currency,
-    minor_units,
 )
 
 PLATFORM = "partnerstack"
@@ -157,7 +157,7 @@ def _reward(where: str, item: Item, transactions: dict[str, Item], partner_by_em
         sale_currency = text(transaction.get("currency")) or currency
         if known_currency(sale_currency) != currency:
             raise RowRefused(f"the transaction is in {sale_currency.upper()} but the reward in {currency}")
-        sale_minor = minor_units(first(transaction.get("amount"), 0), currency, given_in="minor")
+        sale_minor = money(first(transaction.get("amount"), 0), currency, given_in="minor")
     partner = first(
         dig(item, "partnership", "key"),
         item.get("partnership_key"),
@@ -170,7 +170,7 @@ def _reward(where: str, item: Item, transactions: dict[str, Item], partner_by_em
         referral_source_id=first(dig(item, "customer", "key"), item.get("customer_key")),
         sale_source_id=transaction_key,
         sale_amount_minor=sale_minor,
-        commission_amount_minor=minor_units(amount, currency, given_in="minor"),
+        commission_amount_minor=money(amount, currency, given_in="minor"),
         currency=currency,
         status=REWARD_STATUSES[status],
         created_at=time_or_epoch(item.get("created_at")),

@@ -19,10 +19,12 @@ from imports.platforms.base import (
     items_with_where,
     json_items,
     looks_like_json,
+    money,
     name_of,
     obj,
     read_csv,
     required,
+    seq,
     text,
     time_or_epoch,
     unknown_file,
@@ -36,7 +38,6 @@ from imports.records import (
     RowRefused,
     Source,
     known_currency,
-    minor_units,
 )
 
 PLATFORM = "rewardful"
@@ -88,7 +89,7 @@ def _read_json(builder: SourceBuilder, name: str, items: list[Item]) -> None:
     for where, item in items_with_where(name, items):
         if kind == "affiliates":
             builder.attempt(where, "partner", _affiliate, where, item, partner_id=text(item.get("id")))
-            for link in item.get("links") or []:
+            for link in seq(item.get("links")):
                 builder.attempt(where, "link", _link, where, item, link)
         elif kind == "referrals":
             builder.attempt(where, "referral", _referral, where, item)
@@ -165,7 +166,7 @@ def _commission(where: str, item: Item) -> CommissionRow:
         sale_currency = text(sale.get("currency")) or currency
         if known_currency(sale_currency) != currency:
             raise RowRefused(f"the sale is in {sale_currency.upper()} but the commission in {currency}")
-        sale_minor = minor_units(first(sale.get("sale_amount_cents"), 0), currency, given_in="minor")
+        sale_minor = money(first(sale.get("sale_amount_cents"), 0), currency, given_in="minor")
     partner = first(
         dig(sale, "affiliate", "id"),
         dig(sale, "referral", "affiliate", "id"),
@@ -179,7 +180,7 @@ def _commission(where: str, item: Item) -> CommissionRow:
         referral_source_id=first(dig(sale, "referral", "id")),
         sale_source_id=first(sale.get("id")),
         sale_amount_minor=sale_minor,
-        commission_amount_minor=minor_units(_amount(item.get("amount")), currency, given_in="minor"),
+        commission_amount_minor=money(_amount(item.get("amount")), currency, given_in="minor"),
         currency=currency,
         status=COMMISSION_STATES[state],
         created_at=time_or_epoch(first(sale.get("charged_at"), item.get("created_at"))),

@@ -18,6 +18,7 @@ from imports.platforms.base import (
     items_with_where,
     json_items,
     looks_like_json,
+    money,
     name_of,
     required,
     text,
@@ -33,7 +34,6 @@ from imports.records import (
     RowRefused,
     Source,
     known_currency,
-    minor_units,
 )
 
 PLATFORM = "tolt"
@@ -167,8 +167,8 @@ def _commission(where: str, item: Item, program_currency: str, customer_partner:
         partner_source_id=required(_partner_id(item) or customer_partner.get(customer, ""), "partner"),
         referral_source_id=customer,
         sale_source_id=first(item.get("transaction_id"), item.get("charge_id")),
-        sale_amount_minor=minor_units(first(item.get("revenue"), 0), currency, given_in="minor"),
-        commission_amount_minor=minor_units(amount, currency, given_in="minor"),
+        sale_amount_minor=money(first(item.get("revenue"), 0), currency, given_in="minor"),
+        commission_amount_minor=money(amount, currency, given_in="minor"),
         currency=currency,
         status=COMMISSION_STATUSES[status],
         created_at=time_or_epoch(item.get("created_at")),

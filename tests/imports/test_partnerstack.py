@@ -6,8 +6,9 @@ import pytest
 from imports.platforms import PLATFORMS
 from imports.platforms.base import gspk
 from imports.records import ImportFileError
-from tests.imports.fixtures.build import files
+from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end
+from tests.imports.platform_fuzz import check_junk
 
 partnerstack = PLATFORMS["partnerstack"]
 
@@ -71,3 +72,11 @@ def test_csv_is_refused():
 @pytest.mark.django_db
 def test_end_to_end_dry_run_run_and_rerun():
     check_end_to_end("partnerstack", files("partnerstack"))
+
+
+def test_junk_rows_are_refused_never_raised():
+    check_junk("partnerstack")
+
+
+def test_the_fixture_files_are_what_the_builder_writes():
+    assert build()["partnerstack"] == dict(files("partnerstack", *build()["partnerstack"]))

@@ -5,8 +5,9 @@ import pytest
 
 from imports.platforms import PLATFORMS
 from imports.records import CommissionRow, ImportFileError
-from tests.imports.fixtures.build import files
+from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end
+from tests.imports.platform_fuzz import check_junk
 
 rewardful = PLATFORMS["rewardful"]
 JSON_FILES = ("affiliates.json", "referrals.json", "commissions.json")
@@ -145,3 +146,61 @@ def test_end_to_end_dry_run_run_and_rerun():
 @pytest.mark.django_db
 def test_end_to_end_affiliate_csv():
     check_end_to_end("rewardful", files("rewardful", "affiliates.csv"))
+
+
+def test_junk_rows_are_refused_never_raised():
+    check_junk("rewardful")
+
+
+def test_the_fixture_files_are_what_the_builder_writes():
+    assert build()["rewardful"] == dict(files("rewardful", *build()["rewardful"]))
+
+
+def test_a_quoted_field_over_two_lines_keeps_the_next_rows_line_numbers():
+    content = b'email,first_name,last_name,token\r\nsam@example.com,"Sam\r\nSecond line",Lee,sam\r\n\r\n,No,Email,x\r\n'
+    source = rewardful.read([("a.csv", content)])
+    assert source.partners[0].where == "a.csv line 2"
+    assert refusals(source) == [("a.csv line 5", "partner", "email is missing")]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfeemail\n", "a.csv: not UTF-8 text"),
+        (b"", "a.csv: the file is empty"),
+        (b"email,first_name,last_name\n" + b'"' + b"x" * 200_000 + b'"\n', "a.csv: not a readable CSV"),
+    ],
+)
+def test_unreadable_csv_is_refused_as_a_whole(content, message):
+    with pytest.raises(ImportFileError, match=message):
+        rewardful.read([("a.csv", content)])
+
+
+def test_csv_junk_cells_are_refused_row_by_row():
+    content = (
+        "email,first_name,last_name,token,stripe_customer_id\n"
+        "a@example.com,A,B,has space,cus_1\n"
+        "not-an-email,C,D,c,cus_2\n"
+        f"b@example.com,E,F,{'t' * 101},cus_3\n"
+        "c@example.com,G,H,ok\x00,cus_4\n"
+        "short@example.com\n"
+    ).encode()
+    source = rewardful.read([("a.csv", content)])
+    assert refusals(source) == [
+        ("a.csv line 2", "link", "code 'has space' has a space: a link could not carry it"),
+        ("a.csv line 3", "partner", "email 'not-an-email' is not an email address"),
+        ("a.csv line 4", "link", "code is longer than 100 characters"),
+    ]
+    assert [p.email for p in source.partners] == [
+        "a@example.com",
+        "b@example.com",
+        "c@example.com",
+        "short@example.com",
+    ]
+    assert [r.source_id for r in source.referrals] == ["cus_1", "cus_3", "cus_4"]
+
+
+def test_json_with_a_bom_and_crlf_reads():
+    content = b'\xef\xbb\xbf{"data": [\r\n{"id": "a1", "email": "X@Example.com", "first_name": "X", "links": []}\r\n]}'
+    source = rewardful.read([("affiliates.json", content)])
+    assert [(p.source_id, p.email) for p in source.partners] == [("a1", "x@example.com")]

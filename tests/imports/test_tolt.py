@@ -4,8 +4,9 @@ import pytest
 
 from imports.platforms import PLATFORMS
 from imports.records import ImportFileError
-from tests.imports.fixtures.build import files
+from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end
+from tests.imports.platform_fuzz import check_junk
 
 tolt = PLATFORMS["tolt"]
 
@@ -82,3 +83,11 @@ def test_csv_is_refused():
 @pytest.mark.django_db
 def test_end_to_end_dry_run_run_and_rerun():
     check_end_to_end("tolt", files("tolt"))
+
+
+def test_junk_rows_are_refused_never_raised():
+    check_junk("tolt")
+
+
+def test_the_fixture_files_are_what_the_builder_writes():
+    assert build()["tolt"] == dict(files("tolt", *build()["tolt"]))
