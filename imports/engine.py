@@ -31,7 +31,7 @@ from tracking.models import Customer, CustomerStatus, LeadEvent, SaleEvent
 from tracking.services.common import new_click_id
 
 from .models import ImportedRecord, ImportRun
-from .records import KINDS, CommissionRow, LinkRow, PartnerRow, ReferralRow, Refusal, Source
+from .records import KINDS, CommissionRow, ImportFileError, LinkRow, PartnerRow, ReferralRow, Refusal, Source
 
 logger = logging.getLogger("svc.imports")
 
@@ -104,13 +104,31 @@ def source_digest(source: Source) -> str:
     return digest.hexdigest()
 
 
+class UnknownPlatform(Exception):
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.message = f"Unknown platform {name!r}. Known: {', '.join(known) or 'none'}"
+        super().__init__(self.message)
+
+
+def platforms() -> dict[str, Any]:
+    """The registered platform readers by name (imports.platforms.PLATFORMS)."""
+    from .platforms import PLATFORMS
+
+    return dict(PLATFORMS)
+
+
+def source_read(platform: str, files: list[tuple[str, bytes]]) -> Source:
+    """The platform's files read into a Source. Raises UnknownPlatform, or the reader's ImportFileError."""
+    registered = platforms()
+    reader = registered.get(platform)
+    if reader is None:
+        raise UnknownPlatform(platform, sorted(registered))
+    return reader.read(files)
+
+
 def platform_label(platform: str) -> str:
     """The platform's name as people read it ("Rewardful"); the key itself for a platform not registered."""
-    try:
-        from .platforms import PLATFORMS
-    except ImportError:  # the readers are optional to the engine
-        return platform
-    entry = PLATFORMS.get(platform)
+    entry = platforms().get(platform)
     return str(getattr(entry, "label", platform)) if entry is not None else platform
 
 
@@ -684,11 +702,13 @@ class _Importer:
         return self.report
 
 
-def _run_for(program: Program, source: Source, digest: str, actor: Any, file_names: Sequence[str]) -> ImportRun:
+def run_prepare(
+    *, program: Program, platform: str, digest: str, actor: Any = None, file_names: Sequence[str] = ()
+) -> ImportRun:
     """The run to continue: the latest unfinished run of these same rows (a rerun after a crash resumes it), or a
-    new one."""
+    new one; marked running."""
     run = (
-        ImportRun.objects.filter(program=program, platform=source.platform, files_digest=digest)
+        ImportRun.objects.filter(program=program, platform=platform, files_digest=digest)
         .filter(~Q(status=ImportRun.Status.COMPLETE))
         .order_by("-pk")
         .first()
@@ -696,7 +716,7 @@ def _run_for(program: Program, source: Source, digest: str, actor: Any, file_nam
     if run is None:
         return ImportRun.objects.create(
             program=program,
-            platform=source.platform,
+            platform=platform,
             files_digest=digest,
             file_names=list(file_names),
             actor=actor if getattr(actor, "pk", None) else None,
@@ -727,7 +747,9 @@ def import_source(
         report.status = "dry run"
         return report
     if run is None:
-        run = _run_for(program, source, source_digest(source), actor, file_names)
+        run = run_prepare(
+            program=program, platform=source.platform, digest=source_digest(source), actor=actor, file_names=file_names
+        )
     elif run.status != ImportRun.Status.RUNNING:
         run.status = ImportRun.Status.RUNNING
         run.error = ""
@@ -750,3 +772,25 @@ def import_source(
     report.run_id = run.pk
     report.status = run.status
     return report
+
+
+def upload_run(*, upload_id: int) -> str:
+    """Runs a confirmed dashboard upload (imports.tasks.import_run): its files read again and imported into its
+    run. Safe to run again: a finished run is left as it is, an interrupted one resumes."""
+    from .models import ImportUpload
+
+    upload = ImportUpload.objects.select_related("program", "run", "actor").filter(pk=upload_id).first()
+    if upload is None or upload.run is None:
+        return "nothing to run"
+    run = upload.run
+    if run.status == ImportRun.Status.COMPLETE:
+        return "complete already"
+    files = [(file.name, bytes(file.content)) for file in upload.files.all()]
+    try:
+        source = source_read(upload.platform, files)
+    except (ImportFileError, UnknownPlatform) as error:
+        message = getattr(error, "message", str(error))
+        ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.FAILED, error=message[:2000])
+        return message
+    report = import_source(upload.program, source, dry_run=False, actor=upload.actor, run=run)
+    return report.status

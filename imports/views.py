@@ -1,0 +1,208 @@
+"""The dashboard's Import page (/programs/<id>/import): an owner or admin uploads another platform's export files,
+reads the dry run's report (what would be created, matched, skipped, and every refused row), then confirms, and
+the import runs (a Celery task when tasks are queued, in-process otherwise) while its page shows how far it got.
+
+The uploaded files are kept in the database (ImportUpload) between the dry run and the confirmation, limited in
+size, and the confirmation runs exactly the rows the owner saw (their digest). An upload or run is looked up
+through the program in the path, so another program's or workspace's id answers 404. Members who are neither
+owner nor admin get the 403 page."""
+
+from django import forms
+from django.contrib import messages as flash
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from core.ids import id_parse
+from core.tasks import enqueue
+from dashboard.views import ProgramAccess
+from dashboard.webhook_views import program_action
+from programs.models import Action
+
+from .engine import import_source, platforms, run_prepare, source_digest, source_read
+from .models import ImportRun, ImportUpload, ImportUploadFile
+from .records import KINDS, ImportFileError
+
+# What one upload may hold: enough for a large program's exports, small enough to keep in a row.
+UPLOAD_MAX_BYTES = 50 * 1024 * 1024
+UPLOAD_MAX_FILES = 10
+RUNS_SHOWN = 20
+REFUSALS_SHOWN = 500
+
+NO_PLATFORM = "Choose the platform you are moving from."
+NO_FILES = "Choose the export files to upload."
+TOO_MANY_FILES = f"Upload at most {UPLOAD_MAX_FILES} files at once."
+TOO_BIG = f"The files are too large together (at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MB)."
+NOT_READ = "Nothing read: {reason}"
+CONFIRMED = "Import started: this page shows how far it got."
+ALREADY_CONFIRMED = "This upload was confirmed already."
+
+
+class UploadForm(forms.Form):
+    platform = forms.ChoiceField(choices=())
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        field = self.fields["platform"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(name, platform.label) for name, platform in sorted(platforms().items())]
+        field.error_messages["required"] = NO_PLATFORM
+        field.error_messages["invalid_choice"] = NO_PLATFORM
+
+
+def _platform_rows() -> list[dict[str, str]]:
+    return [
+        {"name": name, "label": platform.label, "help": platform.export_help}
+        for name, platform in sorted(platforms().items())
+    ]
+
+
+def _page(request: HttpRequest, access: ProgramAccess, *, status: int = 200) -> HttpResponse:
+    runs = ImportRun.objects.filter(program=access.program).order_by("-started_at", "-pk")[:RUNS_SHOWN]
+    return render(
+        request,
+        "imports/import.html",
+        access.context(platforms=_platform_rows(), runs=runs, max_mb=UPLOAD_MAX_BYTES // (1024 * 1024)),
+        status=status,
+    )
+
+
+def _read_files(files: list[UploadedFile]) -> list[tuple[str, bytes]] | str:
+    """The uploaded files' names and contents, or why they are refused (too many, too large together)."""
+    if len(files) > UPLOAD_MAX_FILES:
+        return TOO_MANY_FILES
+    read: list[tuple[str, bytes]] = []
+    total = 0
+    for upload in files:
+        data = bytearray()
+        for chunk in upload.chunks():
+            data += chunk
+            total += len(chunk)
+            if total > UPLOAD_MAX_BYTES:
+                return TOO_BIG
+        read.append(((upload.name or "file").rsplit("/", 1)[-1][:255], bytes(data)))
+    return read
+
+
+@program_action(Action.PROGRAM_MANAGE, ("GET", "HEAD", "POST"))
+def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
+    """GET: the form and the recent runs. POST: the upload, read and dry-run; then its report to confirm."""
+    if request.method != "POST":
+        return _page(request, access)
+    form = UploadForm(request.POST)
+    if not form.is_valid():
+        flash.error(request, NO_PLATFORM)
+        return _page(request, access, status=400)
+    uploaded = request.FILES.getlist("files")
+    if not uploaded:
+        flash.error(request, NO_FILES)
+        return _page(request, access, status=400)
+    files = _read_files(uploaded)
+    if isinstance(files, str):
+        flash.error(request, files)
+        return _page(request, access, status=400)
+    platform = form.cleaned_data["platform"]
+    try:
+        source = source_read(platform, files)
+    except ImportFileError as error:
+        flash.error(request, NOT_READ.format(reason=error.message))
+        return _page(request, access, status=400)
+    report = import_source(access.program, source, dry_run=True)
+    with transaction.atomic():
+        upload = ImportUpload.objects.create(
+            program=access.program,
+            platform=platform,
+            actor_id=request.user.pk,
+            files_digest=source_digest(source),
+            size=sum(len(content) for _, content in files),
+            report={
+                "counts": report.counts_dict(),
+                "refusals": [[r.where, r.kind, r.reason] for r in report.refusals],
+            },
+        )
+        ImportUploadFile.objects.bulk_create(
+            [
+                ImportUploadFile(upload=upload, position=position, name=name, content=content)
+                for position, (name, content) in enumerate(files)
+            ]
+        )
+    return redirect("imports-upload", program_id=access.program.pk, upload_id=upload.pk)
+
+
+def _upload(access: ProgramAccess, upload_id: object) -> ImportUpload:
+    wanted = id_parse(upload_id)
+    upload = ImportUpload.objects.filter(program=access.program, pk=wanted).first() if wanted is not None else None
+    if upload is None:
+        raise Http404("Upload not found")
+    return upload
+
+
+def _counts_rows(counts: dict[str, dict[str, int]]) -> list[dict[str, object]]:
+    return [{"kind": kind, **counts.get(kind, {})} for kind in KINDS]
+
+
+@program_action(Action.PROGRAM_MANAGE, ("GET", "HEAD"))
+def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> HttpResponse:
+    """The dry run's report of an upload, with the button that runs it."""
+    upload = _upload(access, upload_id)
+    refusals = upload.report.get("refusals", [])
+    platform = platforms().get(upload.platform)
+    return render(
+        request,
+        "imports/upload.html",
+        access.context(
+            upload=upload,
+            label=platform.label if platform else upload.platform,
+            files=list(upload.files.values_list("name", flat=True)),
+            counts=_counts_rows(upload.report.get("counts", {})),
+            refusals=refusals[:REFUSALS_SHOWN],
+            refusals_more=max(0, len(refusals) - REFUSALS_SHOWN),
+        ),
+    )
+
+
+@program_action(Action.PROGRAM_MANAGE, ("POST",))
+def upload_confirm(request: HttpRequest, access: ProgramAccess, upload_id: int) -> HttpResponse:
+    """Runs the upload: its run is made (or the interrupted run of the same rows resumed) and the task queued once
+    this commits; a second confirmation of the same upload starts nothing."""
+    from .tasks import import_run
+
+    with transaction.atomic():
+        upload = ImportUpload.objects.select_for_update().filter(pk=_upload(access, upload_id).pk).get()
+        if upload.run_id is not None:
+            flash.info(request, ALREADY_CONFIRMED)
+            return redirect("imports-run", program_id=access.program.pk, run_id=upload.run_id)
+        run = run_prepare(
+            program=access.program,
+            platform=upload.platform,
+            digest=upload.files_digest,
+            actor=request.user,
+            file_names=list(upload.files.values_list("name", flat=True)),
+        )
+        upload.run = run
+        upload.save(update_fields=["run"])
+        transaction.on_commit(lambda: enqueue(import_run, upload.pk))
+    flash.success(request, CONFIRMED)
+    return redirect("imports-run", program_id=access.program.pk, run_id=run.pk)
+
+
+@program_action(Action.PROGRAM_MANAGE, ("GET", "HEAD"))
+def run_page(request: HttpRequest, access: ProgramAccess, run_id: int) -> HttpResponse:
+    wanted = id_parse(run_id)
+    run = ImportRun.objects.filter(program=access.program, pk=wanted).first() if wanted is not None else None
+    if run is None:
+        raise Http404("Import not found")
+    platform = platforms().get(run.platform)
+    return render(
+        request,
+        "imports/run.html",
+        access.context(
+            run=run,
+            label=platform.label if platform else run.platform,
+            counts=_counts_rows(run.counts),
+            refusals=run.refusals[:REFUSALS_SHOWN],
+            refusals_more=max(0, len(run.refusals) - REFUSALS_SHOWN),
+            refresh=run.state == "running",
+        ),
+    )
