@@ -73,12 +73,15 @@ def _json_kind(name: str, items: list[Item]) -> str:
     if not items:
         return "empty"
     sample = items[0]
-    if "sale" in sample or "state" in sample and "amount" in sample:
+    # A payout also has an amount and a state, and an affiliate a stripe_customer_id: look for what only each has.
+    if "sale" in sample or "due_at" in sample and "state" in sample:
         return "commissions"
-    if "conversion_state" in sample or "stripe_customer_id" in sample:
+    if "conversion_state" in sample:
         return "referrals"
     if "email" in sample and ("links" in sample or "first_name" in sample):
         return "affiliates"
+    if "stripe_customer_id" in sample and "customer" in sample:
+        return "referrals"
     raise unknown_file(name, EXPECTED)
 
 

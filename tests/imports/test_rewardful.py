@@ -204,3 +204,9 @@ def test_json_with_a_bom_and_crlf_reads():
     content = b'\xef\xbb\xbf{"data": [\r\n{"id": "a1", "email": "X@Example.com", "first_name": "X", "links": []}\r\n]}'
     source = rewardful.read([("affiliates.json", content)])
     assert [(p.source_id, p.email) for p in source.partners] == [("a1", "x@example.com")]
+
+
+def test_a_payouts_file_is_not_taken_for_commissions():
+    payout = b'{"data": [{"id": "p1", "amount": 1470, "currency": "USD", "state": "paid", "affiliate": {"id": "a"}}]}'
+    with pytest.raises(ImportFileError, match="payouts.json: not a file this import knows"):
+        rewardful.read([("payouts.json", payout)])
