@@ -3,13 +3,18 @@
 
 from django.urls import include, path
 
-from . import application_views, partner_views, review_views, views, webhook_views
+from . import application_views, link_alias_views, partner_views, review_views, views, webhook_views
 
 urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
     # A program's payouts: /programs/<id>/payouts and below (docs/payouts.md).
     path("", include("dashboard.payout_urls")),
     path("programs/<int:program_id>/", views.program_overview, name="dashboard-overview"),
+    path(
+        "programs/<int:program_id>/link-aliases",
+        link_alias_views.link_aliases_settings,
+        name="dashboard-link-aliases",
+    ),
     path("programs/<int:program_id>/events", views.program_events, name="dashboard-events"),
     path("programs/<int:program_id>/readiness", views.program_readiness, name="dashboard-readiness"),
     path("programs/<int:program_id>/key", views.program_key, name="dashboard-key"),

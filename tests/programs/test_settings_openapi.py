@@ -25,6 +25,7 @@ def test_it_describes_every_setting_of_the_patch_with_its_type_and_bounds(schema
         "cookie_duration",
         "hold_days",
         "lead_auth",
+        "link_aliases",
     ]
     for name, (minimum, maximum) in WHOLE_NUMBERS.items():
         field = patch["properties"][name]
@@ -32,6 +33,9 @@ def test_it_describes_every_setting_of_the_patch_with_its_type_and_bounds(schema
     assert patch["properties"]["commission_type"] == {"$ref": "#/components/schemas/CommissionTypeEnum"}
     assert patch["properties"]["lead_auth"] == {"$ref": "#/components/schemas/LeadAuthEnum"}
     assert patch["minProperties"] == 1
+    aliases = patch["properties"]["link_aliases"]
+    assert (aliases["type"], aliases["maxItems"], aliases["uniqueItems"]) == ("array", 5, True)
+    assert aliases["items"] == {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
 
 
 def test_it_lists_the_four_required_fields_of_svc_init(schemas):
