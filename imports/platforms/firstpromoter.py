@@ -49,11 +49,23 @@ EXPECTED = (
 
 def read(files: Files) -> Source:
     builder = SourceBuilder(PLATFORM)
+    parsed: list[tuple[str, str, list[Item]]] = []
     for name, content in files:
         if not looks_like_json(content):
             raise ImportFileError(f"{name}: FirstPromoter files are the API's JSON answers; expected {EXPECTED}")
         items = json_items(name, content)
-        kind = _kind(name, items)
+        parsed.append((name, _kind(name, items), items))
+    # A commission names its referral by id, or only by the referral's uid or email: find the referral (and through
+    # it the promoter, for a commission listed without one) in the referrals file.
+    referrals: dict[str, tuple[str, str]] = {}
+    for _, kind, items in parsed:
+        if kind == "referrals":
+            for item in items:
+                found = (text(item.get("id")), _promoter_id(item))
+                for key in (text(item.get("id")), text(item.get("uid")), text(item.get("email")).lower()):
+                    if key:
+                        referrals.setdefault(key, found)
+    for name, kind, items in parsed:
         if kind == "promoters":
             builder.saw_partner_file = True
         for where, item in items_with_where(name, items):
@@ -64,7 +76,7 @@ def read(files: Files) -> Source:
             elif kind == "referrals":
                 builder.attempt(where, "referral", _referral, where, item)
             elif kind == "commissions":
-                builder.attempt(where, "commission", _commission, where, item)
+                builder.attempt(where, "commission", _commission, where, item, referrals)
     return builder.finish()
 
 
@@ -141,7 +153,7 @@ def _referral(where: str, item: Item) -> ReferralRow:
     )
 
 
-def _commission(where: str, item: Item) -> CommissionRow:
+def _commission(where: str, item: Item, referrals: dict[str, tuple[str, str]]) -> CommissionRow:
     status = text(item.get("status")).lower()
     if status not in COMMISSION_STATUSES:
         raise RowRefused(f"status {status!r} is not pending, approved or denied")
@@ -156,11 +168,12 @@ def _commission(where: str, item: Item) -> CommissionRow:
     if amount is None or text(amount) == "":
         raise RowRefused("amount is missing")
     sale = first(item.get("sale_amount"), 0)
+    referral = _referral_of(item, referrals)
     return CommissionRow(
         where=where,
         source_id=required(item.get("id"), "commission id"),
-        partner_source_id=required(_promoter_id(item), "promoter"),
-        referral_source_id=first(dig(item, "referral", "id"), item.get("referral_id")),
+        partner_source_id=required(_promoter_id(item) or referral[1], "promoter"),
+        referral_source_id=referral[0],
         sale_source_id=first(item.get("event_id"), dig(item, "sale", "id")),
         sale_amount_minor=money(sale, currency, given_in="minor"),
         commission_amount_minor=money(amount, currency, given_in="minor"),
@@ -168,3 +181,12 @@ def _commission(where: str, item: Item) -> CommissionRow:
         status=mapped,
         created_at=time_or_epoch(item.get("created_at")),
     )
+
+
+def _referral_of(item: Item, referrals: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """(referral id, its promoter id) for a commission: by the referral's id, else its uid or email."""
+    named = first(dig(item, "referral", "id"), item.get("referral_id"))
+    for key in (named, text(dig(item, "referral", "uid")), text(dig(item, "referral", "email")).lower()):
+        if key and key in referrals:
+            return referrals[key]
+    return named, ""

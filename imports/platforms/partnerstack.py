@@ -63,6 +63,14 @@ def read(files: Files) -> Source:
     transactions = {
         text(item.get("key")): item for _, kind, items in parsed if kind == "transactions" for item in items
     }
+    # A reward may name its customer only by the owner's customer_key or email: its key from the customers file.
+    customer_keys: dict[str, str] = {}
+    for _, kind, items in parsed:
+        if kind == "customers":
+            for item in items:
+                for alias in (text(item.get("key")), text(item.get("customer_key")), text(item.get("email")).lower()):
+                    if alias:
+                        customer_keys.setdefault(alias, text(item.get("key")))
     partner_by_email = {
         text(item.get("email")).lower(): text(item.get("key"))
         for _, kind, items in parsed
@@ -80,7 +88,9 @@ def read(files: Files) -> Source:
             elif kind == "customers":
                 builder.attempt(where, "referral", _customer, where, item)
             elif kind == "rewards":
-                builder.attempt(where, "commission", _reward, where, item, transactions, partner_by_email)
+                builder.attempt(
+                    where, "commission", _reward, where, item, transactions, partner_by_email, customer_keys
+                )
     return builder.finish()
 
 
@@ -140,7 +150,13 @@ def _customer(where: str, item: Item) -> ReferralRow:
     )
 
 
-def _reward(where: str, item: Item, transactions: dict[str, Item], partner_by_email: dict[str, str]) -> CommissionRow:
+def _reward(
+    where: str,
+    item: Item,
+    transactions: dict[str, Item],
+    partner_by_email: dict[str, str],
+    customer_keys: dict[str, str],
+) -> CommissionRow:
     status = text(item.get("reward_status") or item.get("status")).lower()
     if status not in REWARD_STATUSES:
         raise RowRefused(f"reward status {status!r} is not hold, pending, approved, scheduled, paid or declined")
@@ -167,7 +183,12 @@ def _reward(where: str, item: Item, transactions: dict[str, Item], partner_by_em
         where=where,
         source_id=required(item.get("key"), "reward key"),
         partner_source_id=required(partner, "partnership"),
-        referral_source_id=first(dig(item, "customer", "key"), item.get("customer_key")),
+        referral_source_id=first(
+            dig(item, "customer", "key"),
+            customer_keys.get(text(dig(item, "customer", "external_key")), ""),
+            customer_keys.get(text(dig(item, "customer", "email")).lower(), ""),
+            item.get("customer_key"),
+        ),
         sale_source_id=transaction_key,
         sale_amount_minor=sale_minor,
         commission_amount_minor=money(amount, currency, given_in="minor"),

@@ -96,3 +96,19 @@ def test_junk_rows_are_refused_never_raised():
 
 def test_the_fixture_files_are_what_the_builder_writes():
     assert build()["firstpromoter"] == dict(files("firstpromoter", *build()["firstpromoter"]))
+
+
+def test_a_commission_naming_its_referral_by_email_or_uid_finds_it_and_its_promoter():
+    referrals = (
+        b'[{"id": 31, "email": "Buyer@Shop.example", "uid": "u-31", "promoter_campaign": {"promoter": {"id": 7}}},'
+        b' {"id": 32, "email": "other@shop.example", "uid": "u-32", "promoter_campaign": {"promoter": {"id": 8}}}]'
+    )
+    commissions = (
+        b'[{"id": 1, "status": "approved", "amount": 500, "currency": "USD", "sale_amount": 2500,'
+        b' "referral": {"email": "buyer@shop.example", "uid": null}},'
+        b' {"id": 2, "status": "pending", "amount": 300, "currency": "USD", "sale_amount": 1500,'
+        b' "referral": {"email": null, "uid": "u-32"}}]'
+    )
+    source = firstpromoter.read([("referrals.json", referrals), ("commissions.json", commissions)])
+    assert source.refusals == []
+    assert [(c.referral_source_id, c.partner_source_id) for c in source.commissions] == [("31", "7"), ("32", "8")]

@@ -80,3 +80,23 @@ def test_junk_rows_are_refused_never_raised():
 
 def test_the_fixture_files_are_what_the_builder_writes():
     assert build()["partnerstack"] == dict(files("partnerstack", *build()["partnerstack"]))
+
+
+def test_a_reward_naming_its_customer_by_external_key_or_email_finds_it():
+    customers = (
+        b'{"data": {"items": [{"key": "cust_a", "email": "a@shop.example", "customer_key": "user-a",'
+        b' "partnership_key": "pship_1"}]}}'
+    )
+    rewards = (
+        b'{"data": {"items": ['
+        b'{"key": "r1", "amount": 500, "currency": "usd", "reward_status": "approved",'
+        b' "partnership": {"key": "pship_1"}, "customer": {"external_key": "user-a", "email": null}},'
+        b'{"key": "r2", "amount": 500, "currency": "usd", "reward_status": "paid",'
+        b' "partnership": {"key": "pship_1"}, "customer": {"external_key": null, "email": "A@shop.example"}}]}}'
+    )
+    source = partnerstack.read([("customers.json", customers), ("rewards.json", rewards)])
+    assert source.refusals == []
+    assert [(c.referral_source_id, c.currency, c.status) for c in source.commissions] == [
+        ("cust_a", "USD", "approved"),
+        ("cust_a", "USD", "paid"),
+    ]
