@@ -500,6 +500,15 @@ def live_events_check(counts: ReadinessCounts) -> Check:
     )
 
 
+def import_check(program: Program) -> Check | None:
+    """The last import from another platform and what to check after switching (imports.readiness); None when the
+    program never imported. Imported here, not at the top: the imports app builds on tracking."""
+    from imports.readiness import import_check as last_import
+
+    fields = last_import(program)
+    return Check(**fields) if fields else None
+
+
 @dataclass(frozen=True)
 class Verdict:
     ready: bool
@@ -528,7 +537,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
     """Counts, checks and the mistakes seen in recent calls (tracking.insight.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is. The
     seven checks come first, always in the same order; then, when there is something to say, the cookie's mode, the bot
-    clicks, the clicks set aside and the integration mistakes (docs/readiness.md)."""
+    clicks, the clicks set aside, the integration mistakes and the last import (docs/readiness.md)."""
     now = timezone.now()
     counts = readiness_counts(program=program, now=now)
     live_key = key or program_live_key_get(program_id=program.pk)
@@ -547,6 +556,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         bot_clicks_check(counts),
         clicks_set_aside_check(counts),
         mistakes_check(mistakes),
+        import_check(program),
     )
     for extra in extras:
         if extra is not None:
