@@ -1,0 +1,38 @@
+from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
+
+from .models import ImportedRecord, ImportRun
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Imports are written by the engine only (manage.py import, the dashboard's Import page)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+@admin.register(ImportRun)
+class ImportRunAdmin(ReadOnlyAdmin):
+    list_display = ["id", "program", "platform", "state_now", "batches_done", "started_at", "finished_at", "actor"]
+    list_filter = ["platform", "status", "started_at"]
+    search_fields = ["program__name", "files_digest"]
+    list_select_related = ["program", "actor"]
+
+    @admin.display(description="State")
+    def state_now(self, obj: ImportRun) -> str:
+        return obj.state
+
+
+@admin.register(ImportedRecord)
+class ImportedRecordAdmin(ReadOnlyAdmin):
+    list_display = ["id", "program", "platform", "kind", "source_id", "object_id", "created", "run", "created_at"]
+    list_filter = ["platform", "kind", "created"]
+    search_fields = ["source_id"]
+    list_select_related = ["program"]
