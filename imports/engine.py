@@ -24,6 +24,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
+from core.currency import Currency
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
 from tracking.counters import partner_program_add
@@ -214,6 +215,7 @@ class _Importer:
         self.customers: dict[str, Any] = {}
         self.batches = run.batches_done if run else 0
         self.click_ids: dict[int, str] = {}
+        self.gone: dict[str, set[int]] = {}
 
     # Reading what is already here ----------------------------------------------------------------------------
 
@@ -224,6 +226,21 @@ class _Importer:
         for kind, source_id, object_id, created, run_id in rows.iterator(chunk_size=READ_CHUNK):
             if kind in self.known:
                 self.known[kind][source_id] = _Known(object_id, created, run_id)
+        # Objects imported before and deleted since: their rows are refused (the record still holds the source id).
+        self.gone = {}
+        for kind, model in ((PARTNER, Partner), (LINK, ReferralLink), (REFERRAL, Customer)):
+            ids = sorted({known.object_id for known in self.known[kind].values()})
+            present: set[int] = set()
+            for chunk in _chunks(ids, READ_CHUNK * 5):
+                present.update(model.objects.filter(pk__in=list(chunk)).values_list("pk", flat=True))
+            self.gone[kind] = set(ids) - present
+
+    def _gone(self, kind: str, row: Any) -> bool:
+        """Refuses a row whose object was imported before and is no longer here (deleted since)."""
+        if self.known[kind][row.source_id].object_id not in self.gone.get(kind, ()):
+            return False
+        self.report.refuse(row.where, kind, f"{kind} {row.source_id} was imported before and has been deleted since")
+        return True
 
     def _count_known(self, kind: str, known: _Known) -> None:
         # Created by an earlier attempt of this very run (resumed): still this run's creation.
@@ -255,6 +272,8 @@ class _Importer:
         new_by_email: dict[str, Partner] = {}
         for row in self.source.partners:
             if row.source_id in known:
+                if self._gone(PARTNER, row):
+                    continue
                 self.partners[row.source_id] = known[row.source_id].object_id
                 self._count_known(PARTNER, known[row.source_id])
                 continue
@@ -322,6 +341,8 @@ class _Importer:
         items: list[_Item] = []
         for row in self.source.links:
             if row.source_id in known:
+                if self._gone(LINK, row):
+                    continue
                 self._count_known(LINK, known[row.source_id])
                 link_id = known[row.source_id].object_id
                 self.links_by_code[row.code] = (link_id, self.partners.get(row.partner_source_id))
@@ -408,6 +429,8 @@ class _Importer:
         items: list[_Item] = []
         for row in self.source.referrals:
             if row.source_id in known:
+                if self._gone(REFERRAL, row):
+                    continue
                 self._count_known(REFERRAL, known[row.source_id])
                 self.customers[row.source_id] = known[row.source_id].object_id
                 continue
@@ -530,6 +553,9 @@ class _Importer:
                 continue
             if row.status == "void":
                 self.report.counts[COMMISSION].skipped += 1
+                continue
+            if row.currency not in Currency.values:
+                self.report.refuse(row.where, COMMISSION, f"unknown currency {row.currency!r}")
                 continue
             if row.commission_amount_minor <= 0:
                 self.report.counts[COMMISSION].skipped += 1  # nothing owed, nothing to carry over

@@ -182,3 +182,24 @@ def test_two_programs_importing_the_same_ids_do_not_collide():
     report = import_source(second, other, dry_run=False)
     assert report.counts_dict()["commission"]["created"] == 4
     assert Commission.objects.filter(program=second).count() == 4
+
+
+def test_a_rerun_refuses_rows_whose_objects_were_deleted_since():
+    program = ProgramFactory()
+    source = small_source(partners=1)
+    import_source(program, source, dry_run=False)
+    ReferralLink.objects.filter(short_link="old1").delete()
+    Customer.objects.filter(email="buyer1-1@example.com").delete()
+    report = import_source(program, source, dry_run=False)
+    reasons = {r.where: r.reason for r in report.refusals}
+    assert reasons["links.csv line 2"] == "link l1 was imported before and has been deleted since"
+    assert reasons["referrals.csv line 3"] == "referral r1-1 was imported before and has been deleted since"
+    assert report.counts_dict()["commission"] == {"created": 0, "matched": 4, "skipped": 1, "refused": 0}
+
+
+def test_a_commission_in_a_currency_the_service_does_not_record_is_refused():
+    program = ProgramFactory()
+    source = small_source(partners=1)
+    odd = replace(source.commissions[1], source_id="c-jpy", sale_source_id="s-jpy", currency="JPY")
+    report = import_source(program, replace(source, commissions=[*source.commissions, odd]), dry_run=True)
+    assert ("commissions.csv line 6", "unknown currency 'JPY'") in [(r.where, r.reason) for r in report.refusals]
