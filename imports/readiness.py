@@ -61,11 +61,11 @@ def after_switching_steps(program: Program, *, platform: str, uninvited: int) ->
     aliases = list(getattr(program, "link_aliases", None) or [])
     if param and param not in ("aff", "via") and param not in aliases:
         steps.append(
-            f"Turn on the old link parameter ?{param}= (the program's link aliases) so the {label} links already "
-            "out there keep answering"
+            f"Turn on the old link parameter ?{param}= (Overview → Link parameters → Also accept) so the {label} "
+            "links already out there keep answering"
         )
     elif not param:
-        steps.append(f"Point the {label} short links at this program's links (?via=<code>) so they keep answering")
+        steps.append(f"Point the {label} short links at your landing page with ?via=<code> so they keep answering")
     if not program.stripe_account_id:
         steps.append("Connect Stripe (the Stripe tab) so renewals of imported customers are attributed")
     if uninvited:
