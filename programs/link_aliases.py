@@ -2,6 +2,8 @@
 `aff` and `via` (e.g. `fpr` or `ref`, so links shared on another platform keep working after a move). Off by
 default (an empty list). `aff` wins, then `via`, then the aliases in the order listed."""
 
+import base64
+import binascii
 import re
 from typing import Any
 
@@ -55,3 +57,21 @@ def link_aliases_from_text(text: str) -> list[str]:
 def link_aliases_of(value: Any) -> tuple[str, ...]:
     """The usable aliases of a stored value: a row changed behind the validators (raw SQL) yields none."""
     return tuple(value) if not link_aliases_problem(value) else ()
+
+
+# Parameters whose value is the code encoded: PartnerStack's links carry the partner key in Base64 (?gspk=amFuZQ).
+BASE64_ALIASES = frozenset({"gspk"})
+_PRINTABLE_CODE = re.compile(r"[!-~]{1,255}")
+
+
+def alias_code(name: str, value: str) -> str:
+    """The referral code an alias' value carries: decoded for a Base64 parameter when it decodes to a printable
+    code, else the value as it is."""
+    if name not in BASE64_ALIASES:
+        return value
+    standard = value.replace("-", "+").replace("_", "/").rstrip("=")
+    try:
+        decoded = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return value
+    return decoded if _PRINTABLE_CODE.fullmatch(decoded) else value

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import model_to_dict
 from django.test import RequestFactory
 
-from programs.link_aliases import link_aliases_from_text, link_aliases_of, link_aliases_problem
+from programs.link_aliases import alias_code, link_aliases_from_text, link_aliases_of, link_aliases_problem
 from programs.models import Program
 from tests.factories import ProgramFactory, UserFactory
 
@@ -75,3 +75,19 @@ def test_typed_names_and_stored_values():
     # A value written behind the rule (raw SQL) is read as no aliases.
     assert link_aliases_of(["fpr"]) == ("fpr",)
     assert link_aliases_of(["via"]) == () and link_aliases_of("fpr") == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("gspk", "amFuZQ", "jane"),
+        ("gspk", "amFuZQ==", "jane"),
+        ("gspk", "cGtfeFktOQ", "pk_xY-9"),
+        ("gspk", "jane", "jane"),  # not Base64 of a printable code: as it is
+        ("gspk", "AAEC", "AAEC"),  # decodes to control characters
+        ("gspk", "a b", "a b"),
+        ("fpr", "amFuZQ", "amFuZQ"),
+    ],
+)
+def test_alias_code(name, value, code):
+    assert alias_code(name, value) == code

@@ -100,6 +100,27 @@ class TestAliasClick:
         assert response.json() == bad_request(messages.NO_AFF_PARAMETER)
 
 
+class TestPartnerStackLinks:
+    def test_gspk_carries_the_partner_key_in_base64(self, api_client):
+        # partnerlinks.io redirects to the site with ?gspk=<partner key, Base64>; the imported code is the key.
+        program = ProgramFactory(link_aliases=["gspk"])
+        link = ReferralLinkFactory(program=program, short_link="jane_partner")
+        for encoded in ("amFuZV9wYXJ0bmVy", "amFuZV9wYXJ0bmVy%3D%3D"):
+            response = click(api_client, f"gspk={encoded}&gsxid=xyz", program_id=program.pk)
+            assert response.status_code == 200, response.json()
+            assert response.json()["partner_code"] == link.short_link
+
+    def test_a_gspk_value_that_is_no_base64_code_is_looked_up_as_it_is(self, api_client):
+        program = ProgramFactory(link_aliases=["gspk"])
+        ReferralLinkFactory(program=program, short_link="jane")
+        assert click(api_client, "gspk=jane", program_id=program.pk).json()["partner_code"] == "jane"
+
+    def test_other_aliases_are_never_decoded(self, api_client, program):
+        ReferralLinkFactory(program=program, short_link="jane")
+        response = click(api_client, "fpr=amFuZQ", program_id=program.pk)
+        assert response.json() == bad_request(messages.REFERRAL_LINK_NOT_FOUND)
+
+
 class TestQueries:
     """The alias list is read only when neither aff nor via carries a code."""
 

@@ -16,6 +16,7 @@ from core.sql import SqlValue, insert_pair, insert_pair_supported
 from core.text import storable_text
 from fraud.click import ClickQuality, click_quality
 from fraud.rules import Traffic, agent_judged
+from programs.link_aliases import alias_code
 from programs.models import Program, ProgramKey, ReferralLink
 
 from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
@@ -47,28 +48,28 @@ def _landing(affiliate_url: str, program_id: object = None) -> tuple[str, dict[s
     if len(affiliate_url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadRequestError(messages.INVALID_AFFILIATE_URL)
     query = parse_qs(parts.query)
-    code = _code_of(query, ("aff", "via"))
+    _name, code = _code_of(query, ("aff", "via"))
     if code:
         return code, query, False
     # Only now is the program's alias list read: a click with aff or via never pays for it.
     scoped = id_parse(program_id) if program_id is not None else None
     aliases = program_aliases_get(scoped) if scoped is not None else None
-    code = _code_of(query, aliases or ())
+    name, code = _code_of(query, aliases or ())
     if code:
-        return code, query, True
+        return alias_code(name, code), query, True
     raise BadRequestError(messages.NO_AFF_PARAMETER)
 
 
-def _code_of(query: dict[str, list[str]], names: tuple[str, ...]) -> str:
-    """The first non-blank value of the first of `names` the query carries ("" when none does)."""
+def _code_of(query: dict[str, list[str]], names: tuple[str, ...]) -> tuple[str, str]:
+    """The first of `names` the query carries a non-blank value for, and that value (("", "") when none does)."""
     for name in names:
         code = next((value.strip() for value in query.get(name, []) if value.strip()), "")
         if code and not storable_text(code):
             # ?aff=%00 decodes to a NUL, which no referral code holds and PostgreSQL cannot even compare.
             raise BadRequestError(messages.INVALID_AFFILIATE_URL)
         if code:
-            return code
-    return ""
+            return name, code
+    return "", ""
 
 
 @dataclass(frozen=True)
