@@ -145,3 +145,29 @@ def test_refused_uploads_write_nothing(program, monkeypatch):
     too_big = browser.post(page(program), {"platform": "fake", "files": files(EXPORT)})
     assert too_big.status_code == 400 and views.TOO_BIG in flashed(too_big)
     assert not ImportUpload.objects.exists() and not ImportRun.objects.exists()
+
+
+def test_a_rewardful_export_through_the_page(program, django_capture_on_commit_callbacks):
+    from pathlib import Path
+
+    from commissions.models import Commission
+
+    folder = Path(__file__).parent / "fixtures" / "rewardful"
+    uploads = [
+        SimpleUploadedFile(name, (folder / name).read_bytes())
+        for name in ("affiliates.json", "referrals.json", "commissions.json")
+    ]
+    browser = client_of(program, Role.OWNER)
+    response = browser.post(page(program), {"platform": "rewardful", "files": uploads})
+    assert response.status_code == 302
+    upload = ImportUpload.objects.get()
+    planned = upload.report["counts"]
+    assert planned["partner"]["created"] > 10 and upload.report["refusals"], "the fixtures plant bad rows"
+    shown = browser.get(response["Location"]).content.decode()
+    assert "Dry run: Rewardful" in shown and "affiliates.json item" in shown
+    with django_capture_on_commit_callbacks(execute=True):
+        browser.post(f"{page(program)}/uploads/{upload.pk}/confirm")
+    run = ImportRun.objects.get()
+    assert run.status == ImportRun.Status.COMPLETE and run.counts == planned
+    assert run.file_names == ["affiliates.json", "referrals.json", "commissions.json"]
+    assert Commission.objects.filter(program=program).count() == planned["commission"]["created"]
