@@ -146,3 +146,11 @@ class TestQueries:
         second, _ = self._count(api_client, "fpr=oldcode", program.pk)
         assert sum("link_aliases" in sql for sql in sqls) == 1
         assert (first, second) == (warm + 1, warm)
+
+
+def test_the_openapi_description_of_the_click_names_the_aliases(api_client):
+    paths = api_client.get("/api/schema/", {"format": "json"}).json()
+    body = paths["paths"][URL]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    component = paths["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    description = component["properties"]["affiliate_url"]["description"]
+    assert "link aliases" in description and "aff wins" in description

@@ -84,10 +84,15 @@ def validate_additional_data(value: dict[str, Any]) -> dict[str, Any]:
 
 class ClickInputSerializer(SharedFieldsSerializer, TypedInputSerializer[ClickInput]):
     """A click on a referral link, as the tracker script sends it: `affiliate_url` carries the partner's
-    `?aff=` (or `?via=`) code; the other fields describe the visit."""
+    `?aff=` (or `?via=`, or one of the program's link aliases) code; the other fields describe the visit."""
 
     affiliate_url = StrictCharField(
         max_length=4096,
+        help_text=(
+            "The landing URL with ?aff= or ?via= (aff wins). With neither, a program's link aliases (an old "
+            "platform's ?fpr=, ?ref=..., GET /api/v1/track/config's link_aliases) are read in their order when the "
+            "call names the program (program_id or additional_data.program_id)"
+        ),
         error_messages={
             **spec_messages(messages.INVALID_AFFILIATE_URL),
             "required": messages.AFFILIATE_URL_REQUIRED,
