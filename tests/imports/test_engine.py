@@ -203,3 +203,36 @@ def test_a_commission_in_a_currency_the_service_does_not_record_is_refused():
     odd = replace(source.commissions[1], source_id="c-jpy", sale_source_id="s-jpy", currency="JPY")
     report = import_source(program, replace(source, commissions=[*source.commissions, odd]), dry_run=True)
     assert ("commissions.csv line 6", "unknown currency 'JPY'") in [(r.where, r.reason) for r in report.refusals]
+
+
+def test_imported_links_answer_clicks_for_their_partners(api_client):
+    from tracking.models import ClickEvent
+
+    program = ProgramFactory(link_aliases=["fpr"])
+    import_source(program, small_source(partners=2), dry_run=False)
+    link = ReferralLink.objects.get(short_link="old2")
+    url = "/api/v1/track/click"
+    by_via = api_client.post(url, {"affiliate_url": "https://shop.example.com/?via=old2"}, format="json")
+    assert by_via.status_code == 200, by_via.json()
+    by_alias = api_client.post(
+        url, {"affiliate_url": "https://shop.example.com/?fpr=old2", "program_id": program.pk}, format="json"
+    )
+    assert by_alias.status_code == 200, by_alias.json()
+    events = ClickEvent.objects.filter(program=program)
+    assert [(e.link_id, e.partner_id) for e in events] == [(link.pk, link.partner_id)] * 2
+
+
+@pytest.mark.usefixtures("stripe_webhook_secret")
+def test_a_renewal_of_an_imported_customer_is_attributed_by_its_stripe_id(client, django_capture_on_commit_callbacks):
+    from tests.stripe_payloads import ACCOUNT, event, invoice, post_event
+
+    program = ProgramFactory(stripe_account_id=ACCOUNT, hold_days=0, commission_type="recurring_percent")
+    import_source(program, small_source(partners=1), dry_run=False)
+    customer = Customer.objects.get(processor_customer_id="cus_1_2")
+    renewal = invoice(customer="cus_1_2", email="someone-else@example.com", billing_reason="subscription_cycle")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_event(client, event("invoice.payment_succeeded", renewal))
+    assert response.status_code == 200, response.content
+    sale = SaleEvent.objects.get(program=program, provider="stripe")
+    assert sale.customer_id == customer.pk and sale.partner_id == customer.first_partner_id
+    assert Commission.objects.filter(sale=sale).exists()
