@@ -236,3 +236,20 @@ def test_a_renewal_of_an_imported_customer_is_attributed_by_its_stripe_id(client
     sale = SaleEvent.objects.get(program=program, provider="stripe")
     assert sale.customer_id == customer.pk and sale.partner_id == customer.first_partner_id
     assert Commission.objects.filter(sale=sale).exists()
+
+
+def test_imported_sales_and_leads_count_in_the_partners_stats_after_a_rollup_run():
+    from tracking.insight.rollups import rollups_update, rollups_verify
+
+    program = ProgramFactory()
+    source = small_source(partners=2)
+    import_source(program, source, dry_run=False)
+    rollups_update(settle=timedelta(0))
+    assert rollups_verify() == []
+    for n in (1, 2):
+        partner = Partner.objects.get(workspace=program.workspace, email=f"Partner{n}@Example.com")
+        enrolment = PartnerProgram.objects.get(program=program, partner=partner)
+        rows = [row for row in source.commissions if row.partner_source_id == f"p{n}" and row.status != "void"]
+        assert enrolment.leads == 2
+        assert enrolment.sales == len(rows)
+        assert enrolment.revenue_cents == sum(row.sale_amount_minor for row in rows)
