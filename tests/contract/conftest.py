@@ -34,7 +34,7 @@ def module_world(django_db_setup, django_db_blocker) -> Iterator[World]:
 def _fresh(client: APIClient) -> APIClient:
     """A client with the same credentials and cookies: one case's cookie changes never reach the next."""
     twin = APIClient()
-    twin._credentials = dict(client._credentials)
+    twin.credentials(**getattr(client, "_credentials", {}))
     twin.cookies = copy.deepcopy(client.cookies)
     return twin
 
