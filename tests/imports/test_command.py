@@ -104,3 +104,23 @@ def test_exit_status_is_non_zero_on_an_error(fake_platform, export):
     with pytest.raises(SystemExit) as exit_info:
         utility.execute()
     assert exit_info.value.code != 0
+
+
+def test_resume_continues_an_interrupted_import(fake_platform, export, monkeypatch):
+    from imports import engine
+
+    program = ProgramFactory()
+
+    def crash(kind, number):
+        if number == 2:
+            raise RuntimeError("killed")
+
+    monkeypatch.setattr(engine, "batch_hook", crash)
+    with pytest.raises(RuntimeError):
+        run("fake", export, "--program", program.pk, "--batch-size", 2)
+    assert ImportRun.objects.get().state == "interrupted"
+    monkeypatch.setattr(engine, "batch_hook", lambda kind, number: None)
+    out = run("fake", export, "--program", program.pk, "--batch-size", 2, "--resume")
+    assert "Import complete: fake" in out
+    assert "  partners: 3 created, 0 matched, 0 skipped, 1 refused" in out
+    assert ImportRun.objects.get().state == "complete"
