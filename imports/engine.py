@@ -829,4 +829,6 @@ def upload_run(*, upload_id: int) -> str:
         ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.FAILED, error=message[:2000])
         return message
     report = import_source(upload.program, source, dry_run=False, actor=upload.actor, run=run)
+    # The exports hold people's emails: once imported whole they are not kept (the run keeps their names).
+    upload.files.all().delete()
     return report.status

@@ -154,7 +154,7 @@ def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> 
         access.context(
             upload=upload,
             label=platform.label if platform else upload.platform,
-            files=list(upload.files.values_list("name", flat=True)),
+            files=list(upload.files.values_list("name", flat=True)) or (upload.run.file_names if upload.run else []),
             counts=_counts_rows(upload.report.get("counts", {})),
             refusals=refusals[:REFUSALS_SHOWN],
             refusals_more=max(0, len(refusals) - REFUSALS_SHOWN),

@@ -93,6 +93,8 @@ def test_upload_dry_run_confirm_and_run_page(program, role, django_capture_on_co
     assert Partner.objects.filter(workspace=program.workspace).count() == 3
     shown = browser.get(confirmed["Location"]).content.decode()
     assert "complete" in shown and "Import #" in shown and "email is missing" in shown
+    assert not upload.files.exists(), "the uploaded exports are not kept once imported"
+    assert "export1.csv" in browser.get(f"{page(program)}/uploads/{upload.pk}").content.decode()
 
     # A second confirmation starts nothing.
     with django_capture_on_commit_callbacks(execute=True):
