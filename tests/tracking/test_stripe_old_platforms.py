@@ -193,7 +193,7 @@ class TestLookups:
     def test_the_keys_read_per_platform(self):
         assert metadata_keys("rewardful") == ("referral",)
         assert metadata_keys("tolt") == ("tolt_referral",)
-        assert "partner_key" in metadata_keys("partnerstack") and "customer_key" in metadata_keys("partnerstack")
+        assert {"partner_key", "customer_key", "customer_id"} <= set(metadata_keys("partnerstack"))
         assert "fp_uid" in metadata_keys("firstpromoter")
         assert {"dubCustomerExternalId", "dubCustomerId", "dub_customer_id"} <= set(metadata_keys("dub"))
         assert metadata_keys("unknown") == ()

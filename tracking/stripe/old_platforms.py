@@ -20,8 +20,12 @@ from ..services.common import new_click_id
 
 OLD_PLATFORM_STEP = "old_platform"
 # Keys the platforms' own documentation names besides imports.platforms' (FirstPromoter matches a Stripe customer
-# by metadata fp_uid; Dub's webhooks still read the older dub_customer_id).
-MORE_METADATA_KEYS: dict[str, tuple[str, ...]] = {"firstpromoter": ("fp_uid",), "dub": ("dub_customer_id",)}
+# by metadata fp_uid; PartnerStack reads customer_key or customer_id; Dub's webhooks also read dub_customer_id).
+MORE_METADATA_KEYS: dict[str, tuple[str, ...]] = {
+    "firstpromoter": ("fp_uid",),
+    "partnerstack": ("customer_id",),
+    "dub": ("dub_customer_id",),
+}
 # Stripe metadata values are at most 500 characters; the columns they are compared with hold 255.
 MAX_VALUE_LENGTH = 255
 
