@@ -226,3 +226,9 @@ def test_a_celery_worker_log_line_is_redacted(tmp_path):
     assert worker.returncode == 0, worker.stderr
     assert key not in worker.stderr and "jane@corp.example" not in worker.stderr
     assert worker.stderr.count("j***@corp.example aff_[redacted]") == 2, worker.stderr
+
+
+def test_a_bare_token_without_a_digit_is_still_redacted():
+    # About one random 43-character key in 1,400 has no digit.
+    token = "usTTIBViP-BuMNNtJnKDuOueRJumEzcnfgM-ZndVKbY"
+    assert redact_text(f"key {token} sent") == f"key {REDACTED} sent"
