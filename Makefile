@@ -4,9 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
-# Two test processes (pytest-xdist), each with its own test database: the suite takes about half as long on two
-# cores. PYTEST_ARGS= make test runs it in one process.
-PYTEST_ARGS ?= -n 2
+# Three test processes (pytest-xdist), each with its own test database, on two cores: many tests wait (on a real
+# worker, a server, a browser) rather than compute, and work stealing keeps the long ones from ending the run
+# alone. PYTEST_ARGS= make test runs it in one process.
+PYTEST_ARGS ?= -n 3 --dist worksteal
 
 .PHONY: run test bench bench-scale lint fmt migrate worker beat install demo
 
