@@ -262,6 +262,8 @@ def test_a_normal_page_load_records_one_counted_click(tab, site, link):
     assert (event.traffic, event.flags) == ("", [])  # a person's click: counted, not flagged
     assert event.customer == Customer.objects.get(click_id=click_id)
     assert tab.page.evaluate("document.prerendering") is False
+    # The visit the tracker sends after the click is stored before the test's tables are emptied.
+    wait_for(tab, lambda: PageVisit.objects.exists())
 
 
 def test_a_prerendered_page_sends_nothing_until_it_is_shown(tab, site, link):
