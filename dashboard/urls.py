@@ -9,6 +9,8 @@ urlpatterns = [
     path("", views.program_list, name="dashboard-home"),
     # A program's payouts: /programs/<id>/payouts and below (docs/payouts.md).
     path("", include("dashboard.payout_urls")),
+    # Moving in from another platform: /programs/<id>/import and below (docs/import.md).
+    path("", include("dashboard.import_urls")),
     path("programs/<int:program_id>/", views.program_overview, name="dashboard-overview"),
     path(
         "programs/<int:program_id>/link-aliases",

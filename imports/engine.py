@@ -30,7 +30,8 @@ from programs.services import SHORT_LINK_PATTERN
 from tracking.models import Customer, CustomerStatus, LeadEvent, SaleEvent
 from tracking.services.common import new_click_id
 
-from .models import ImportedRecord, ImportRun
+from .models import ImportedRecord, ImportRun, ImportUpload
+from .platforms import PLATFORMS
 from .records import KINDS, CommissionRow, ImportFileError, LinkRow, PartnerRow, ReferralRow, Refusal, Source
 
 logger = logging.getLogger("svc.imports")
@@ -112,8 +113,6 @@ class UnknownPlatform(Exception):
 
 def platforms() -> dict[str, Any]:
     """The registered platform readers by name (imports.platforms.PLATFORMS)."""
-    from .platforms import PLATFORMS
-
     return dict(PLATFORMS)
 
 
@@ -813,8 +812,6 @@ def import_source(
 def upload_run(*, upload_id: int) -> str:
     """Runs a confirmed dashboard upload (imports.tasks.import_run): its files read again and imported into its
     run. Safe to run again: a finished run is left as it is, an interrupted one resumes."""
-    from .models import ImportUpload
-
     upload = ImportUpload.objects.select_related("program", "run", "actor").filter(pk=upload_id).first()
     if upload is None or upload.run is None:
         return "nothing to run"

@@ -1,5 +1,5 @@
 """The platforms an owner can move in from, by name (`manage.py import <name>`, the dashboard's upload page). Each
-reads that platform's documented export files into an imports.records.Source; docs/import_platforms.md says where
+reads that platform's documented export files into an imports.records.Source; docs/import.md (Platforms) says where
 to get them and what comes over."""
 
 from imports.platforms import dub, firstpromoter, partnerstack, rewardful, tolt

@@ -135,6 +135,8 @@ def program_pages(base: str, demo: Demo) -> dict[str, str]:
         "delete webhook": f"{webhook}/delete",
         "API key": f"{program}/key",
         "Stripe": f"{program}/stripe",
+        "payouts": f"{program}/payouts",
+        "import": f"{program}/import",
         "error codes": f"{base}/docs/errors",
         "CLI sign-in (link no longer valid)": f"{base}/cli/login",
     }

@@ -6,7 +6,7 @@ from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from imports import views
+from dashboard import import_views as views
 from imports.models import ImportRun, ImportUpload
 from imports.platforms import PLATFORMS
 from imports.platforms.base import Platform
@@ -15,7 +15,7 @@ from programs.models import Partner, Role
 from tests.factories import MembershipFactory, ProgramFactory
 from tests.imports.engine_sources import small_source
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.imports.urls")]
+pytestmark = [pytest.mark.django_db]
 
 EXPORT = b"fake export\n"
 

@@ -1,4 +1,4 @@
-"""The old platform's step of the Stripe attribution (tracking.stripe.old_platforms) through signed webhook events:
+"""The old platform's step of the Stripe attribution (imports.stripe_attribution) through signed webhook events:
 after the spec's five steps find no customer, a key the platform the program imported from writes on Stripe names
 the imported referral (or a partner's imported link), and renewals then follow the Stripe customer id."""
 
@@ -8,10 +8,10 @@ import pytest
 
 from commissions.models import Commission
 from imports.models import ImportedRecord
+from imports.stripe_attribution import metadata_keys, old_platform_customer
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.stripe_payloads import ACCOUNT, checkout_session, event, invoice, post_event
 from tracking.models import Customer, ProcessorEvent, SaleEvent
-from tracking.stripe.old_platforms import metadata_keys, old_platform_customer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stripe_webhook_secret")]
 

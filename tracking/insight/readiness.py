@@ -1,6 +1,7 @@
 """The readiness verdict: what works in a program's integration and the concrete next step for what does
 not. One computation serves GET /api/v1/programs/me/readiness, the dashboard and `svc status`."""
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -500,13 +501,13 @@ def live_events_check(counts: ReadinessCounts) -> Check:
     )
 
 
-def import_check(program: Program) -> Check | None:
-    """The last import from another platform and what to check after switching (imports.readiness); None when the
-    program never imported. Imported here, not at the top: the imports app builds on tracking."""
-    from imports.readiness import import_check as last_import
+# Checks other apps add (the imports app: the last import from another platform), each a function of the program
+# answering a Check's fields or None when it has nothing to say; registered in their AppConfig.ready().
+program_check_providers: list[Callable[[Program], dict[str, str] | None]] = []
 
-    fields = last_import(program)
-    return Check(**fields) if fields else None
+
+def provided_checks(program: Program) -> list[Check]:
+    return [Check(**fields) for provide in program_check_providers if (fields := provide(program))]
 
 
 @dataclass(frozen=True)
@@ -556,7 +557,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         bot_clicks_check(counts),
         clicks_set_aside_check(counts),
         mistakes_check(mistakes),
-        import_check(program),
+        *provided_checks(program),
     )
     for extra in extras:
         if extra is not None:

@@ -3,7 +3,7 @@
 after an earlier attributed payment; 4. client_reference_id, only when metadata has no click (the tracker
 writes the click there on payment links, buy buttons and pricing tables); 5. svc_customer_key alone,
 against the lead record. Then, for a program that imported from another platform, 6. that platform's own
-metadata key (tracking.stripe.old_platforms)."""
+metadata key (imports.stripe_attribution)."""
 
 from dataclasses import dataclass
 from typing import Any

@@ -262,7 +262,7 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
 
 def handle_customer_saved(program: Program, stripe_customer: dict[str, Any], livemode: bool) -> Outcome:
     """customer.created / customer.updated: a Stripe customer tagged by the platform the program imported from
-    (its metadata key, tracking.stripe.old_platforms) is tied to the customer that names, so every payment of that
+    (its metadata key, imports.stripe_attribution) is tied to the customer that names, so every payment of that
     Stripe customer is attributed by its id (step 3), as the old platform attributed it."""
     if not livemode:
         return ignored("test customer")

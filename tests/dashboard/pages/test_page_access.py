@@ -70,12 +70,13 @@ def test_the_overview_without_a_trailing_slash_redirects_to_it(owner_client, pro
 
 def test_the_navigation_links_every_page_and_stripe_for_roles_that_manage(owner_client, member_client, program):
     owner_page = owner_client.get(f"/programs/{program.pk}/events").content.decode()
-    for path in ["/", "/events", "/readiness", "/partners", "/commissions", "/key", "/stripe"]:
+    for path in ["/", "/events", "/readiness", "/partners", "/commissions", "/key", "/stripe", "/import"]:
         assert f'href="/programs/{program.pk}{path}"' in owner_page
     assert f'href="/programs/{program.pk}/events" aria-current="page"' in owner_page
-    # Members cannot open the Stripe page (program:manage), so it is not offered to them.
+    # Members cannot open the Stripe or Import page (program:manage), so neither is offered to them.
     member_page = member_client.get(f"/programs/{program.pk}/events").content.decode()
     assert f'href="/programs/{program.pk}/stripe"' not in member_page
+    assert f'href="/programs/{program.pk}/import"' not in member_page
 
 
 def test_the_stripe_page_carries_the_program_navigation(owner_client, program):

@@ -1,8 +1,8 @@
-"""The Import page's routes (imports.views); config/urls.py includes them."""
+"""The Import page's routes (dashboard.import_views)."""
 
 from django.urls import path
 
-from . import views
+from . import import_views as views
 
 urlpatterns = [
     path("programs/<int:program_id>/import", views.import_page, name="imports-page"),

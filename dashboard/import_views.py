@@ -16,13 +16,14 @@ from django.shortcuts import redirect, render
 
 from core.ids import id_parse
 from core.tasks import enqueue
-from dashboard.views import ProgramAccess
-from dashboard.webhook_views import program_action
+from imports.engine import import_source, platforms, run_prepare, source_digest, source_read
+from imports.models import ImportRun, ImportUpload, ImportUploadFile
+from imports.records import KINDS, ImportFileError
+from imports.tasks import import_run
 from programs.models import Action
 
-from .engine import import_source, platforms, run_prepare, source_digest, source_read
-from .models import ImportRun, ImportUpload, ImportUploadFile
-from .records import KINDS, ImportFileError
+from .views import ProgramAccess
+from .webhook_views import program_action
 
 # What one upload may hold: enough for a large program's exports, small enough to keep in a row.
 UPLOAD_MAX_BYTES = 50 * 1024 * 1024
@@ -166,8 +167,6 @@ def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> 
 def upload_confirm(request: HttpRequest, access: ProgramAccess, upload_id: int) -> HttpResponse:
     """Runs the upload: its run is made (or the interrupted run of the same rows resumed) and the task queued once
     this commits; a second confirmation of the same upload starts nothing."""
-    from .tasks import import_run
-
     with transaction.atomic():
         upload = ImportUpload.objects.select_for_update().filter(pk=_upload(access, upload_id).pk).get()
         if upload.run_id is not None:
