@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -39,6 +39,8 @@ logger = logging.getLogger("svc.imports")
 PARTNER, LINK, REFERRAL, COMMISSION = KINDS
 CREDIT_MEMO = "Imported from {label}: commission {source_id}"
 PAID_MEMO = "Paid on {label} before the move"
+# A batch that met rows another run of the same program imported meanwhile: rolled back whole, nothing twice.
+RAN_AT_ONCE = "another import of this program wrote the same rows at the same time; run it again to finish"
 # How many rows a read of existing objects asks for at once (IN lists stay short).
 READ_CHUNK = 2000
 
@@ -793,8 +795,9 @@ def import_source(
     try:
         report = importer.execute()
     except BaseException as error:
+        reason = RAN_AT_ONCE if isinstance(error, IntegrityError) else f"{type(error).__name__}: {error}"
         ImportRun.objects.filter(pk=run.pk).update(
-            status=ImportRun.Status.FAILED, error=f"{type(error).__name__}: {error}"[:2000], updated_at=timezone.now()
+            status=ImportRun.Status.FAILED, error=reason[:2000], updated_at=timezone.now()
         )
         logger.exception("import.failed", extra={"run_id": run.pk, "platform": source.platform})
         raise
