@@ -294,6 +294,10 @@ SILENCED_SYSTEM_CHECKS = [
 # Largest request body, in bytes: 413 above it (core.middleware.RequestLimitsMiddleware), also for chunked bodies.
 # 2.5 MiB, Django's default, is far above any tracking body (a sale with a hundred line items is about 20 KB).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# The one page that takes files: the dashboard's Import page (another platform's exports, docs/import.md). Its
+# uploads may reach IMPORT_UPLOAD_MAX_BYTES together; its POST body may be that plus the form's own fields.
+IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+LARGE_BODY_PATHS = ((r"/programs/\d+/import", IMPORT_UPLOAD_MAX_BYTES + 1024 * 1024),)
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.api.handler.api_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [],

@@ -39,6 +39,14 @@ def request_id_of(request: HttpRequest) -> str:
     return request.request_id  # type: ignore[attr-defined]
 
 
+def body_limit(path: str) -> int:
+    """The largest body a request to `path` may send: DATA_UPLOAD_MAX_MEMORY_SIZE, or a LARGE_BODY_PATHS limit."""
+    for pattern, limit in settings.LARGE_BODY_PATHS:
+        if re.fullmatch(pattern, path):
+            return int(limit)
+    return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
 class RequestLimitsMiddleware:
     """Refuses, before anything reads the request, what would otherwise fail later with a 500 or an HTML page:
     a URL or headers over the limits of core/limits.py (414, 431), a body over DATA_UPLOAD_MAX_MEMORY_SIZE (413,
@@ -85,7 +93,7 @@ class RequestLimitsMiddleware:
         return self.body_refusal(request)
 
     def body_refusal(self, request: WSGIRequest) -> errors.ApiError | None:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit(request.path_info)
         declared = request.META.get("CONTENT_LENGTH") or ""
         if declared:
             try:

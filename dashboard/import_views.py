@@ -8,6 +8,7 @@ through the program in the path, so another program's or workspace's id answers 
 owner nor admin get the 403 page."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages as flash
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -25,8 +26,9 @@ from programs.models import Action
 from .views import ProgramAccess
 from .webhook_views import program_action
 
-# What one upload may hold: enough for a large program's exports, small enough to keep in a row.
-UPLOAD_MAX_BYTES = 50 * 1024 * 1024
+# What one upload may hold: enough for a large program's exports, small enough to keep in a row. The request
+# limits let this page's body reach it (settings.LARGE_BODY_PATHS).
+UPLOAD_MAX_BYTES = settings.IMPORT_UPLOAD_MAX_BYTES
 UPLOAD_MAX_FILES = 10
 RUNS_SHOWN = 20
 REFUSALS_SHOWN = 500
