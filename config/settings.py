@@ -207,6 +207,8 @@ RAW_CLICK_RETENTION_DAYS = env_int("RAW_CLICK_RETENTION_DAYS", 0)
 CELERY_BEAT_SCHEDULE["reconcile-payouts"] = {"task": "payouts.reconcile", "schedule": 300.0}
 # Programs whose payout minimum is marked automatic are paid without an owner confirming, once a day.
 CELERY_BEAT_SCHEDULE["scheduled-payout-runs"] = {"task": "payouts.scheduled_runs", "schedule": 86400.0}
+# Import uploads never confirmed lose their files after a week (imports.engine.unconfirmed_uploads_prune).
+CELERY_BEAT_SCHEDULE["prune-import-uploads"] = {"task": "imports.prune_uploads", "schedule": 86400.0}
 CELERY_BEAT_SCHEDULE["update-rollups"] = {
     "task": "tracking.update_rollups",
     "schedule": float(ROLLUP_INTERVAL_SECONDS),

@@ -832,3 +832,17 @@ def upload_run(*, upload_id: int) -> str:
     # The exports hold people's emails: once imported whole they are not kept (the run keeps their names).
     upload.files.all().delete()
     return report.status
+
+
+# An upload never confirmed is kept this long after its dry run, then its files go.
+UNCONFIRMED_UPLOAD_KEPT = timedelta(days=7)
+
+
+def unconfirmed_uploads_prune(*, now: datetime | None = None) -> int:
+    """Deletes the uploads (and their files) never confirmed within UNCONFIRMED_UPLOAD_KEPT; answers how many. A
+    confirmed upload belongs to its run, which deletes its files once complete."""
+    cutoff = (now or timezone.now()) - UNCONFIRMED_UPLOAD_KEPT
+    stale = ImportUpload.objects.filter(run__isnull=True, created_at__lt=cutoff)
+    count = stale.count()
+    stale.delete()
+    return count

@@ -173,3 +173,34 @@ def test_a_rewardful_export_through_the_page(program, django_capture_on_commit_c
     assert run.status == ImportRun.Status.COMPLETE and run.counts == planned
     assert run.file_names == ["affiliates.json", "referrals.json", "commissions.json"]
     assert Commission.objects.filter(program=program).count() == planned["commission"]["created"]
+
+
+def test_an_upload_never_confirmed_loses_its_files_after_a_week(program):
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.utils import timezone
+
+    from imports.engine import UNCONFIRMED_UPLOAD_KEPT
+    from imports.models import ImportUploadFile
+    from imports.tasks import prune_uploads
+
+    browser = client_of(program, Role.OWNER)
+    for _ in range(2):
+        browser.post(page(program), {"platform": "fake", "files": [SimpleUploadedFile("export.csv", EXPORT)]})
+    old, recent = ImportUpload.objects.order_by("pk")
+    ImportUpload.objects.filter(pk=old.pk).update(created_at=timezone.now() - UNCONFIRMED_UPLOAD_KEPT - timedelta(1))
+    run = ImportRun.objects.create(program=program, platform="fake", files_digest="d")
+    confirmed_long_ago = ImportUpload.objects.create(
+        program=program,
+        platform="fake",
+        files_digest="d",
+        run=run,
+    )
+    ImportUpload.objects.filter(pk=confirmed_long_ago.pk).update(created_at=timezone.now() - timedelta(days=30))
+
+    assert prune_uploads.apply().get() == 1
+    assert set(ImportUpload.objects.values_list("pk", flat=True)) == {recent.pk, confirmed_long_ago.pk}
+    assert not ImportUploadFile.objects.filter(upload_id=old.pk).exists()
+    assert browser.get(f"{page(program)}/uploads/{old.pk}").status_code == 404
+    assert settings.CELERY_BEAT_SCHEDULE["prune-import-uploads"]["task"] == "imports.prune_uploads"
