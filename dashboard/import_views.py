@@ -20,7 +20,7 @@ from core.tasks import enqueue
 from imports.engine import import_source, platforms, run_prepare, source_digest, source_read
 from imports.models import ImportRun, ImportUpload, ImportUploadFile
 from imports.records import KINDS, ImportFileError
-from imports.tasks import import_run
+from imports.tasks import upload_import_task
 from programs.models import Action
 
 from .views import ProgramAccess
@@ -183,7 +183,7 @@ def upload_confirm(request: HttpRequest, access: ProgramAccess, upload_id: int) 
         )
         upload.run = run
         upload.save(update_fields=["run"])
-        transaction.on_commit(lambda: enqueue(import_run, upload.pk))
+        transaction.on_commit(lambda: enqueue(upload_import_task, upload.pk))
     flash.success(request, CONFIRMED)
     return redirect("imports-run", program_id=access.program.pk, run_id=run.pk)
 

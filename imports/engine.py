@@ -813,7 +813,7 @@ def import_source(
 
 
 def upload_run(*, upload_id: int) -> str:
-    """Runs a confirmed dashboard upload (imports.tasks.import_run): its files read again and imported into its
+    """Runs a confirmed dashboard upload (imports.tasks.upload_import_task): its files read again and imported into its
     run. Safe to run again: a finished run is left as it is, an interrupted one resumes."""
     upload = ImportUpload.objects.select_related("program", "run", "actor").filter(pk=upload_id).first()
     if upload is None or upload.run is None:

@@ -7,10 +7,10 @@ from .engine import unconfirmed_uploads_prune, upload_run
 
 
 @service_task("imports.import_run", soft_time_limit=3300, time_limit=3600)
-def import_run(upload_id: int) -> str:
+def upload_import_task(upload_id: int) -> str:
     return upload_run(upload_id=upload_id)
 
 
 @service_task("imports.prune_uploads")
-def prune_uploads() -> int:
+def unconfirmed_uploads_prune_task() -> int:
     return unconfirmed_uploads_prune()

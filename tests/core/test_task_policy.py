@@ -32,20 +32,27 @@ REGISTERED_NAMES = {
     "payouts.reconcile",
     "payouts.email",
     "payouts.scheduled_runs",
+    "imports.import_run",
+    "imports.prune_uploads",
 }
 
 
-PROJECT_APPS = {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks", "portal", "payouts"}
+PROJECT_APPS = {
+    "commissions",
+    "tracking",
+    "cli_api",
+    "agent_api",
+    "programs",
+    "webhooks",
+    "portal",
+    "payouts",
+    "imports",
+}
 
 
 def project_tasks():
     celery_app.loader.import_default_modules()
-    return {
-        name: task
-        for name, task in celery_app.tasks.items()
-        if name.split(".")[0]
-        in {"commissions", "tracking", "cli_api", "agent_api", "programs", "webhooks", "portal", "payouts"}
-    }
+    return {name: task for name, task in celery_app.tasks.items() if name.split(".")[0] in PROJECT_APPS}
 
 
 def test_every_task_keeps_its_registered_name_and_beat_addresses_registered_tasks():

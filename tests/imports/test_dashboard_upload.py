@@ -183,7 +183,7 @@ def test_an_upload_never_confirmed_loses_its_files_after_a_week(program):
 
     from imports.engine import UNCONFIRMED_UPLOAD_KEPT
     from imports.models import ImportUploadFile
-    from imports.tasks import prune_uploads
+    from imports.tasks import unconfirmed_uploads_prune_task
 
     browser = client_of(program, Role.OWNER)
     for _ in range(2):
@@ -199,7 +199,7 @@ def test_an_upload_never_confirmed_loses_its_files_after_a_week(program):
     )
     ImportUpload.objects.filter(pk=confirmed_long_ago.pk).update(created_at=timezone.now() - timedelta(days=30))
 
-    assert prune_uploads.apply().get() == 1
+    assert unconfirmed_uploads_prune_task.apply().get() == 1
     assert set(ImportUpload.objects.values_list("pk", flat=True)) == {recent.pk, confirmed_long_ago.pk}
     assert not ImportUploadFile.objects.filter(upload_id=old.pk).exists()
     assert browser.get(f"{page(program)}/uploads/{old.pk}").status_code == 404
