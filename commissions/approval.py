@@ -9,11 +9,11 @@ from django.db.models import Model
 from django.utils import timezone
 
 from core.sql import SqlValue, insert_family, insert_pair_supported
-from portal.emails import commission_email_later, commission_emails_catch_up
 from webhooks.events import event_emit, event_new, event_saved
 from webhooks.models import EventType, WebhookEvent
 from webhooks.payloads import commission_data
 
+from .followers import approval_job_done, commission_status_changed
 from .models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 
 CREDIT_MEMO = "Commission #{pk} approved"
@@ -161,7 +161,7 @@ def approve(commission: Commission, now: datetime, *, memo: str = "") -> None:
     commission.save(update_fields=["status", "credited", "approved_at", "updated_at"])
     ledger_credit(commission, memo)
     commission_event_emit(commission, EventType.COMMISSION_APPROVED)
-    commission_email_later(commission)  # the partner's email, after commit
+    commission_status_changed(commission)  # the partner's email (portal), after commit
 
 
 def commission_approve(*, commission_id: int, now: datetime | None = None) -> bool:
@@ -212,5 +212,5 @@ def commissions_approve_due(*, now: datetime | None = None, batch_size: int = 50
         batch_approved = sum(commission_approve(commission_id=pk, now=now) for pk in due)
         approved += batch_approved
         if len(due) < batch_size or batch_approved == 0:
-            commission_emails_catch_up(now=now)  # partners' emails of approvals at creation (hold 0)
+            approval_job_done(now=now)  # partners' emails of approvals at creation (hold 0)
             return approved

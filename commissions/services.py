@@ -15,7 +15,6 @@ from core import messages
 from core.money import money
 from core.tasks import enqueue
 from fraud.sale import NO_FLAGS, SaleFlags
-from portal.emails import commission_email_later
 from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
@@ -30,6 +29,7 @@ from .approval import (
     review_new,
 )
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
+from .followers import commission_status_changed
 from .models import (
     Commission,
     CommissionReview,
@@ -416,7 +416,7 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
         )
 
         transaction.on_commit(lambda: enqueue(notification_outbox_deliver_task, outbox.pk))
-        commission_email_later(commission)  # the partner's email (refunded or reversed), after commit
+        commission_status_changed(commission)  # the partner's email (refunded or reversed), after commit
     return RefundOutcome(status=commission.status, commission_id=commission.pk, deduction=step.deduction)
 
 

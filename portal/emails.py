@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus
 from core.money import money
-from core.tasks import enqueue
+from core.tasks import enqueue, service_task
 from core.urls import public_url
 from programs.models import PartnerAccount
 
@@ -87,8 +87,6 @@ def commission_email_later(commission: Commission | None) -> None:
     emailed by commission_emails_catch_up instead: the sale's path queues no message of its own."""
     if commission is None or commission.status not in KIND_OF_STATUS:
         return
-    from .tasks import commission_email_task  # the task module imports this one
-
     status = str(commission.status)
     step = 0 if status == CommissionStatus.APPROVED else commission.refund_count
     transaction.on_commit(lambda: enqueue(commission_email_task, commission.pk, status, step), robust=True)
@@ -171,3 +169,9 @@ def commission_emails_catch_up(*, now: datetime | None = None, batch_size: int =
         except Exception:
             logger.exception("portal.commission_email_failed", extra={"commission_id": commission_id})
     return sent
+
+
+# Declared beside its sender (as payouts' email task is): commission_email_later, above, queues it.
+@service_task("portal.commission_email")
+def commission_email_task(commission_id: int, status: str, step: int = 0) -> bool:
+    return commission_email_send(commission_id=commission_id, status=status, step=step)

@@ -1,8 +1,6 @@
-from core.tasks import service_task
+"""Every portal task, for the worker's autodiscovery. The commission email is declared beside its sender, because
+the function that queues it sits in the same module."""
 
-from .emails import commission_email_send
+from .emails import commission_email_task
 
-
-@service_task("portal.commission_email")
-def commission_email_task(commission_id: int, status: str, step: int = 0) -> bool:
-    return commission_email_send(commission_id=commission_id, status=status, step=step)
+__all__ = ["commission_email_task"]

@@ -19,6 +19,7 @@ APPS = (
     "webhooks",
     "fraud",
     "payouts",
+    "portal",
     "imports",
 )
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
