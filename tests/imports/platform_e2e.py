@@ -2,16 +2,14 @@
 creates what the dry run said, a re-run creates nothing twice, each partner's imported balance equals what the
 source says is approved and unpaid, and every link keeps its code."""
 
-from collections import Counter
-
 from commissions.models import Commission, LedgerEntry
 from commissions.selectors import ledger_balances
 from imports.engine import import_source
 from imports.models import ImportedRecord, ImportRun
 from imports.platforms import PLATFORMS
-from imports.records import Source
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from tests.factories import ProgramFactory
+from tests.imports.engine_sources import approved_unpaid
 from tracking.models import Customer, SaleEvent
 
 TABLES = (Partner, PartnerProgram, ReferralLink, Customer, SaleEvent, Commission, LedgerEntry, ImportedRecord)
@@ -19,15 +17,6 @@ TABLES = (Partner, PartnerProgram, ReferralLink, Customer, SaleEvent, Commission
 
 def row_counts() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in TABLES}
-
-
-def approved_unpaid(source: Source) -> dict[tuple[str, str], int]:
-    """What the source says each partner is owed: approved and not paid, per partner source id and currency."""
-    owed: Counter[tuple[str, str]] = Counter()
-    for row in source.commissions:
-        if row.status == "approved":
-            owed[(row.partner_source_id, row.currency)] += row.commission_amount_minor
-    return dict(owed)
 
 
 def imported_ids(program: Program, platform: str, kind: str) -> dict[str, int]:
