@@ -138,8 +138,32 @@ class TestTheClickCookie:
     def test_several_domains_each_shop_takes_its_own(self, link, settings):
         settings.TRUSTED_PROXY_COUNT = 1
         settings.FIRST_PARTY_COOKIE_DOMAIN = "example.com, .shop.test"
-        response = click(**PREFIX, HTTP_X_FORWARDED_HOST="www.shop.test, proxy.internal")
+        response = click(**PREFIX, HTTP_X_FORWARDED_HOST="www.shop.test")
         assert SimpleCookie(set_cookie(response))["svc_click_id"]["domain"] == "shop.test"
+
+    @pytest.mark.parametrize(
+        ("forwarded_host", "domain"),
+        [
+            # Apache appends the Host the visitor asked for to whatever the client sent: the right-most is the proxy's.
+            ("evil.example, shop.example", "shop.example"),
+            ("www.example.com, shop.example", "shop.example"),
+            ("www.example.com,shop.example", "shop.example"),
+            ("shop.example, evil.example", None),
+            ("shop.example, www.example.com:443", "example.com"),
+        ],
+    )
+    def test_an_appended_forwarded_host_is_read_by_the_value_the_proxy_added(
+        self, link, settings, forwarded_host, domain
+    ):
+        settings.TRUSTED_PROXY_COUNT = 1
+        settings.FIRST_PARTY_COOKIE_DOMAIN = "example.com, shop.example"
+        response = click(**PREFIX, HTTP_X_FORWARDED_HOST=forwarded_host)
+        assert SimpleCookie(set_cookie(response))["svc_click_id"]["domain"] == (domain or "")
+
+    def test_an_appended_forwarded_proto_is_read_by_the_value_the_proxy_added(self, link, settings):
+        settings.TRUSTED_PROXY_COUNT = 1
+        assert "Secure" not in set_cookie(click(**PREFIX, HTTP_X_FORWARDED_PROTO="https, http"))
+        assert set_cookie(click(**PREFIX, HTTP_X_FORWARDED_PROTO="http, https")).endswith("; Secure")
 
     def test_no_domain_when_the_setting_is_empty(self, link, settings):
         settings.TRUSTED_PROXY_COUNT = 1

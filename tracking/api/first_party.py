@@ -4,8 +4,9 @@ the svc_click_id cookie set by the server: the browser keeps it for the program'
 written by script), and the page still reads it (window.svc.getClickId()), so it is never HttpOnly.
 
 A client sending X-Forwarded-Prefix itself gains nothing: the cookie lands on the host it called, for it alone.
-X-Forwarded-Host and X-Forwarded-Proto are read only behind trusted proxies (TRUSTED_PROXY_COUNT > 0), and only to
-decide the cookie's Domain and Secure attributes: no URL or redirect is ever built from them."""
+X-Forwarded-Host and X-Forwarded-Proto are read only behind trusted proxies (TRUSTED_PROXY_COUNT > 0), by their
+right-most value (the one the proxy added), and only to decide the cookie's Domain, always one FIRST_PARTY_COOKIE_DOMAIN
+names, and Secure attributes: no URL or redirect is ever built from them."""
 
 import re
 
@@ -45,10 +46,12 @@ def is_first_party(request: HttpRequest) -> bool:
 
 
 def _forwarded(request: HttpRequest, name: str) -> str:
-    """The first value of a forwarded header (the one the outermost trusted proxy set), behind trusted proxies only."""
+    """The right-most value of a forwarded header, behind trusted proxies only: a proxy that appends (Apache's
+    X-Forwarded-Host) writes after whatever the client sent, so only the last value is the proxy's, as with
+    X-Forwarded-For (core.clientip). A balancer that appends its own host in turn costs the Domain, never more."""
     if settings.TRUSTED_PROXY_COUNT <= 0:
         return ""
-    return request.META.get(name, "").split(",", 1)[0].strip()
+    return request.META.get(name, "").rsplit(",", 1)[-1].strip()
 
 
 def original_scheme(request: HttpRequest) -> str:
