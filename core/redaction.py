@@ -7,6 +7,8 @@
   webhook signing secrets (`whsec_…`), Stripe secret and restricted keys (`sk_live_…`, `rk_test_…`) become their
   prefix and `[redacted]`; a JSON Web Token and a bare 43-character random token (a program key from before the
   `aff_` prefix, a CLI login state) become `[redacted]`.
+- A partner portal password-reset link's token (`/portal/password-reset/1-dixhh1-83179e17…`: the account's id and
+  the timestamp in base 36, then 32 hex digits) becomes `[redacted]`: an unused link read in a log resets the account.
 - A card number: 13 to 19 digits, in groups separated by single spaces or dashes, that pass the Luhn check keep
   their last four digits, `4242 4242 4242 4242` → `**** **** **** 4242`.
 - In a URL or query string (the log line variants only): the value of a parameter named like a secret
@@ -15,7 +17,7 @@
 core imports no feature app, so the prefixes are written here; tests/core/test_redaction.py makes each app's own
 generator's output and checks it is redacted. Runs on every logged call (about 6 µs a request-log row): the
 patterns are compiled once, and each is only run on text that can hold its shape (an `_`, `eyJ`, 43 characters,
-an `@` or `%40`, a run of 13 digits, spaces or dashes)."""
+a `-` in 36, an `@` or `%40`, a run of 13 digits, spaces or dashes)."""
 
 import re
 from typing import Any
@@ -43,6 +45,9 @@ _PREFIXED = re.compile(
 )
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 _BARE_TOKEN = re.compile(rf"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{{{BARE_TOKEN_LENGTH}}}(?![A-Za-z0-9_-])")
+# portal.account.reset_link_token: `<account id>-<timestamp>-<hash>`, Django's PasswordResetTokenGenerator after the id.
+_RESET_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[0-9a-z]{1,13}-[0-9a-z]{1,13}-[0-9a-f]{32}(?![A-Za-z0-9_-])")
+RESET_TOKEN_MIN_LENGTH = 36
 # The local part is kept to the characters addresses really use, so a URL's `?email=` or `/` never joins it.
 _EMAIL = re.compile(r"(?P<local>[\w.+-]+)(?:@|%40)(?P<domain>[\w-]+(?:\.[\w-]+)+)")
 _EMAIL_HINT = re.compile(r"@|%40")
@@ -129,6 +134,8 @@ def redact_text(text: str) -> str:
         text = _JWT.sub(REDACTED, text)
     if len(text) >= BARE_TOKEN_LENGTH:
         text = _BARE_TOKEN.sub(_bare_token_redacted, text)
+    if len(text) >= RESET_TOKEN_MIN_LENGTH and "-" in text:
+        text = _RESET_TOKEN.sub(REDACTED, text)
     if _EMAIL_HINT.search(text):
         text = _EMAIL.sub(_email_masked, text)
     if _CARD_HINT.search(text):

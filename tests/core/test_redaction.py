@@ -14,10 +14,17 @@ from cli_api.tokens import id_token_issue
 from core.gunicorn_logging import RedactedAtoms, RedactingFilter
 from core.logging import RedactingFormatter
 from core.redaction import REDACTED, email_mask, luhn_valid, redact, redact_line, redact_text
+from portal.account import reset_link_token
 from programs.keys import AGENT_KEY_PREFIX, PROGRAM_KEY_PREFIX, PROGRAM_TEST_KEY_PREFIX, generate_key
+from programs.models import PartnerAccount
 from webhooks.signing import secret_generate
 
 CARD = "4242 4242 4242 4242"
+
+
+def password_reset_token(account_id: int = 1) -> str:
+    """A portal password-reset link's token (`<id>-<timestamp>-<hash>`), as the portal makes it."""
+    return reset_link_token(PartnerAccount(pk=account_id, email="jane@corp.example", password="pbkdf2_sha256$x"))
 
 
 def secrets_of_every_kind() -> dict[str, str]:
@@ -30,6 +37,8 @@ def secrets_of_every_kind() -> dict[str, str]:
         "CLI token": generate_key(LOGIN_TOKEN_PREFIX),
         "webhook secret": secret_generate(),
         "Stripe secret key": "sk_live_51Hx" + "a1B2c3D4" * 10,
+        "portal password-reset token": password_reset_token(),
+        "portal password-reset token of a large account id": password_reset_token(10**12),
     }
 
 
@@ -52,6 +61,17 @@ def test_a_prefixed_key_keeps_its_prefix_so_the_reader_knows_what_it_was():
 def test_a_cli_login_id_token_is_redacted():
     token = id_token_issue(user_id=1, session_digest="d" * 64)
     assert redact_text(f"id_token {token} sent") == f"id_token {REDACTED} sent"
+
+
+def test_a_password_reset_link_is_redacted_in_a_request_line_a_referer_and_a_request_log_row():
+    token = password_reset_token(4242)
+    path = f"/portal/password-reset/{token}"
+    assert redact_line(f"GET {path} HTTP/1.1") == f"GET /portal/password-reset/{REDACTED} HTTP/1.1"
+    assert redact_line(f"https://shop.example{path}") == f"https://shop.example/portal/password-reset/{REDACTED}"
+    assert redact({"route": path, "message": f"Gone: {path}"}) == {
+        "route": f"/portal/password-reset/{REDACTED}",
+        "message": f"Gone: /portal/password-reset/{REDACTED}",
+    }
 
 
 def test_a_percent_encoded_webhook_secret_in_a_url_is_redacted():

@@ -1,7 +1,8 @@
 """No key reaches the server's logs (issue 22): gunicorn as deployed (config/gunicorn.conf.py, DEBUG off, the
 access log on in its default format, which writes the request line and the Referer) is sent a live key as
 `?api_key=…`, in a Referer and in a path Django logs as not found, and the whole output (access log, gunicorn's
-error log, the application log) holds none of it, nor the email sent along."""
+error log, the application log) holds none of it, nor the email sent along. Nor a partner's password-reset link
+(issue 37): found in a log, an unused one would reset the account."""
 
 import time
 from collections.abc import Iterator
@@ -10,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from portal.account import reset_link_token
+from portal.services import account_create
 from programs.keys import AGENT_KEY_PREFIX, generate_key
 from tests.factories import ProgramFactory
 from tests.gunicorn import gunicorn_serving
@@ -20,6 +23,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 EMAIL = "jane@corp.example"
 LOG_WAIT_SECONDS = 10
+SECRET_KEY = "log-redaction-served-tests-only"
 
 
 @pytest.fixture
@@ -28,7 +32,7 @@ def deployed(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     env = {
         "DATABASE_URL": _test_database_url(),
         "DEBUG": "false",
-        "SECRET_KEY": "log-redaction-served-tests-only",
+        "SECRET_KEY": SECRET_KEY,
         "ALLOWED_HOSTS": "127.0.0.1",
         "REDIS_URL": "",
         "INSTANCE_ID": "",
@@ -79,3 +83,29 @@ def test_a_key_sent_in_the_query_a_referer_or_a_path_is_in_no_log_line(deployed)
     assert "/api/v1/nowhere/aff_[redacted]?api_key=[redacted]" in text
     assert "https://shop.example/checkout?token=[redacted]&email=j***@corp.example" in text
     assert "Not Found: /api/v1/nowhere/aff_[redacted]" in text  # django.request, through the application log
+
+
+def test_a_password_reset_link_is_in_no_log_line(deployed, settings):
+    url, log = deployed
+    settings.SECRET_KEY = SECRET_KEY  # the link the server would email: it signs with its own key
+    token = reset_link_token(account_create(EMAIL, "an old pass-word 123"))
+    # Of the same shape, as a guesser would try: refused (410), which Django logs by its path.
+    forged = f"{token.rpartition('-')[0]}-{'0' * 32}"
+    page = f"/portal/password-reset/{token}"
+
+    with httpx.Client(base_url=url, timeout=15) as client:
+        opened = client.get(page)
+        # No CSRF cookie: refused (403), and Django's security log names the path.
+        posted = client.post(page, data={"password": "a new pass-word 456", "password2": "a new pass-word 456"})
+        gone = client.get(f"/portal/password-reset/{forged}")
+        onward = client.get("/portal/sign-in", headers={"Referer": f"{url}{page}"})
+    assert (opened.status_code, posted.status_code, gone.status_code, onward.status_code) == (200, 403, 410, 200)
+
+    text = logged_lines(log, "/portal/", 4)
+    for secret in (token, forged, token.partition("-")[2]):
+        assert secret not in text, (secret, text[-3000:])
+    assert "GET /portal/password-reset/[redacted] " in text, text[-3000:]
+    assert "POST /portal/password-reset/[redacted] " in text
+    assert f'"{url}/portal/password-reset/[redacted]"' in text  # the Referer of the next page
+    assert "Gone: /portal/password-reset/[redacted]" in text  # django.request, through the application log
+    assert "Forbidden (CSRF cookie not set.): /portal/password-reset/[redacted]" in text
