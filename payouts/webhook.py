@@ -11,7 +11,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from tracking.stripe.webhook import SIGNATURE_TOLERANCE_SECONDS
+from core.stripe_signatures import stripe_signature_verify
 
 from .stripe_rail import connect_event_apply
 
@@ -25,7 +25,7 @@ def _refuse(message: str, status: int = 400) -> JsonResponse:
 def _verified(body: bytes, signature: str, secrets: list[str]) -> bool:
     for secret in secrets:
         try:
-            stripe.Webhook.construct_event(body, signature, secret, tolerance=SIGNATURE_TOLERANCE_SECONDS)
+            stripe_signature_verify(body, signature, secret)
         except stripe.SignatureVerificationError:
             continue
         return True

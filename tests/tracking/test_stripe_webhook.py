@@ -97,3 +97,13 @@ def test_a_signed_event_holding_text_postgresql_cannot_store_is_kept_with_it_rep
     stored = ProcessorEvent.objects.get().payload["data"]["object"]
     assert stored["metadata"] == {"note": "a\ufffdb", "k\ufffd": "v"}
     assert stored["customer_details"]["email"] == "buyer\ufffd@example.com"
+
+
+@pytest.mark.parametrize(("ahead", "accepted"), [(3600, False), (301, False), (240, True)])
+def test_a_signature_dated_in_the_future_is_refused_past_the_tolerance(client, program, ahead, accepted):
+    payload = event("checkout.session.completed", checkout_session())
+    response = post_event(client, payload, timestamp=int(time.time()) + ahead)
+    assert response.status_code == (200 if accepted else 400)
+    if not accepted:
+        assert response.json()["error"] == "Invalid or expired signature"
+    assert ProcessorEvent.objects.exists() == accepted

@@ -8,12 +8,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from core.stripe_signatures import stripe_signature_verify
 from core.text import storable_copy
 
 from .services import processor_event_store
-
-# Stripe's own default: a signature older than five minutes is refused (replay protection).
-SIGNATURE_TOLERANCE_SECONDS = 300
 
 
 def _refuse(message: str, status: int = 400) -> JsonResponse:
@@ -32,7 +30,7 @@ def stripe_webhook(request: HttpRequest) -> JsonResponse:
     if not signature:
         return _refuse("Missing Stripe-Signature header")
     try:
-        stripe.Webhook.construct_event(request.body, signature, secret, tolerance=SIGNATURE_TOLERANCE_SECONDS)
+        stripe_signature_verify(request.body, signature, secret)
     except ValueError:
         return _refuse("Invalid payload")
     except stripe.SignatureVerificationError:
