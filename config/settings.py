@@ -320,6 +320,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CommissionTypeEnum": "programs.models.CommissionType",
         "LeadAuthEnum": "programs.models.LeadAuth",
+# The most values (JSON values, CSV fields) one import reads, all files together: a read holds each as a Python
+# object, ~35-150 bytes apiece at its peak, so this bounds its memory where bytes alone do not (50 MB of "{}," is 17
+# million dicts). Real exports run ~25 bytes of JSON a value: 50 MB of one is about 2 million.
+IMPORT_MAX_VALUES = env_int("IMPORT_MAX_VALUES", 2_500_000, minimum=1000)
         # The one-value discriminators of the agent and dashboard events lists and the attribution explanation.
         "SaleKindEnum": [("sale", "sale")],
         "LeadKindEnum": [("lead", "lead")],

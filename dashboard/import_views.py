@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 
 from core.ids import id_parse
 from core.tasks import enqueue
-from imports.engine import import_source, platforms, run_prepare, source_digest, source_read
+from imports.engine import bytes_capped, import_source, platforms, run_prepare, source_digest, source_read
 from imports.models import ImportRun, ImportUpload, ImportUploadFile
 from imports.records import KINDS, ImportFileError
 from imports.tasks import upload_import_task
@@ -78,13 +78,11 @@ def _read_files(files: list[UploadedFile]) -> list[tuple[str, bytes]] | str:
     read: list[tuple[str, bytes]] = []
     total = 0
     for upload in files:
-        data = bytearray()
-        for chunk in upload.chunks():
-            data += chunk
-            total += len(chunk)
-            if total > UPLOAD_MAX_BYTES:
-                return TOO_BIG
-        read.append(((upload.name or "file").rsplit("/", 1)[-1][:255], bytes(data)))
+        data = bytes_capped(upload.chunks(), limit=UPLOAD_MAX_BYTES - total)
+        if data is None:
+            return TOO_BIG
+        total += len(data)
+        read.append(((upload.name or "file").rsplit("/", 1)[-1][:255], data))
     return read
 
 

@@ -127,6 +127,17 @@ def source_read(platform: str, files: list[tuple[str, bytes]]) -> Source:
     return reader.read(files)
 
 
+def bytes_capped(chunks: Iterable[bytes], *, limit: int) -> bytes | None:
+    """The chunks joined, or None once they pass `limit` bytes: an endless source (/dev/zero) is read no further
+    than that. The Import page and `manage.py import` read every file through this."""
+    data = bytearray()
+    for chunk in chunks:
+        data += chunk
+        if len(data) > limit:
+            return None
+    return bytes(data)
+
+
 def platform_label(platform: str) -> str:
     """The platform's name as people read it ("Rewardful"); the key itself for a platform not registered."""
     entry = platforms().get(platform)

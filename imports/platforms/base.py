@@ -7,10 +7,13 @@ import csv
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from django.conf import settings
 
 from imports.records import (
     CommissionRow,
@@ -50,7 +53,31 @@ class Platform:
     def read(self, files: Files) -> Source:
         if not files:
             raise ImportFileError(f"No files given: {self.export_help}")
+        values_check(files)
         return self.reader(files)
+
+
+def values_at_most(content: bytes) -> int:
+    """At least as many values as the file's parse would hold, counted without parsing: every JSON value but the
+    first follows a comma or opens a list or object; every CSV field ends at a comma or a line end. Those characters
+    inside strings count too, so the count errs high, never low."""
+    if looks_like_json(content):
+        return content.count(b",") + content.count(b"[") + content.count(b"{") + 1
+    return content.count(b",") + content.count(b"\n") + content.count(b"\r") + 1
+
+
+def values_check(files: Files) -> None:
+    """Refuses, before any is parsed, files holding more values together than settings.IMPORT_MAX_VALUES: their parse
+    would hold every value as a Python object, tens of times the bytes for the tiniest ones."""
+    limit = settings.IMPORT_MAX_VALUES
+    total = 0
+    for name, content in files:
+        total += values_at_most(content)
+        if total > limit:
+            raise ImportFileError(
+                f"{name}: too many values to import at once "
+                f"(more than {limit:,} JSON values or CSV fields in the files together)"
+            )
 
 
 def decode(name: str, content: bytes) -> str:
@@ -68,12 +95,15 @@ def looks_like_json(content: bytes) -> bool:
 def json_items(name: str, content: bytes) -> list[Item]:
     """The objects of a saved API answer: a JSON list, or the platforms' envelopes {"data": [...]} (Rewardful, Tolt,
     FirstPromoter v2) and {"data": {"items": [...]}} (PartnerStack). Anything but objects in the list is refused."""
+    document = decode(name, content)
     try:
-        payload = json.loads(decode(name, content))
+        payload = json.loads(document)
     except json.JSONDecodeError as exc:
         raise ImportFileError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
     except RecursionError as exc:
         raise ImportFileError(f"{name}: JSON nested too deeply to be an export") from exc
+    except ValueError as exc:  # an integer past Python's int-string conversion limit
+        raise ImportFileError(f"{name}: not valid JSON ({_long_number(document)})") from exc
     items = payload
     if isinstance(items, dict):
         items = items.get("data", items.get("items"))
@@ -166,8 +196,9 @@ def first(*values: Any) -> str:
 def time_or_epoch(value: Any) -> datetime | None:
     """parse_time, and also epoch seconds or milliseconds as PartnerStack sends them."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = value / 1000 if value > 10**11 else value
         try:
+            # An integer too large for a float fails already in the division.
+            seconds = value / 1000 if value > 10**11 else value
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError) as exc:
             raise RowRefused(f"time {value!r} is not a date and time") from exc
@@ -322,6 +353,14 @@ class SourceBuilder:
             seen[row.source_id] = row.where
             kept.append(row)
         return kept
+
+
+def _long_number(document: str) -> str:
+    """Where the first number longer than Python converts is ("line 3: a number longer than 4300 digits")."""
+    digits = sys.get_int_max_str_digits()
+    found = re.search(rf"\d{{{digits + 1}}}", document)
+    line = f"line {document.count(chr(10), 0, found.start()) + 1}: " if found else ""
+    return f"{line}a number longer than {digits} digits"
 
 
 def _where_key(refusal: Refusal) -> tuple[str, int]:

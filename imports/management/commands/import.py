@@ -4,12 +4,15 @@ platform (docs/import.md)."""
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from imports.engine import UnknownPlatform, import_source, platforms, source_digest, source_read
+from imports.engine import UnknownPlatform, bytes_capped, import_source, platforms, source_digest, source_read
 from imports.models import ImportRun
 from imports.records import ImportFileError
 from programs.models import Program
+
+READ_CHUNK = 1024 * 1024
 
 
 class Command(BaseCommand):
@@ -39,12 +42,7 @@ class Command(BaseCommand):
             raise CommandError(f"Program {options['program']} does not exist")
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
-        files: list[tuple[str, bytes]] = []
-        for path in options["files"]:
-            try:
-                files.append((Path(path).name, Path(path).read_bytes()))
-            except OSError as error:
-                raise CommandError(f"Cannot read {path}: {error.strerror or error}") from None
+        files = self.read_files(options["files"])
         try:
             source = source_read(name, files)
         except ImportFileError as error:
@@ -64,3 +62,23 @@ class Command(BaseCommand):
         )
         for line in report.lines():
             self.stdout.write(line)
+
+    def read_files(self, paths: list[str]) -> list[tuple[str, bytes]]:
+        """The files' names and contents, no more than IMPORT_UPLOAD_MAX_BYTES together (the Import page's limit),
+        read in chunks so that a device or pipe (/dev/zero) is refused at the limit rather than read on."""
+        limit = settings.IMPORT_UPLOAD_MAX_BYTES
+        files: list[tuple[str, bytes]] = []
+        total = 0
+        for path in paths:
+            try:
+                with open(path, "rb") as stream:
+                    content = bytes_capped(iter(lambda: stream.read(READ_CHUNK), b""), limit=limit - total)
+            except OSError as error:
+                raise CommandError(f"Cannot read {path}: {error.strerror or error}") from None
+            if content is None:
+                raise CommandError(
+                    f"{path}: the files are larger than {limit:,} bytes together (IMPORT_UPLOAD_MAX_BYTES)"
+                )
+            total += len(content)
+            files.append((Path(path).name, content))
+        return files
