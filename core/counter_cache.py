@@ -9,7 +9,8 @@ durable: the counters live a minute, so the file skips fsync.
 
 Integers are stored as SQLite integers (so `incr` is arithmetic in SQL); anything else is pickled.
 
-RedisCounterCache: Django's Redis cache that keeps counting in the process while Redis is unreachable."""
+RedisCounterCache: Django's Redis cache that keeps counting in the process while Redis is unreachable
+(FallbackRedisCache, the default cache's backend, does the same for every cache call)."""
 
 import logging
 import os
@@ -26,6 +27,9 @@ from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import RedisError
+
+from .logging import outage_log
+from .redis_guard import redis_guard_new
 
 logger = logging.getLogger(__name__)
 
@@ -196,40 +200,75 @@ class SQLiteCounterCache(BaseCache):
         pass
 
 
-class RedisCounterCache(RedisCache):
-    """Counts in Redis. While Redis is unreachable each process counts on its own, so the limits still hold per
-    process and the tracking routes keep answering instead of failing on their rate-limit check."""
+class FallbackRedisCache(RedisCache):
+    """Django's Redis cache that keeps answering from the process's memory while Redis is unreachable or hanging
+    (every client has socket timeouts, config/settings.py): a failed call, and every call for
+    REDIS_FAILURE_SKIP_SECONDS after it (core.redis_guard), reads and writes a local cache instead. What the
+    service keeps in it is worth a round trip, never worth a request's time: a fan-out request already made, a
+    first-party visit already written down, a count."""
 
-    # Seconds between two warnings of one process while Redis stays unreachable.
-    WARN_EVERY_SECONDS = 60.0
     # A count made locally after Redis failed between add and incr; django-ratelimit's windows last 60 s + 5.
     LOCAL_COUNT_SECONDS = 65
+    OUTAGE_KIND = "cache.redis_unavailable"
 
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
-        self._local = LocMemCache(f"redis-counter-fallback-{id(self)}", params)
-        self._last_warning = 0.0
+        self._local = LocMemCache(f"redis-fallback-{id(self)}", params)
+        self._guard = redis_guard_new(f"cache {server}")
 
     def _unavailable(self, error: RedisError) -> None:
-        now = time.monotonic()
-        if now - self._last_warning >= self.WARN_EVERY_SECONDS:
-            self._last_warning = now
-            logger.warning("ratelimit.redis_unavailable", extra={"error": type(error).__name__})
+        self._guard.failed()
+        outage_log(logger, self.OUTAGE_KIND, error)
+
+    def _redis(self) -> bool:
+        return self._guard.available()
 
     def add(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
-        try:
-            return super().add(key, value, timeout, version)
-        except RedisError as error:
-            self._unavailable(error)
-            return self._local.add(key, value, timeout, version)
+        if self._redis():
+            try:
+                return super().add(key, value, timeout, version)
+            except RedisError as error:
+                self._unavailable(error)
+        return self._local.add(key, value, timeout, version)
+
+    def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
+        if self._redis():
+            try:
+                return super().get(key, default, version)
+            except RedisError as error:
+                self._unavailable(error)
+        return self._local.get(key, default, version)
+
+    def set(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> None:
+        if self._redis():
+            try:
+                super().set(key, value, timeout, version)
+                return
+            except RedisError as error:
+                self._unavailable(error)
+        self._local.set(key, value, timeout, version)
+
+    def delete(self, key: str, version: int | None = None) -> bool:
+        deleted = self._local.delete(key, version)
+        if self._redis():
+            try:
+                return super().delete(key, version) or deleted
+            except RedisError as error:
+                self._unavailable(error)
+        return deleted
 
     def incr(self, key: str, delta: int = 1, version: int | None = None) -> int:
-        try:
-            return super().incr(key, delta, version)
-        except RedisError as error:
-            self._unavailable(error)
+        if self._redis():
+            try:
+                return super().incr(key, delta, version)
+            except RedisError as error:
+                self._unavailable(error)
         # Redis may have taken the add, then failed: then this process starts the count again rather than refusing.
         return self._count_locally(key, delta, self.LOCAL_COUNT_SECONDS, version)
+
+    def clear(self) -> None:
+        self._local.clear()
+        super().clear()
 
     def _count_locally(self, key: str, delta: int, timeout: float, version: int | None = None) -> int:
         """`delta` more in this process's own counter under `key`, which starts at `delta` when missing or expired."""
@@ -238,6 +277,13 @@ class RedisCounterCache(RedisCache):
         except ValueError:
             self._local.add(key, delta, timeout, version)
             return delta
+
+
+class RedisCounterCache(FallbackRedisCache):
+    """Counts in Redis. While Redis is unreachable each process counts on its own, so the limits still hold per
+    process and the tracking routes keep answering instead of failing on their rate-limit check."""
+
+    OUTAGE_KIND = "ratelimit.redis_unavailable"
 
     # INCR, and the expiry set by the INCR that created the key: one round trip, atomic in Redis.
     _COUNT_ONE = (
@@ -248,19 +294,13 @@ class RedisCounterCache(RedisCache):
         """One more in the counter under `key`, which starts at 1 (living `timeout` seconds) when missing: one round
         trip where django-ratelimit's add-then-incr takes two. Counts in the process while Redis is unreachable."""
         full_key = self.make_and_validate_key(key)
-        try:
-            client = self._cache.get_client(full_key, write=True)
-            return int(client.eval(self._COUNT_ONE, 1, full_key, max(1, int(timeout))))
-        except RedisError as error:
-            self._unavailable(error)
+        if self._redis():
+            try:
+                client = self._cache.get_client(full_key, write=True)
+                return int(client.eval(self._COUNT_ONE, 1, full_key, max(1, int(timeout))))
+            except RedisError as error:
+                self._unavailable(error)
         return self._count_locally(key, 1, timeout)
-
-    def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
-        try:
-            return super().get(key, default, version)
-        except RedisError as error:
-            self._unavailable(error)
-            return self._local.get(key, default, version)
 
     def clear(self) -> None:
         """Only this cache's keys: Django's RedisCache.clear() empties the whole Redis database, Celery's queue

@@ -3,6 +3,10 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Task, shared_task
+from django.http.response import HttpResponseBase
+
+from .logging import outage_log
+from .redis_guard import BrokerSkipped, broker_guard
 
 logger = logging.getLogger("svc.tasks")
 
@@ -32,12 +36,32 @@ def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], T
 def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
     """Sends a task (to run `countdown` seconds from now, if given); a broker outage is logged and never reaches
     the caller's response. Returns whether it was sent."""
+    via_broker = not task.app.conf.task_always_eager
+    if via_broker and not broker_guard.available():
+        # The broker failed a moment ago: a request does not wait on it again (what was not sent, the sweeps send).
+        outage_log(
+            logger, "task.enqueue_failed", BrokerSkipped("the broker failed within the last seconds"), task=task.name
+        )
+        return False
     try:
         if countdown is None:
             task.apply_async(args=args, retry=False)
         else:
             task.apply_async(args=args, retry=False, countdown=countdown)
-    except Exception:
-        logger.exception("task.enqueue_failed", extra={"task": task.name})
+    except Exception as error:
+        if via_broker:
+            broker_guard.failed()
+        outage_log(logger, "task.enqueue_failed", error, task=task.name)
         return False
+    if via_broker:
+        broker_guard.succeeded()
     return True
+
+
+def enqueue_after_response(response: HttpResponseBase, task: Task, *args: object) -> None:
+    """Sends a task once `response` has been written: the WSGI server (and Django's test client) closes a response
+    after its last byte, and runs the closers it holds then. Where tasks run in the process (no Redis,
+    CELERY_TASK_ALWAYS_EAGER) the task's work is still no part of the answer's time, so a task whose work depends
+    on what was asked (an email sent only to an address that has an account) cannot be told apart by it."""
+    # Django's own hook for work at close (a file response closes its file there); not in django-stubs.
+    response._resource_closers.append(lambda: enqueue(task, *args))  # type: ignore[attr-defined]

@@ -10,6 +10,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config import celery_app
+from core.logging import outages_forget
+from core.redis_guard import redis_guards_reset
 from fraud.config import program_rules_clear
 from tests.event_activity import activity, alice_link, bob_link  # noqa: F401  (fixtures)
 from tests.redis_server import own_redis  # noqa: F401  (fixture: a Redis of the test's own, to stop and start)
@@ -52,6 +54,9 @@ def _test_settings(settings):
     link_cache_clear()
     program_rules_clear()
     endpoints_changed()
+    # Each test logs its outages afresh and finds Redis worth trying (core.logging, core.redis_guard).
+    outages_forget()
+    redis_guards_reset()
     yield
     caches["ratelimit"].clear()
     link_cache_clear()

@@ -3,8 +3,10 @@
 An attempt is taken by a conditional UPDATE (still pending, due, not leased by another worker), so concurrent
 tasks, sweeps and resends never send one delivery twice at once; the lease outlives the request's timeout, so
 a worker that dies mid-request leaves the delivery to the sweep once it expires. Taking the lease also ends the
-claim under which the delivery was queued (webhooks.dispatch). The HTTP request runs outside
-any transaction; its outcome, the attempt's log row and the delivery's next state commit together."""
+claim under which the delivery was queued (webhooks.dispatch), and writes the attempt's log row, in flight, in the
+same transaction: a worker killed while its request is out leaves that row, which the next attempt marks "outcome
+unknown". The HTTP request runs outside any transaction; its outcome and the delivery's next state commit
+together."""
 
 import email.utils
 import functools
@@ -41,6 +43,10 @@ LEASE_MARGIN_SECONDS = 30
 # the sweep.
 QUEUE_RETRY_WITHIN_SECONDS = 60
 ENDPOINT_DISABLED = "endpoint disabled"
+OUTCOME_UNKNOWN = (
+    "outcome unknown: the worker stopped before it recorded an answer (the receiver may have had this request; "
+    "the next one carries the same webhook-id)"
+)
 REASON_GONE = "The endpoint answered 410 Gone."
 REASON_FAILING = "Every delivery attempt failed for {hours} hours."
 
@@ -98,6 +104,34 @@ def _claim(delivery_id: int, now: datetime) -> bool:
             scheduled_attempts=F("scheduled_attempts") + 1,
         )
     )
+
+
+def _attempt_start(*, delivery_id: int, now: datetime) -> tuple[WebhookDelivery, WebhookAttempt | None] | None:
+    """Leases the delivery and writes its attempt, in flight, in one transaction; None when there is nothing to do
+    (not due, leased, finished). A disabled endpoint's delivery fails instead (no attempt: the attempt is None)."""
+    with transaction.atomic():
+        if not _claim(delivery_id, now):
+            return None
+        delivery = WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
+        if not delivery.endpoint.enabled:
+            WebhookDelivery.objects.filter(pk=delivery_id).update(
+                status=DeliveryStatus.FAILED,
+                leased_until=None,
+                next_attempt_at=None,
+                attempts=F("attempts") - 1,
+                scheduled_attempts=F("scheduled_attempts") - 1,
+                last_error=ENDPOINT_DISABLED,
+            )
+            return delivery, None
+        if delivery.attempts > 1:
+            # An earlier attempt still in flight lost its worker: the lease it held has run out.
+            WebhookAttempt.objects.filter(delivery_id=delivery_id, in_flight=True).update(
+                in_flight=False, error=OUTCOME_UNKNOWN
+            )
+        attempt = WebhookAttempt.objects.create(
+            delivery=delivery, number=delivery.attempts, manual=delivery.resent, started_at=now, in_flight=True
+        )
+    return delivery, attempt
 
 
 def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
@@ -189,37 +223,27 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcom
     """Makes the delivery's next attempt if it is due and no one else is making it. Returns its outcome, or None
     when there was nothing to do (not due, leased, finished)."""
     now = now or timezone.now()
-    if not _claim(delivery_id, now):
+    started = _attempt_start(delivery_id=delivery_id, now=now)
+    if started is None:
         claim_drop(delivery_id=delivery_id)
         return None
-    delivery = WebhookDelivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
-    if not delivery.endpoint.enabled:
-        WebhookDelivery.objects.filter(pk=delivery_id).update(
-            status=DeliveryStatus.FAILED,
-            leased_until=None,
-            next_attempt_at=None,
-            attempts=F("attempts") - 1,
-            scheduled_attempts=F("scheduled_attempts") - 1,
-            last_error=ENDPOINT_DISABLED,
-        )
+    delivery, attempt = started
+    if attempt is None:
         return None
     outcome = _send(delivery, now)
     finished = timezone.now()
-    retry_in = _record(delivery=delivery, outcome=outcome, now=finished)
+    retry_in = _record(delivery=delivery, attempt=attempt, outcome=outcome, now=finished)
     if retry_in is not None and retry_in <= QUEUE_RETRY_WITHIN_SECONDS:
         deliveries_queue(ids=[delivery_id], countdown=retry_in)
     return outcome
 
 
-def _record(*, delivery: WebhookDelivery, outcome: Outcome, now: datetime) -> float | None:
-    """Writes the attempt and the delivery's next state; returns the seconds to the next attempt, if any."""
+def _record(*, delivery: WebhookDelivery, attempt: WebhookAttempt, outcome: Outcome, now: datetime) -> float | None:
+    """Completes the attempt and writes the delivery's next state; returns the seconds to the next attempt, if any."""
     endpoint = delivery.endpoint
     with transaction.atomic():
-        WebhookAttempt.objects.create(
-            delivery=delivery,
-            number=delivery.attempts,
-            manual=delivery.resent,
-            started_at=now - timedelta(milliseconds=outcome.latency_ms),
+        WebhookAttempt.objects.filter(pk=attempt.pk).update(
+            in_flight=False,
             status_code=outcome.status_code,
             latency_ms=outcome.latency_ms,
             response_excerpt=outcome.excerpt,

@@ -10,7 +10,12 @@ once: a message queued twice still sends once.
 The webhook queue holds at most WEBHOOK_QUEUE_MAX messages. Every queuing runs under one lock (a PostgreSQL
 advisory lock, held until its messages are sent), reads how many messages the queue holds and how many claims are
 outstanding, and claims only the room left below the bound; the other due deliveries wait in the database for a
-later sweep."""
+later sweep.
+
+A Redis that restarts without its data (no append-only file) has lost every message it held. The broker keeps a
+marker key beside the queue; a queuing that finds it missing (Redis restarted empty, or the first queuing ever)
+ends every outstanding claim at once, so the deliveries those messages stood for are queued again by this very
+sweep instead of when their claims run out."""
 
 import logging
 from collections.abc import Iterator
@@ -24,6 +29,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import ChannelError
+
+from core.logging import outage_log
+from core.redis_guard import broker_guard
 
 from .models import DeliveryStatus, WebhookDelivery
 from .queue import DELIVER, FAN_OUT_PENDING, queue
@@ -58,14 +66,32 @@ def broker_holds_messages() -> bool:
     return not current_app.conf.task_always_eager
 
 
-def queue_depth() -> int:
+def _broker_marker_key() -> str:
+    return f"svc:webhooks:broker-marker:{settings.WEBHOOK_QUEUE}"
+
+
+def queue_depth(*, marker_checked: list[bool] | None = None) -> int:
     """Messages waiting in the webhook queue (not those a worker has taken: running, prefetched, or held until a
-    countdown ends)."""
+    countdown ends). With `marker_checked`, also sets the broker's marker key if it was missing and appends
+    whether it was (the broker lost what it held, or never held anything)."""
     with current_app.connection_or_acquire() as broker:
+        channel = broker.default_channel
+        if marker_checked is not None:
+            client = getattr(channel, "client", None)
+            if client is not None:  # a Redis channel
+                marker_checked.append(bool(client.set(_broker_marker_key(), "1", nx=True)))
         try:
-            return broker.default_channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
+            return channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
         except ChannelError:
             return 0  # not declared yet (Redis drops an empty queue's list)
+
+
+def _claims_end(now: datetime) -> int:
+    """The broker lost its messages: every claim outstanding stood for one, so none is waited for."""
+    ended = WebhookDelivery.objects.filter(queued_until__gt=now).update(queued_until=None)
+    if ended:
+        logger.warning("webhooks.claims_ended", extra={"count": ended, "reason": "the broker lost its messages"})
+    return ended
 
 
 def claims_outstanding(now: datetime) -> int:
@@ -79,11 +105,17 @@ def queue_room(now: datetime) -> int:
     bound = settings.WEBHOOK_QUEUE_MAX
     if not broker_holds_messages():
         return bound
-    try:
-        depth = queue_depth()
-    except Exception:
-        logger.exception("webhooks.queue_unreadable")
+    if not broker_guard.available():
         return 0
+    marker_missing: list[bool] = []
+    try:
+        depth = queue_depth(marker_checked=marker_missing)
+    except Exception as error:
+        broker_guard.failed()
+        outage_log(logger, "webhooks.queue_unreadable", error)
+        return 0
+    if any(marker_missing):
+        _claims_end(now)
     return max(bound - max(depth, claims_outstanding(now)), 0)
 
 

@@ -12,6 +12,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core.logging import outage_log
+
 from .dispatch import broker_holds_messages, fan_out_request
 from .models import WebhookEndpoint, WebhookEvent
 from .queue import FAN_OUT, queue
@@ -72,8 +74,8 @@ def _fan_out_soon(*, program_id: int, event_id: int) -> None:
             fan_out_request()
         else:
             queue(FAN_OUT, event_id)  # runs here, now
-    except Exception:
-        logger.exception("webhooks.fan_out_not_queued", extra={"event_id": event_id})
+    except Exception as error:
+        outage_log(logger, "webhooks.fan_out_not_queued", error, event_id=event_id)
 
 
 # program id -> (has an enabled endpoint, until when this process believes it)

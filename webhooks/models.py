@@ -165,7 +165,11 @@ class WebhookDelivery(models.Model):
 
 
 class WebhookAttempt(models.Model):
-    """One HTTP request of a delivery, as it went: status, latency, the start of the response, or the error."""
+    """One HTTP request of a delivery, as it went: status, latency, the start of the response, or the error.
+
+    Written before the request goes out (in_flight) and completed after, so an attempt whose worker died in the
+    middle is still on record: the delivery's next attempt marks it "outcome unknown" (the receiver may have had
+    it, with the same webhook-id)."""
 
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
@@ -176,6 +180,8 @@ class WebhookAttempt(models.Model):
     response_excerpt = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")
     succeeded = models.BooleanField(default=False)
+    # Sent, outcome not recorded yet: being made, or (once the delivery is attempted again) never recorded.
+    in_flight = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         indexes = [models.Index(fields=["delivery", "number"], name="webhook_attempt_delivery")]

@@ -517,6 +517,7 @@ class TestDeliveries:
             "succeeded": False,
             "response_excerpt": "oops",
             "error": "",
+            "in_flight": False,
         }
         page = agent.get(f"{API}/deliveries/{delivery.pk}/attempts", {"limit": 1}).json()
         assert [a["id"] for a in page["data"]] == [second.pk] and page["next_cursor"]

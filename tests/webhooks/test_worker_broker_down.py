@@ -37,7 +37,7 @@ def test_events_committed_with_the_broker_down_are_all_delivered_once_it_is_back
     with caplog.at_level(logging.ERROR, logger="svc.tasks"):
         responses = [post_sale(program, f"txn_{n}") for n in range(SALES)]
     assert [response.status_code for response in responses] == [200] * SALES
-    assert "task.enqueue_failed" in caplog.messages
+    assert any(message.startswith("task.enqueue_failed:") for message in caplog.messages)
     events = list(WebhookEvent.objects.order_by("pk"))
     assert [event.type for event in events] == ["sale.created", "commission.created"] * SALES
     assert all(event.fanned_out_at is None for event in events)

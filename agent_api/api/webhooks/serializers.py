@@ -223,7 +223,10 @@ class AgentWebhookAttemptSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField()
     succeeded = serializers.BooleanField()
     response_excerpt = serializers.CharField(help_text="The start of the receiver's answer")
-    error = serializers.CharField()
+    error = serializers.CharField(
+        help_text='Why it failed; "outcome unknown: …" when the worker stopped while the request was out'
+    )
+    in_flight = serializers.BooleanField(help_text="true: the request is out and its outcome not recorded yet")
 
 
 # Rendered from {"delivery": delivery, "queued": bool}.
