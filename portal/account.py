@@ -1,8 +1,10 @@
 """The partner's account: the account page (change the password, email preferences), a forgotten password's
 reset by email, and the one-click unsubscribe of a commission email's link (no sign-in needed: the link's
-signed token names the account and the kind)."""
+signed token names the account and the kind).
 
-import logging
+A reset request never tells whether the email has an account, by its answer or by its time: the request counts its
+limits and queues password_reset_email_task, once the answer is written, for every email; the task alone looks the
+account up and sends the link."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -15,6 +17,7 @@ from django.utils.http import base36_to_int, int_to_base36
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.clientip import client_ip
+from core.tasks import enqueue_after_response, service_task
 from core.urls import public_url
 from programs.models import PartnerAccount
 
@@ -23,8 +26,6 @@ from .limits import post_limited
 from .models import EmailKind
 from .session import portal_page
 from .views import _password_problem
-
-logger = logging.getLogger("svc.portal")
 
 WRONG_PASSWORD = "That is not your current password."
 RESET_SENT = "If that email has a partner account, a link is on its way. It works once, for an hour."
@@ -36,6 +37,7 @@ Choose a new password here (the link works once, for an hour):
 
 If it was not you, ignore this email: your password stays as it is."""
 RESET_SECONDS = 3600
+RESET_LINK_PATH = "/portal/password-reset/"
 # Reset requests: per client address, and per email asked about (a mailbox is never flooded).
 RESETS_PER_CLIENT = "5/h"
 RESETS_PER_EMAIL = "3/h"
@@ -157,21 +159,31 @@ def password_reset(request: HttpRequest) -> HttpResponse:
             {"email": email, "error": "Too many requests. Try again in an hour."},
             status=429,
         )
+    response = render(request, "portal/password_reset.html", {"email": email, "sent": RESET_SENT})
     # Past the limit for this email the answer stays the same and nothing is sent.
     if "\x00" not in email and not _limited(request, "portal-reset-email", email, RESETS_PER_EMAIL):
-        account = services.account_get(email)
-        if account is not None and account.is_active and account.password:
-            link = public_url(request, f"/portal/password-reset/{reset_link_token(account)}")
-            try:
-                send_mail(
-                    RESET_SUBJECT,
-                    RESET_BODY.format(email=account.email, link=link),
-                    settings.DEFAULT_FROM_EMAIL,
-                    [account.email],
-                )
-            except Exception:  # the answer must not tell: logged for the operator
-                logger.exception("portal.password_reset_email_failed")
-    return render(request, "portal/password_reset.html", {"email": email, "sent": RESET_SENT})
+        link_base = public_url(request, RESET_LINK_PATH)
+        enqueue_after_response(response, password_reset_email_task, email, link_base)
+    return response
+
+
+def password_reset_email_send(*, email: str, link_base: str) -> bool:
+    """Emails the reset link (`link_base` and the token) to the active account with this email and a password;
+    False when there is none. A send error is raised: the task's retries send it again."""
+    account = services.account_get(email)
+    if account is None or not account.is_active or not account.password:
+        return False
+    link = link_base + reset_link_token(account)
+    send_mail(
+        RESET_SUBJECT, RESET_BODY.format(email=account.email, link=link), settings.DEFAULT_FROM_EMAIL, [account.email]
+    )
+    return True
+
+
+# Declared beside its sender: password_reset, above, queues it.
+@service_task("portal.password_reset_email")
+def password_reset_email_task(email: str, link_base: str) -> bool:
+    return password_reset_email_send(email=email, link_base=link_base)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

@@ -28,6 +28,7 @@ REGISTERED_NAMES = {
     "webhooks.prune_events",
     "webhooks.notify_endpoint_disabled",
     "portal.commission_email",
+    "portal.password_reset_email",
     "payouts.send",
     "payouts.reconcile",
     "payouts.email",

@@ -5,15 +5,20 @@ unsubscribe against another's; and an email that fails never changes a sale's or
 
 import logging
 import re
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 import time_machine
+from celery.signals import task_prerun
 from django.core import mail
 from django.core.cache import caches
 from django.core.mail import EmailMessage
-from django.test import Client
+from django.core.mail.backends.locmem import EmailBackend as MemoryEmailBackend
+from django.core.signals import request_finished
+from django.db import close_old_connections
+from django.test import Client, RequestFactory
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -21,7 +26,7 @@ from commissions.approval import commission_approve_early, commissions_approve_d
 from commissions.models import Commission
 from commissions.services import refund_apply
 from portal import emails
-from portal.account import RESET_SENT
+from portal.account import RESET_SENT, password_reset
 from portal.models import CommissionEmail, EmailKind, EmailPreference
 from portal.session import COOKIE, COOKIE_PATH
 from programs.models import Partner, PartnerAccount, Program
@@ -227,6 +232,70 @@ def test_rate_limits_per_client_and_per_email(program):
     assert ask_reset("else@example.com").status_code == 429  # and its sixth
     other_client = Client(REMOTE_ADDR="10.9.9.9")
     assert ask_reset("pat@example.com", other_client).status_code == 200 and len(mail.outbox) == 3
+
+
+class SlowSmtp(MemoryEmailBackend):
+    """An SMTP server 0.3 s away, as the attack measured it: each send waits before it is kept."""
+
+    def send_messages(self, messages):
+        time.sleep(0.3)
+        return super().send_messages(messages)
+
+
+def written(response) -> None:
+    """What the WSGI server does once the response is written: it closes it. As Django's test client does, without
+    closing the test's database connection (request_finished would)."""
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+
+
+def test_the_reset_email_is_sent_after_the_response_whether_or_not_the_email_has_an_account(program, settings):
+    """Issue 37: the email was sent within the request, so a known address answered 0.3 s later than an unknown
+    one. Now the request does the same work for both (the limits, then a task queued once the response is written)
+    and the task alone looks the email up: even with tasks run in the process, the send is no part of the answer."""
+    joined(program)
+    settings.EMAIL_BACKEND = "tests.portal.test_account_and_emails.SlowSmtp"
+    queued: list[tuple[str, tuple]] = []
+
+    def note(sender, task, args, **_):
+        queued.append((task.name, tuple(args)))
+
+    task_prerun.connect(note)
+    try:
+        answers = []
+        for email in ("PAT@example.com ", "nobody@example.com"):
+            before = (len(mail.outbox), len(queued))
+            response = password_reset(RequestFactory().post("/portal/password-reset", {"email": email}))
+            # The view has answered: nothing is sent or queued yet, whether or not the email has an account.
+            assert (len(mail.outbox), len(queued)) == before
+            answers.append((response.status_code, RESET_SENT in response.content.decode()))
+            written(response)
+    finally:
+        task_prerun.disconnect(note)
+    assert answers == [(200, True), (200, True)]
+    # The same task, with the same arguments but the email, for both: the task decides whether one is sent.
+    [(known_task, (known, known_base)), (unknown_task, (unknown, unknown_base))] = queued
+    assert (known_task, unknown_task) == ("portal.password_reset_email", "portal.password_reset_email")
+    assert (known, unknown) == ("pat@example.com", "nobody@example.com")
+    assert known_base == unknown_base and known_base.endswith("/portal/password-reset/")
+    [message] = mail.outbox
+    assert message.to == ["pat@example.com"] and RESET.search(str(message.body))
+
+
+def test_a_reset_email_that_fails_to_send_never_reaches_the_answer(program, settings):
+    joined(program)
+    settings.EMAIL_BACKEND = "tests.portal.test_account_and_emails.BrokenSmtp"
+    response = ask_reset()
+    assert response.status_code == 200 and RESET_SENT.encode() in response.content
+    assert mail.outbox == []
+
+
+class BrokenSmtp(MemoryEmailBackend):
+    def send_messages(self, messages):
+        raise ConnectionRefusedError("smtp.example.com:587")
 
 
 # --- Emails about commissions ---------------------------------------------------------------------------------
