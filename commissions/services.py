@@ -365,11 +365,11 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
         commission.refund_count += 1
         if reason:
             commission.refund_reason = reason
-        if amount:
-            if refund_id:
-                commission.applied_refund_ids = [*commission.applied_refund_ids, refund_id]
-            else:
-                commission.applied_anonymous_amounts = [*commission.applied_anonymous_amounts, amount]
+        # A full refund's id is recorded too (it only skips refunds with an amount), listed once.
+        if refund_id and refund_id not in commission.applied_refund_ids:
+            commission.applied_refund_ids = [*commission.applied_refund_ids, refund_id]
+        elif amount and not refund_id:
+            commission.applied_anonymous_amounts = [*commission.applied_anonymous_amounts, amount]
         # A pending commission partly refunded is cancelled whole (selectors.cancelled_by_refund).
         commission.status = CommissionStatus.REVERSED if step.full else CommissionStatus.REFUNDED
         # Only a pending commission is ever held, and a refund leaves nothing of it to pay: the hold ends, and

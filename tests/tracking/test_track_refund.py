@@ -179,11 +179,39 @@ class TestIdempotency:
         assert other.json()["status"] == "refunded"
         assert deductions(commission) == [-200, -300]
 
-    def test_refund_id_is_ignored_when_the_amount_is_omitted(self, client):
+    def test_a_full_refund_records_its_refund_id_and_a_replay_is_already_reversed(self, client):
         commission = credited_commission()
         first = post(client, commission, refund_id="re_1").json()
         assert first["status"] == "reversed"
-        assert Commission.objects.get(pk=commission.pk).applied_refund_ids == []
+        assert Commission.objects.get(pk=commission.pk).applied_refund_ids == ["re_1"]
+        again = post(client, commission, refund_id="re_1").json()
+        assert again == {
+            "success": True,
+            "status": "skipped",
+            "reason": "already reversed",
+            "commission_id": commission.pk,
+        }
+        assert Commission.objects.get(pk=commission.pk).applied_refund_ids == ["re_1"]
+        assert deductions(commission) == [-2000]
+
+    def test_partial_then_full_records_both_refund_ids(self, client):
+        commission = credited_commission()
+        post(client, commission, refund_amount_cents=1000, refund_id="re_1")
+        full = post(client, commission, refund_id="re_2").json()
+        assert full["status"] == "reversed" and full["deductionAmount"] == 1800
+        replay = post(client, commission, refund_amount_cents=1000, refund_id="re_1").json()
+        assert replay["status"] == "skipped" and replay["reason"] == "already reversed"
+        assert Commission.objects.get(pk=commission.pk).applied_refund_ids == ["re_1", "re_2"]
+        assert deductions(commission) == [-200, -1800]
+
+    def test_the_id_does_not_skip_a_full_refund(self, client):
+        """The spec: refund_id is "ignored when the amount is omitted or 0" for the replay rule; a full refund
+        carrying the id of an earlier partial one reverses the rest, and the id is listed once."""
+        commission = credited_commission()
+        post(client, commission, refund_amount_cents=1000, refund_id="re_1")
+        full = post(client, commission, refund_id="re_1").json()
+        assert full["status"] == "reversed"
+        assert Commission.objects.get(pk=commission.pk).applied_refund_ids == ["re_1"]
 
 
 class TestReasons:
@@ -381,3 +409,29 @@ def test_concurrent_partial_refunds_deduct_exactly_the_refunded_share():
     assert len(deductions(commission)) == 10
     assert partner_balance(partner_id=commission.partner_id, currency="USD") == 600
     assert sorted(commission.applied_refund_ids) == sorted(f"re_{n}" for n in range(10))
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_same_full_refund_twice_at_once_reverses_once_and_records_its_id_once():
+    commission = credited_commission(amount=10000, commission=2000)
+    key = key_for(commission)
+
+    def send(n: int) -> dict:
+        response = APIClient().post(
+            URL,
+            {"transaction_id": commission.sale.processor_event_id, "refund_id": "re_full"},
+            format="json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+        assert response.status_code == 200
+        return response.json()
+
+    answers = run_together(2, send)
+    assert sorted(answer["status"] for answer in answers) == ["reversed", "skipped"]
+    assert [answer["reason"] for answer in answers if answer["status"] == "skipped"] == ["already reversed"]
+    commission.refresh_from_db()
+    assert commission.status == "reversed" and commission.refund_count == 1
+    assert commission.applied_refund_ids == ["re_full"]
+    assert deductions(commission) == [-2000]
+    assert partner_balance(partner_id=commission.partner_id, currency="USD") == 0
