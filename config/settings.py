@@ -227,6 +227,8 @@ WEBHOOK_RETRY_SCHEDULE = env.list(
 # The longest wait a receiver's Retry-After may ask for.
 WEBHOOK_RETRY_AFTER_MAX_SECONDS = env_int("WEBHOOK_RETRY_AFTER_MAX_SECONDS", 86400, minimum=1)
 # An endpoint whose every attempt has failed for this long is disabled, and the workspace's owners are told.
+# Every invariant of the money records, daily; the result is on readiness and in the admin (docs/integrity.md).
+CELERY_BEAT_SCHEDULE["verify-integrity"] = {"task": "core.verify_integrity", "schedule": 86400.0}
 WEBHOOK_DISABLE_AFTER_HOURS = env_int("WEBHOOK_DISABLE_AFTER_HOURS", 72, minimum=1)
 # How long a rotated-out secret still signs (a second signature), so receivers can switch.
 WEBHOOK_ROTATION_OVERLAP_HOURS = env_int("WEBHOOK_ROTATION_OVERLAP_HOURS", 24, minimum=0)

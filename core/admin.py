@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
+from core.models import IntegrityRun
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """An admin that lists and shows rows but never adds, changes or deletes them: rows only the service itself
@@ -15,3 +17,30 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
+
+
+@admin.register(IntegrityRun)
+class IntegrityRunAdmin(ReadOnlyAdmin):
+    """The integrity runs (core.integrity): beat's daily run and those recorded by `manage.py verify_integrity
+    --record`. Only the service writes them."""
+
+    list_display = ("started_at", "passed", "checks", "failed_checks", "seconds")
+    list_filter = ("passed",)
+    date_hierarchy = "started_at"
+    fields = ("started_at", "passed", "checks", "seconds", "failures_shown")
+    readonly_fields = fields
+
+    @admin.display(description="failed checks")
+    def failed_checks(self, run: IntegrityRun) -> str:
+        return ", ".join(f"{failure['check']} ({failure['count']})" for failure in run.failures) or "-"
+
+    @admin.display(description="failures")
+    def failures_shown(self, run: IntegrityRun) -> str:
+        return (
+            "\n".join(
+                f"{failure['check']}: {failure['count']} {failure['noun']} {failure['title']}: "
+                + ", ".join(str(ref) for ref in failure["examples"])
+                for failure in run.failures
+            )
+            or "none"
+        )

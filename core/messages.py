@@ -148,3 +148,17 @@ FRAUD_RULE_NO_THRESHOLD = "The {rule} rule has no threshold"
 FRAUD_RULE_NO_WINDOW = "The {rule} rule has no window"
 FRAUD_RULE_THRESHOLD_RANGE = "threshold must be between {low} and {high}"
 FRAUD_RULE_WINDOW_RANGE = "window_minutes must be between {low} and {high}"
+
+# Integrity checks (core.integrity; docs/integrity.md)
+INTEGRITY_UNKNOWN_CHECKS = "Unknown integrity check(s): {checks}"
+INTEGRITY_TITLE = "Integrity"
+INTEGRITY_PASSED = "Last integrity check {when}: every invariant held ({checks} checks)"
+INTEGRITY_FAILED = (
+    "Last integrity check {when}: {failed} of {checks} invariants did not hold for this program's records: {listed}"
+)
+INTEGRITY_FAILED_STEP = (
+    "Ask the service's operator to run manage.py verify_integrity: it names each row that breaks an invariant "
+    "(docs/integrity.md)."
+)
+INTEGRITY_STALE = "Last integrity check {when}: no check has run for over two days"
+INTEGRITY_STALE_STEP = "Check that Celery beat runs: it checks integrity daily (core.verify_integrity)."

@@ -9,8 +9,12 @@ class PayoutsConfig(AppConfig):
 
     def ready(self) -> None:
         from commissions.services import balance_fitters
+        from core.integrity import integrity_check_register
 
+        from .integrity import CHECKS
         from .ledger import payouts_fit_balance
+
+        integrity_check_register(*CHECKS)
 
         # A clawback reduces the partner's payouts not sent yet before their open withdrawals (docs/payouts.md).
         if payouts_fit_balance not in balance_fitters:

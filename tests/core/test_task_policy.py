@@ -35,10 +35,12 @@ REGISTERED_NAMES = {
     "payouts.scheduled_runs",
     "imports.import_run",
     "imports.prune_uploads",
+    "core.verify_integrity",
 }
 
 
 PROJECT_APPS = {
+    "core",
     "commissions",
     "tracking",
     "cli_api",
