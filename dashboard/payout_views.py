@@ -6,7 +6,7 @@ through payouts.services (or payouts.exports, which calls them), which audit who
 A run is looked up through the program in the path and a payout through the run, so another program's or
 workspace's id answers 404 exactly like an id that names nothing. A refused action comes back as a message."""
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 
 from core.currency import Currency, minor_unit_exponent
 from core.ids import id_parse
-from core.money import money
+from core.money import minor_units_parse, money
 from payouts.exports import (
     RESULTS_MAX_BYTES,
     ImportReport,
@@ -86,21 +86,6 @@ def _form_error(request: HttpRequest, form: forms.Form) -> None:
     flash.error(request, "; ".join(str(errors[0]) for errors in form.errors.values()))
 
 
-def _minor_units(text: str, currency: str) -> int | None:
-    """An amount typed in major units ("50", "50.00", "5000" VND) in minor units; None when it is not one."""
-    places = minor_unit_exponent(currency)
-    try:
-        amount = Decimal(text.strip())
-    except InvalidOperation:
-        return None
-    if not amount.is_finite() or amount < 0 or amount >= AMOUNT_MAX:
-        return None
-    minor = amount.scaleb(places)
-    if minor != minor.to_integral_value():
-        return None
-    return int(minor)
-
-
 class AmountForm(forms.Form):
     currency = forms.ChoiceField(choices=Currency.choices)
     minimum = forms.CharField(max_length=32, required=False, strip=True)
@@ -110,7 +95,7 @@ class AmountForm(forms.Form):
         currency, minimum = cleaned.get("currency"), cleaned.get("minimum")
         cleaned["minimum_cents"] = None
         if currency and minimum:
-            cleaned["minimum_cents"] = _minor_units(minimum, currency)
+            cleaned["minimum_cents"] = minor_units_parse(minimum, currency, below=AMOUNT_MAX)
             if cleaned["minimum_cents"] is None:
                 places = minor_unit_exponent(currency)
                 self.add_error("minimum", AMOUNT_INVALID.format(currency=currency, places=places))

@@ -1,15 +1,19 @@
 """Operators' view of payouts: runs with their audit trail, payouts read-only with the services' actions (so the
 ledger moves only through payouts.services), payout accounts, and programs' minimums."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+
+from core.ids import integer_parse
 
 from .models import Payout, PayoutAccount, PayoutCommission, PayoutMinimum, PayoutRun, PayoutRunAudit, Rail
 from .services import payout_mark_failed, payout_mark_paid
 from .stripe_rail import payout_send
 
 FAILED_BY_OPERATOR = "Marked failed by the operator"
+MINIMUM_NOT_ASCII = "Enter a whole number in ASCII digits (the currency's minor units)."
 
 
 def _actor(request: HttpRequest) -> str:
@@ -120,8 +124,18 @@ class PayoutAccountAdmin(admin.ModelAdmin):
     ]
 
 
+class PayoutMinimumForm(forms.ModelForm):
+    def clean_minimum_cents(self) -> int:
+        # Django's IntegerField runs int() on the text, which reads other scripts' digits ("١" is 1).
+        if integer_parse(self.data.get(self.add_prefix("minimum_cents"), "")) is None:
+            raise forms.ValidationError(MINIMUM_NOT_ASCII)
+        minimum: int = self.cleaned_data["minimum_cents"]
+        return minimum
+
+
 @admin.register(PayoutMinimum)
 class PayoutMinimumAdmin(admin.ModelAdmin):
+    form = PayoutMinimumForm
     list_display = ["program", "currency", "minimum_cents", "automatic"]
     list_filter = ["currency", "automatic"]
     raw_id_fields = ["program"]

@@ -12,6 +12,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from core.ids import integer_parse
+
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
@@ -52,6 +54,21 @@ class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class AsciiIntegerField(serializers.IntegerField):
+    """A JSON integer, or a string of ASCII digits (core.ids.integer_parse): DRF's IntegerField runs int() on a
+    string, which reads other scripts' digits ("١" is 1)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str):
+            if len(data) > self.MAX_STRING_LENGTH:
+                self.fail("max_string_length")
+            number = integer_parse(data)
+            if number is None:
+                self.fail("invalid")
+            data = number
         return super().to_internal_value(data)
 
 

@@ -170,6 +170,10 @@ class TestPreviewAndConfirm:
             ({"program_id": OURS}, CURRENCY_REQUIRED),
             ({"program_id": OURS, "currency": "USD", "minimum_cents": -1}, payout_messages.RUN_MINIMUM_INVALID),
             ({"program_id": OURS, "currency": "USD", "minimum_cents": "lots"}, payout_messages.RUN_MINIMUM_INVALID),
+            # int() reads other scripts' digits ("١" is 1): only ASCII digits are a number.
+            ({"program_id": OURS, "currency": "USD", "minimum_cents": "١"}, payout_messages.RUN_MINIMUM_INVALID),
+            ({"program_id": OURS, "currency": "USD", "minimum_cents": "５０"}, payout_messages.RUN_MINIMUM_INVALID),
+            ({"program_id": "١", "currency": "USD"}, payout_messages.RUN_PROGRAM_ID_INVALID),
         ],
     )
     def test_bad_input_is_400_naming_it(self, agent, program, body, message):
@@ -177,6 +181,12 @@ class TestPreviewAndConfirm:
         sent = {name: program.pk if value is OURS else value for name, value in body.items()}
         assert post(agent, RUNS, sent).json() == bad_request(message)
         assert not PayoutRun.objects.exists() and not AgentAuditEntry.objects.exists()
+
+    def test_numbers_written_in_ascii_digits_are_taken(self, agent, program):
+        owed(program, "Ann", 10_000)
+        response = post(agent, RUNS, {"program_id": str(program.pk), "currency": "USD", "minimum_cents": "2000"})
+        assert response.status_code == 201, response.json()
+        assert response.json()["data"]["minimum_cents"] == 2_000
 
     def test_a_body_that_is_not_an_object_names_the_first_field(self, agent):
         assert post(agent, RUNS, ["x"]).json() == bad_request(payout_messages.RUN_PROGRAM_ID_INVALID)
@@ -287,6 +297,22 @@ class TestWhatAKeyMaySee:
         assert set(PayoutRun.objects.values_list("status", flat=True)) == {"preview", "confirmed"}
         assert set(Payout.objects.values_list("status", flat=True)) == {"pending"}
         assert not AgentAuditEntry.objects.exists()
+
+    def test_a_run_id_filter_naming_a_run_the_key_may_not_see_is_404(self, workspace, program):
+        sibling = ProgramFactory.create(workspace=workspace)
+        foreign = ProgramFactory.create(workspace=WorkspaceFactory.create())
+        sibling_payout, foreign_payout = confirmed_payout(sibling), confirmed_payout(foreign)
+        limited = agent_for(workspace, programs=(program,))
+        everything = agent_for(workspace)
+        for agent, hidden in ((limited, sibling_payout), (limited, foreign_payout), (everything, foreign_payout)):
+            assert agent.get(PAYOUTS, {"run_id": hidden.run_id}).json() == not_found(payout_messages.RUN_NOT_FOUND)
+        assert everything.get(PAYOUTS, {"run_id": 10**12}).json() == not_found(payout_messages.RUN_NOT_FOUND)
+        own = confirmed_payout(program, "Bo")
+        for agent in (limited, everything):
+            assert [payout["id"] for payout in agent.get(PAYOUTS, {"run_id": own.run_id}).json()["data"]] == [own.pk]
+        assert [
+            payout["id"] for payout in everything.get(PAYOUTS, {"run_id": sibling_payout.run_id}).json()["data"]
+        ] == [sibling_payout.pk]
 
     def test_no_key_is_401_on_every_route(self, program):
         payout = confirmed_payout(program)

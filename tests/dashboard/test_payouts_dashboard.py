@@ -237,6 +237,21 @@ def test_a_minimum_that_is_no_amount_is_refused_and_nothing_changes(owner, progr
     assert state() == before
 
 
+@pytest.mark.parametrize("typed", ["١", "٥٠.٠٠", "５０", "१०", "5٠", "𝟓"])
+def test_a_minimum_in_another_scripts_digits_is_refused(owner, program, due, typed):
+    """Decimal() reads "١" as 1: a minimum typed in Arabic-Indic, full-width or Devanagari digits is no amount."""
+    PayoutMinimum.objects.create(program=program, currency="USD", minimum_cents=1_000)
+    before = state()
+
+    response = owner.post(f"{base(program)}/minimum", {"currency": "USD", "minimum": typed})
+
+    assert flashed(response) == [payout_views.AMOUNT_INVALID.format(currency="USD", places=2)]
+    assert state() == before
+    previewed = owner.post(f"{base(program)}/preview", {"currency": "USD", "minimum": typed})
+    assert flashed(previewed)[-1] == payout_views.AMOUNT_INVALID.format(currency="USD", places=2)
+    assert not PayoutRun.objects.exists()
+
+
 def test_a_preview_with_a_minimum_for_this_run_only(owner, program, due):
     response = owner.post(f"{base(program)}/preview", {"currency": "USD", "minimum": "25"})
 

@@ -91,6 +91,10 @@ def test_the_minimum_is_the_programs_unless_given(program):
             "Unknown currency 'GBP': use one of USD",
         ),
         (("preview", "--program", "{program}", "--currency", "USD", "--minimum", "-5"), "minimum_cents must be 0"),
+        # int() reads other scripts' digits ("١" is 1): only ASCII digits are a number.
+        (("preview", "--program", "{program}", "--currency", "USD", "--minimum", "١٠٠"), "'١٠٠' is not a whole number"),
+        (("preview", "--program", "١", "--currency", "USD"), "'١' is not a whole number"),
+        (("confirm", "١"), "'١' is not a whole number"),
         (("confirm", "987654"), "Payout run 987654 does not exist"),
         (("show", "987654"), "Payout run 987654 does not exist"),
         (("list", "--program", "987654"), "Program 987654 does not exist"),

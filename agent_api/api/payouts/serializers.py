@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from commissions.models import Withdrawal
-from core.api.fields import IsoDateTimeField
+from core.api.fields import AsciiIntegerField, IsoDateTimeField
 from core.currency import Currency
 from core.ids import MAX_BIGINT
 from payouts.models import Payout, PayoutRun, PayoutRunAudit, PayoutStatus, Rail
@@ -64,7 +64,7 @@ class RunsQuerySerializer(PageQuerySerializer):
 
 
 class RunPreviewSerializer(serializers.Serializer):
-    program_id = serializers.IntegerField(
+    program_id = AsciiIntegerField(
         min_value=1,
         max_value=MAX_BIGINT,
         help_text="The program whose partners are paid (404 when the key may not see it)",
@@ -81,7 +81,7 @@ class RunPreviewSerializer(serializers.Serializer):
             for key in ("required", "null", "invalid_choice")
         },
     )
-    minimum_cents = serializers.IntegerField(
+    minimum_cents = AsciiIntegerField(
         required=False,
         min_value=0,
         max_value=MAX_BIGINT,
@@ -98,7 +98,9 @@ class PayoutsQuerySerializer(PageQuerySerializer):
     program_id = id_filter(
         messages.PROGRAM_ID_FILTER_INVALID, "Only this program's payouts (404 when the key may not see it)"
     )
-    run_id = id_filter(payout_messages.RUN_ID_FILTER_INVALID, "Only the payouts of this run")
+    run_id = id_filter(
+        payout_messages.RUN_ID_FILTER_INVALID, "Only the payouts of this run (404 when the key may not see it)"
+    )
     partner_id = id_filter(messages.PARTNER_ID_FILTER_INVALID, "Only this partner's payouts")
     status = _choice(PayoutStatus.choices, payout_messages.PAYOUT_STATUS_INVALID, "Only payouts in this state")
 

@@ -310,10 +310,17 @@ class AgentPayoutsApi(AgentListApi):
     selector = staticmethod(agent_payouts)
     output_serializer = AgentPayoutListSerializer
 
+    def run_filter(self, query: dict[str, Any]) -> int | None:
+        """The run ?run_id= names (404 when the key may not see it, as a program_id it may not see), or None."""
+        if "run_id" not in query:
+            return None
+        visible = PayoutRun.objects.filter(program__in=agent_programs(self.agent_key))
+        return visible_get(visible, query["run_id"], payout_messages.RUN_NOT_FOUND).pk
+
     def filters(self, query: dict[str, Any]) -> dict[str, Any]:
         return {
             "program": self.program_filter(query),
-            "run_id": query.get("run_id"),
+            "run_id": self.run_filter(query),
             "partner_id": query.get("partner_id"),
             "status": query.get("status"),
         }

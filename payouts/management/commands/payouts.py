@@ -1,6 +1,7 @@
 """`manage.py payouts`: payout runs from the command line, as the dashboard and the agent API run them, through
 payouts.services (audited as "command")."""
 
+from argparse import ArgumentTypeError
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from core.currency import Currency
+from core.ids import integer_parse
 from core.money import money
 from payouts.exports import holder_names, paypal_batch_csv, wise_batch_csv
 from payouts.models import MANUAL_RAILS, Payout, PayoutRun, Rail
@@ -16,6 +18,14 @@ from payouts.stripe_rail import payouts_reconcile
 from programs.models import Program
 
 ACTOR = "command"
+
+
+def _whole_number(text: str) -> int:
+    """An argument in ASCII digits: argparse's type=int runs int(), which reads other scripts' digits ("١" is 1)."""
+    number = integer_parse(text)
+    if number is None:
+        raise ArgumentTypeError(f"{text!r} is not a whole number (ASCII digits)")
+    return number
 
 
 class Command(BaseCommand):
@@ -31,31 +41,31 @@ class Command(BaseCommand):
         )
 
         preview = actions.add_parser("preview", help="Preview a run: who is owed what; nothing is paid")
-        preview.add_argument("--program", type=int, required=True, metavar="ID", help="Program id")
+        preview.add_argument("--program", type=_whole_number, required=True, metavar="ID", help="Program id")
         preview.add_argument("--currency", required=True, help=f"One of {', '.join(Currency.values)}")
         preview.add_argument(
             "--minimum",
-            type=int,
+            type=_whole_number,
             metavar="MINOR_UNITS",
             help="Pay only partners owed at least this (minor units); default: the program's minimum payout",
         )
 
         confirm = actions.add_parser("confirm", help="Confirm a previewed run: the payouts are made")
-        confirm.add_argument("run_id", type=int, metavar="RUN_ID")
+        confirm.add_argument("run_id", type=_whole_number, metavar="RUN_ID")
 
         listing = actions.add_parser("list", help="List runs, newest first")
-        listing.add_argument("--program", type=int, metavar="ID", help="Only this program's runs")
-        listing.add_argument("--limit", type=int, default=50, metavar="N", help="At most N runs (default 50)")
+        listing.add_argument("--program", type=_whole_number, metavar="ID", help="Only this program's runs")
+        listing.add_argument("--limit", type=_whole_number, default=50, metavar="N", help="At most N runs (default 50)")
 
         show = actions.add_parser("show", help="A run's lines, payouts and audit trail")
-        show.add_argument("run_id", type=int, metavar="RUN_ID")
+        show.add_argument("run_id", type=_whole_number, metavar="RUN_ID")
 
         actions.add_parser("reconcile", help="Settle or resend Stripe payouts whose answer was never recorded")
 
         export = actions.add_parser(
             "export", help="Write a confirmed run's open PayPal or Wise payouts as the rail's batch file"
         )
-        export.add_argument("run_id", type=int, metavar="RUN_ID")
+        export.add_argument("run_id", type=_whole_number, metavar="RUN_ID")
         export.add_argument("--rail", required=True, choices=[rail.value for rail in MANUAL_RAILS])
         export.add_argument("--output", required=True, type=Path, metavar="FILE", help="Where the CSV is written")
 
