@@ -88,6 +88,11 @@ class _ResolvedUserAgent(UserAgent):
         self.ua_string = user_agent_string
         self.os = parse_operating_system(os.family, os.major, os.minor, os.patch, os.patch_minor)
         self.browser = parse_browser(browser.family, browser.major, browser.minor, browser.patch)
+        if device.brand == GENERIC_BRAND and _spider_parser().parse_device(browser.family) is not None:
+            # ua-parser tries its generic-phone rule before its catch-all spider rule, so a crawler posing as a
+            # phone on no named device (Bytespider) came out a phone. Its own spider rules judge the agent it named
+            # ("Bytespider"), not the whole string: an app's token there (Sogou, Yahoo, Daum) is no crawler.
+            device = ua_parser.Device(SPIDER_FAMILY, SPIDER_FAMILY, device.model)
         self.device = parse_device(device.family, device.brand, device.model)
 
 
@@ -100,9 +105,24 @@ def _user_agent_parser() -> ua_parser.Parser:
     return ua_parser.Parser(ua_parser.RegexResolver(ua_parser.load_lazy_builtins()))
 
 
+# ua-parser's device for a crawler (user_agents' is_bot reads it), and its brand for a device it cannot name.
+SPIDER_FAMILY = "Spider"
+GENERIC_BRAND = "Generic"
+
+
+@lru_cache(maxsize=1)
+def _spider_parser() -> ua_parser.Parser:
+    """ua-parser's own device rules for crawlers, alone."""
+    assert ua_parser.RegexResolver is not None  # as _user_agent_parser
+    _, _, devices = ua_parser.load_builtins()
+    spiders = [matcher for matcher in devices if getattr(matcher, "family", None) == SPIDER_FAMILY]
+    return ua_parser.Parser(ua_parser.RegexResolver(([], [], spiders)))
+
+
 def user_agent_resolver_warm() -> None:
     """Compiles the resolver's regexes (about 0.1 s), so a worker does it before its first click."""
     _user_agent_parser().parse("")
+    _spider_parser().parse_device("")
 
 
 @lru_cache(maxsize=4096)
