@@ -4,8 +4,12 @@ Out: a run's PayPal payouts as a PayPal Payouts Web payment file, its Wise payou
 and a program's payouts and commissions. In: the results an owner brings back (`payout_id,status,reference,message`),
 each line settled through payouts.services, or refused with its line number and why.
 
-Every cell written goes through `cell`: a value a spreadsheet would read as a formula (= + - @, tab, carriage
-return first) is written after a single quote."""
+Every cell written goes through `cell` (OWASP's CSV injection advice): a value a spreadsheet would read as a formula
+(= + - @, tab or carriage return first, after any spaces or quotes) is written after a single quote and quoted. So is
+one holding a formula after a field separator of any locale (`,` `;` tab, or a line end): a spreadsheet that splits
+on semicolons would start a cell there, so that cell starts with a single quote too. A value holding a separator or
+a double quote is quoted (RFC 4180), so every locale's spreadsheet keeps it whole; anything else, amounts included,
+is written as it is, as the rails' upload formats show it."""
 
 import csv
 import io
@@ -35,6 +39,12 @@ from .models import (
 from .services import payout_mark_failed, payout_mark_paid
 
 FORMULA_OPENINGS = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet may skip before it reads a cell's first character.
+SKIPPED_FIRST = " \t\r\n\"'"
+# Where a spreadsheet of one locale or another starts a new cell (or row).
+SEPARATORS = ",;\t\r\n"
+_FORMULA_AFTER_SEPARATOR = re.compile(r"([,;\t\r\n])(?=[ \t\r\n\"']*[=+\-@])")
+_QUOTED_WHEN = frozenset(SEPARATORS + '"')
 LINE_END = "\r\n"  # RFC 4180, as spreadsheets and both rails' uploads read it
 
 # PayPal Payouts Web: no header row; per line the recipient, amount, currency, customer id (at most 30 characters,
@@ -102,8 +112,15 @@ PAYOUT_REFERENCE = re.compile(r"payout-([0-9]{1,19})", re.IGNORECASE)
 
 
 def cell(value: object) -> str:
+    """The value as the file writes it: defused and quoted when a spreadsheet of any locale could run it as a
+    formula, quoted when it holds a separator or a quote, else as it is."""
     text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_OPENINGS) else text
+    defused = _FORMULA_AFTER_SEPARATOR.sub(r"\1'", text)
+    if defused != text or text.startswith(FORMULA_OPENINGS) or text.lstrip(SKIPPED_FIRST).startswith(FORMULA_OPENINGS):
+        defused = "'" + defused
+    if defused == text and not _QUOTED_WHEN.intersection(text):
+        return text
+    return '"' + defused.replace('"', '""') + '"'
 
 
 def amount_text(minor: int, currency: str) -> str:
@@ -122,13 +139,9 @@ def utc_text(moment: datetime | None) -> str:
 
 
 def _lines(rows: Iterable[Iterable[object]]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator=LINE_END)
+    # Written by hand, not by csv.writer: its quoting is all or nothing per file, and `cell` quotes what needs it.
     for row in rows:
-        writer.writerow([cell(value) for value in row])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
+        yield ",".join(cell(value) for value in row) + LINE_END
 
 
 def csv_bytes(rows: Iterable[Iterable[object]]) -> bytes:

@@ -3,6 +3,9 @@ byte against the columns the rails document), the owners' payouts and commission
 brought back, whose bad lines are refused by line number and change nothing. Every test that moves money ends with
 each partner's ledger exact."""
 
+import csv
+import io
+
 import pytest
 
 from commissions.models import CommissionStatus
@@ -30,6 +33,9 @@ from .money import balance, credited, ledger_exact, payable_partner
 pytestmark = pytest.mark.django_db
 
 ACTOR = "user:owner"
+# Partner-controlled text (a Wise holder's name, a partner's name from the public join form) built to start a new
+# cell, and run it, in a spreadsheet that splits on semicolons.
+ATTACK = ";=cmd|' /C calc'!A0"
 
 
 @pytest.fixture
@@ -65,18 +71,52 @@ def test_amounts_in_major_units_with_the_currencys_decimals_and_no_grouping(mino
 @pytest.mark.parametrize(
     ("value", "written"),
     [
-        ("=HYPERLINK(1)", "'=HYPERLINK(1)"),
-        ("+1", "'+1"),
-        ("-1", "'-1"),
-        ("@SUM(A1)", "'@SUM(A1)"),
-        ("\tx", "'\tx"),
+        ("=HYPERLINK(1)", '"\'=HYPERLINK(1)"'),
+        ("+1", '"\'+1"'),
+        ("-1", '"\'-1"'),
+        ("@SUM(A1)", '"\'@SUM(A1)"'),
+        ("\tx", '"\'\tx"'),
+        ("\r=1", "\"'\r'=1\""),
+        # What a spreadsheet skips before a cell's first character does not hide a formula.
+        ("  =1+2", '"\'  =1+2"'),
+        ('"=1+2', '"\'""=1+2"'),
+        ("'=1+2", "\"''=1+2\""),
+        # A field separator of any locale followed by a formula: quoted, and the formula defused where a spreadsheet
+        # splitting on that separator would start a cell.
+        (ATTACK, "\"';'=cmd|' /C calc'!A0\""),
+        (f"Ann{ATTACK}", "\"'Ann;'=cmd|' /C calc'!A0\""),
+        ("Ann,=1+2", "\"'Ann,'=1+2\""),
+        ("Ann\t@SUM(A1)", "\"'Ann\t'@SUM(A1)\""),
+        ('=1+2";=1+2', '"\'=1+2"";\'=1+2"'),
+        # Separators alone: quoted, so a spreadsheet of any locale keeps the cell whole; nothing is added.
+        ("Bo, Ltd", '"Bo, Ltd"'),
+        ("Bo; Ltd", '"Bo; Ltd"'),
+        ("Bo\tLtd", '"Bo\tLtd"'),
+        ('Bo "B" Berg', '"Bo ""B"" Berg"'),
         ("Ann = 1", "Ann = 1"),
+        ("Smith-Jones", "Smith-Jones"),
+        ("20.00", "20.00"),
         ("", ""),
         (None, ""),
     ],
 )
-def test_a_cell_a_spreadsheet_would_run_as_a_formula_is_written_after_a_quote(value, written):
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_is_quoted_and_written_after_a_quote(value, written):
     assert cell(value) == written
+
+
+def no_formula_in_any_locale(text: str) -> None:
+    """Read as a spreadsheet of each locale reads a CSV (split on `,`, `;` or tab, honouring quotes or not), no
+    cell starts with a formula: a cell after a single quote is text."""
+    for delimiter in (",", ";", "\t"):
+        cells = [value for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) for value in row]
+        cells += [piece for line in text.split("\r\n") for piece in line.split(delimiter)]
+        for value in cells:
+            shown = value.lstrip(' \t\r\n"')
+            assert not shown.startswith(("=", "+", "-", "@")), (delimiter, value)
+
+
+def read_back(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text, newline="")))
 
 
 # --- PayPal Payouts Web -------------------------------------------------------------------------------------------
@@ -120,7 +160,8 @@ def test_paypal_file_in_vnd_has_no_decimals_and_a_formula_in_the_note_is_defused
     assert (
         paypal_batch_csv(payouts, program_name=program.name)
         == (
-            f"ann@example.com,50000,VND,payout-{pk},'=cmd|' /C calc'!A0: payout #{pk} of your commissions,PAYPAL\r\n"
+            f"ann@example.com,50000,VND,payout-{pk},\"'=cmd|' /C calc'!A0: payout #{pk} of your commissions\","
+            "PAYPAL\r\n"
         ).encode()
     )
 
@@ -166,7 +207,7 @@ def test_wise_file_with_a_bank_recipient_carries_the_iban_column(program):
         "name,recipientEmail,paymentReference,receiverType,amountCurrency,amount,sourceCurrency,targetCurrency,IBAN\r\n"
         f"Ann,ann@example.com,payout-{ids['Ann']},PERSON,target,20.00,EUR,EUR,\r\n"
         f"Bo,,payout-{ids['Bo']},PERSON,target,40.00,EUR,EUR,DE89370400440532013000\r\n"
-        f"'-2+3,cy@example.com,payout-{ids['Cy']},PERSON,target,10.00,EUR,EUR,\r\n"
+        f'"\'-2+3",cy@example.com,payout-{ids["Cy"]},PERSON,target,10.00,EUR,EUR,\r\n'
     )
 
 
@@ -209,6 +250,67 @@ def test_commissions_csv_names_the_live_payout_covering_each_commission(program)
     assert by_id[str(covered.pk)][3:7] == ["20.00", "0.00", "USD", CommissionStatus.APPROVED]
     assert by_id[str(covered.pk)][9:] == [str(payout_of(ann).pk), "pending"]
     assert by_id[str(later.pk)][9:] == ["", ""]
+
+
+def test_paypal_file_keeps_amounts_unquoted_when_a_note_is_defused(program):
+    program.name = f"Acme{ATTACK}"
+    program.save(update_fields=["name"])
+    ann = payable_partner(program, name="Ann", payout_email="ann@example.com")
+    credited(ann, program, amount=10_000)
+    run = confirmed_run(program)
+
+    text = paypal_batch_csv(run_export(run_id=run.pk, rail=Rail.PAYPAL, actor=ACTOR), program_name=program.name)
+
+    pk = payout_of(ann).pk
+    assert text.decode() == (
+        f"ann@example.com,20.00,USD,payout-{pk},\"'Acme;'=cmd|' /C calc'!A0: payout #{pk} of your commissions\","
+        "PAYPAL\r\n"
+    )
+    no_formula_in_any_locale(text.decode())
+
+
+@pytest.mark.parametrize("hostile", ["holder", "partner"])
+def test_wise_file_defuses_a_holder_or_partner_name_built_for_semicolon_spreadsheets(program, hostile):
+    name = f"Ann{ATTACK}"
+    ann = payable_partner(
+        program,
+        name=name if hostile == "partner" else "Ann",
+        rail=Rail.WISE,
+        payout_email="ann@example.com",
+        holder_name=name if hostile == "holder" else "",
+    )
+    credited(ann, program, amount=10_000)
+    run = confirmed_run(program)
+
+    payouts = run_export(run_id=run.pk, rail=Rail.WISE, actor=ACTOR)
+    text = wise_batch_csv(payouts, names=holder_names(payouts)).decode()
+
+    assert text.split("\r\n")[1] == (
+        f"\"'Ann;'=cmd|' /C calc'!A0\",ann@example.com,payout-{payout_of(ann).pk},PERSON,target,20.00,USD,USD"
+    )
+    no_formula_in_any_locale(text)
+    assert read_back(text)[1][0] == "'Ann;'=cmd|' /C calc'!A0"
+
+
+def test_payouts_and_commissions_csv_defuse_a_partner_name_built_for_semicolon_spreadsheets(program):
+    ann = payable_partner(program, name=f"Ann{ATTACK}", payout_email="ann@example.com")
+    credited(ann, program, amount=10_000)
+    run = confirmed_run(program)
+    payout = payout_of(ann)
+    payout_mark_paid(payout_id=payout.pk, actor=ACTOR, reference="=HYPERLINK(1);@SUM(A1)")
+
+    payouts_text = "".join(program_payouts_csv(program))
+    commissions_text = "".join(program_commissions_csv(program))
+
+    for text in (payouts_text, commissions_text):
+        no_formula_in_any_locale(text)
+    [header, line] = read_back(payouts_text)
+    assert header == list(PAYOUT_COLUMNS)
+    assert line[:6] == [str(payout.pk), str(run.pk), str(ann.pk), "'Ann;'=cmd|' /C calc'!A0", "20.00", "USD"]
+    assert line[9] == "'=HYPERLINK(1);'@SUM(A1)"
+    [header, line] = read_back(commissions_text)
+    assert header == list(COMMISSION_COLUMNS) and line[2] == "'Ann;'=cmd|' /C calc'!A0"
+    assert line[3:6] == ["20.00", "0.00", "USD"]
 
 
 # --- Results brought back -----------------------------------------------------------------------------------------
