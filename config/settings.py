@@ -301,6 +301,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 # The one page that takes files: the dashboard's Import page (another platform's exports, docs/import.md). Its
 # uploads may reach IMPORT_UPLOAD_MAX_BYTES together; its POST body may be that plus the form's own fields.
 IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+# The most values (JSON values, CSV fields) one import reads, all files together: a read holds each as a Python
+# object, ~35-150 bytes apiece at its peak, so this bounds its memory where bytes alone do not (50 MB of "{}," is 17
+# million dicts). Real exports run ~25 bytes of JSON a value: 50 MB of one is about 2 million.
+IMPORT_MAX_VALUES = env_int("IMPORT_MAX_VALUES", 2_500_000, minimum=1000)
 LARGE_BODY_PATHS = ((r"/programs/\d+/import", IMPORT_UPLOAD_MAX_BYTES + 1024 * 1024),)
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "core.api.handler.api_exception_handler",
@@ -322,10 +326,6 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CommissionTypeEnum": "programs.models.CommissionType",
         "LeadAuthEnum": "programs.models.LeadAuth",
-# The most values (JSON values, CSV fields) one import reads, all files together: a read holds each as a Python
-# object, ~35-150 bytes apiece at its peak, so this bounds its memory where bytes alone do not (50 MB of "{}," is 17
-# million dicts). Real exports run ~25 bytes of JSON a value: 50 MB of one is about 2 million.
-IMPORT_MAX_VALUES = env_int("IMPORT_MAX_VALUES", 2_500_000, minimum=1000)
         # The one-value discriminators of the agent and dashboard events lists and the attribution explanation.
         "SaleKindEnum": [("sale", "sale")],
         "LeadKindEnum": [("lead", "lead")],
