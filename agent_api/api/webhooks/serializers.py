@@ -13,7 +13,7 @@ from rest_framework import serializers
 from core.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField
 from core.api.query import InstantField
 from webhooks import messages as webhook_messages
-from webhooks.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from webhooks.models import ALL_EVENT_TYPES, DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 from ... import messages
 from ..base import id_filter
@@ -54,6 +54,22 @@ class EndpointsQuerySerializer(PageQuerySerializer):
     )
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            {"type": "string", "enum": [ALL_EVENT_TYPES]},
+        ]
+    }
+)
+class EventTypesField(serializers.ListField):
+    """A list of event types, or the bare "*" the docs allow for every type, taken as the model keeps it (["*"]).
+    Any other bare string is still not a list."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        return super().to_internal_value([ALL_EVENT_TYPES] if data == ALL_EVENT_TYPES else data)
+
+
 class AgentWebhookEndpointFieldsSerializer(serializers.Serializer):
     """What an endpoint is made of; on create url and event_types are required, on update every field is optional
     and only those sent change."""
@@ -68,12 +84,12 @@ class AgentWebhookEndpointFieldsSerializer(serializers.Serializer):
             **{key: messages.WEBHOOK_URL_REQUIRED for key in ("required", "null")},
         },
     )
-    event_types = serializers.ListField(
+    event_types = EventTypesField(
         child=StrictCharField(
             error_messages={key: webhook_messages.EVENT_TYPES_REQUIRED for key in ("invalid", "blank", "null")}
         ),
         allow_empty=False,
-        help_text=f'Event types to receive ({EVENT_TYPES}), or ["*"] for every type, including later ones',
+        help_text=f'Event types to receive ({EVENT_TYPES}), or "*" (also ["*"]) for every type, including later ones',
         error_messages={
             key: webhook_messages.EVENT_TYPES_REQUIRED for key in ("required", "null", "not_a_list", "empty")
         },
