@@ -273,6 +273,13 @@ RATELIMIT_USE_CACHE = "ratelimit"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 # Multiplies every limit of the spec's table; benchmarks raise it so limiting stays on but never trips.
 RATELIMIT_SCALE = env_float("RATELIMIT_SCALE", 1.0)
+# Failed sign-ins per account, whatever the client address (core/sign_in_lock.py; the portal's by email, the
+# dashboard's and the admin's by username): the failure that makes SIGN_IN_LOCK_FAILURES within
+# SIGN_IN_LOCK_WINDOW_SECONDS locks the account for SIGN_IN_LOCK_SECONDS, the right password refused too. Unknown
+# emails and usernames are counted alike. Counted per instance unless RATELIMIT_SHARED=true.
+SIGN_IN_LOCK_FAILURES = env_int("SIGN_IN_LOCK_FAILURES", 10, minimum=1)
+SIGN_IN_LOCK_WINDOW_SECONDS = env_int("SIGN_IN_LOCK_WINDOW_SECONDS", 900, minimum=1)
+SIGN_IN_LOCK_SECONDS = env_int("SIGN_IN_LOCK_SECONDS", 900, minimum=1)
 # Seconds a server process keeps a referral link's routing facts (see tracking/link_cache.py).
 LINK_CACHE_SECONDS = env_int("LINK_CACHE_SECONDS", 5)
 # How long a new visitor's click, whose INSERT checks the link's row, may use cached link facts, and the bound on

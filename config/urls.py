@@ -1,18 +1,21 @@
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from core.docs_pages import ReadinessDocsView
 from core.views import ErrorReferenceView, TrivialApi, healthz
+from dashboard.sign_in import AdminSignInForm, SignInView
 from tracking.bench_views import bare_click, bare_lead, bare_sale
+
+# The admin's sign-in counts failures per username and locks as the dashboard's does (core.sign_in_lock).
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     # A signed-in user who opens the sign-in page goes straight to the dashboard.
-    path("accounts/login/", LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/login/", SignInView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
     path("docs/readiness", ReadinessDocsView.as_view(), name="docs-readiness"),

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from core.clientip import client_ip
 from core.money import money
+from core.sign_in_lock import PORTAL, sign_in_failed, sign_in_lock_seconds_left, sign_in_locked_message
 from programs.models import RECURRING_TYPES, CommissionType, LeadAuth, PartnerAccount, PartnerProgram, Program
 
 from . import services, session
@@ -91,9 +92,14 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     if _limited(request):
         context["error"] = "Too many attempts. Wait a minute and try again."
         return render(request, "portal/sign_in.html", context, status=429)
+    locked = sign_in_lock_seconds_left(PORTAL, email)
+    if locked:
+        context["error"] = sign_in_locked_message(locked)
+        return render(request, "portal/sign_in.html", context, status=429)
     account = services.account_authenticate(email, request.POST.get("password", ""))
     if account is None:
-        # The same answer whether or not the email has an account.
+        # The same answer whether or not the email has an account, and the same count towards its lock.
+        sign_in_failed(request, PORTAL, email)
         context["error"] = SIGN_IN_FAILED
         return render(request, "portal/sign_in.html", context, status=400)
     response = HttpResponseRedirect(next_url)
@@ -139,8 +145,14 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "portal/invitation.html", {**context, "error": "Too many attempts."}, status=429)
     password = request.POST.get("password", "")
     if existing is not None:
+        # The account's password is asked here as on the sign-in page: the same lock.
+        locked = sign_in_lock_seconds_left(PORTAL, found.email)
+        if locked:
+            error = sign_in_locked_message(locked)
+            return render(request, "portal/invitation.html", {**context, "error": error}, status=429)
         account = services.account_authenticate(found.email, password)
         if account is None:
+            sign_in_failed(request, PORTAL, found.email)
             return render(request, "portal/invitation.html", {**context, "error": SIGN_IN_FAILED}, status=400)
     else:
         error = _password_problem(password, request.POST.get("password2", ""))
