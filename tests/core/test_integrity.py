@@ -302,3 +302,18 @@ def test_partners_untouched_by_the_world_do_not_matter():
     # An empty database holds every invariant.
     assert not Partner.objects.exists()
     assert verify()[0] == 0
+
+
+def test_the_admin_lists_runs_read_only(admin_client):
+    run = IntegrityRun.objects.create(
+        passed=False,
+        checks=20,
+        failures=[{"check": "payout_ledger", "title": "whose …", "noun": "payout(s)", "count": 1, "examples": [7]}],
+    )
+    listing = admin_client.get("/admin/core/integrityrun/")
+    assert listing.status_code == 200
+    assert b"payout_ledger (1)" in listing.content
+    detail = admin_client.get(f"/admin/core/integrityrun/{run.pk}/change/")
+    assert detail.status_code == 200
+    assert b"payout_ledger: 1 payout(s)" in detail.content
+    assert admin_client.get("/admin/core/integrityrun/add/").status_code == 403

@@ -147,8 +147,9 @@ def test_a_backup_taken_mid_traffic_restores_to_a_database_that_holds_every_inva
     env = {**os.environ, "PGPASSWORD": settings.DATABASES["default"].get("PASSWORD") or ""}
     admin_url = server_url("postgres")
 
-    with Traffic(key, customer_keys):
-        wait_for(lambda: live_sales() >= 30)
+    with Traffic(key, customer_keys) as traffic:
+        # A writer's error ends the wait at once; leaving the block raises it.
+        wait_for(lambda: bool(traffic.errors) or live_sales() >= 30)
         before = live_sales()
         subprocess.run(
             [pg_binary("pg_dump", server_major), "-Fc", "--no-owner", "-f", str(backup), "-d", server_url(source)],
@@ -157,7 +158,7 @@ def test_a_backup_taken_mid_traffic_restores_to_a_database_that_holds_every_inva
             timeout=300,
         )
         during = live_sales()
-        wait_for(lambda: live_sales() > during + 10)
+        wait_for(lambda: bool(traffic.errors) or live_sales() > during + 10)
     after = live_sales()
     # The dump ran while sales were being written: they did not wait for it, nor it for them.
     assert before < during < after
