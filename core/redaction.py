@@ -7,8 +7,9 @@
   webhook signing secrets (`whsec_…`), Stripe secret and restricted keys (`sk_live_…`, `rk_test_…`) become their
   prefix and `[redacted]`; a JSON Web Token and a bare 43-character random token (a program key from before the
   `aff_` prefix, a CLI login state) become `[redacted]`.
-- A partner portal password-reset link's token (`/portal/password-reset/1-dixhh1-83179e17…`: the account's id and
-  the timestamp in base 36, then 32 hex digits) becomes `[redacted]`: an unused link read in a log resets the account.
+- A password-reset link's token becomes `[redacted]`: an unused link read in a log resets the account. The partner
+  portal's (`/portal/password-reset/1-dixhh1-83179e17…`: the account's id and the timestamp in base 36, then 32 hex
+  digits) and Django's own for owners (`/accounts/reset/MQ/dixhh1-83179e17…/`: the same without the id).
 - A card number: 13 to 19 digits, in groups separated by single spaces or dashes, that pass the Luhn check keep
   their last four digits, `4242 4242 4242 4242` → `**** **** **** 4242`.
 - In a URL or query string (the log line variants only): the value of a parameter named like a secret
@@ -17,7 +18,7 @@
 core imports no feature app, so the prefixes are written here; tests/core/test_redaction.py makes each app's own
 generator's output and checks it is redacted. Runs on every logged call (about 6 µs a request-log row): the
 patterns are compiled once, and each is only run on text that can hold its shape (an `_`, `eyJ`, 43 characters,
-a `-` in 36, an `@` or `%40`, a run of 13 digits, spaces or dashes)."""
+a `-` in 34, an `@` or `%40`, a run of 13 digits, spaces or dashes)."""
 
 import re
 from typing import Any
@@ -45,9 +46,10 @@ _PREFIXED = re.compile(
 )
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 _BARE_TOKEN = re.compile(rf"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{{{BARE_TOKEN_LENGTH}}}(?![A-Za-z0-9_-])")
-# portal.account.reset_link_token: `<account id>-<timestamp>-<hash>`, Django's PasswordResetTokenGenerator after the id.
-_RESET_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])[0-9a-z]{1,13}-[0-9a-z]{1,13}-[0-9a-f]{32}(?![A-Za-z0-9_-])")
-RESET_TOKEN_MIN_LENGTH = 36
+# Django's PasswordResetTokenGenerator: `<timestamp>-<hash>`; portal.account.reset_link_token puts the account's id
+# before it.
+_RESET_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:[0-9a-z]{1,13}-)?[0-9a-z]{1,13}-[0-9a-f]{32}(?![A-Za-z0-9_-])")
+RESET_TOKEN_MIN_LENGTH = 34
 # The local part is kept to the characters addresses really use, so a URL's `?email=` or `/` never joins it.
 _EMAIL = re.compile(r"(?P<local>[\w.+-]+)(?:@|%40)(?P<domain>[\w-]+(?:\.[\w-]+)+)")
 _EMAIL_HINT = re.compile(r"@|%40")

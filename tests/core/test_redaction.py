@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
 
 from cli_api.models import LOGIN_TOKEN_PREFIX
 from cli_api.tokens import id_token_issue
@@ -27,6 +29,12 @@ def password_reset_token(account_id: int = 1) -> str:
     return reset_link_token(PartnerAccount(pk=account_id, email="jane@corp.example", password="pbkdf2_sha256$x"))
 
 
+def owner_password_reset_token() -> str:
+    """Django's own reset token (`<timestamp>-<hash>`), of an owner's /accounts/reset/<uidb64>/<token>/ link."""
+    owner = get_user_model()(pk=1, username="ada", email="ada@corp.example", password="pbkdf2_sha256$x")
+    return default_token_generator.make_token(owner)
+
+
 def secrets_of_every_kind() -> dict[str, str]:
     """What each app issues, made by its own generator: a change of shape there fails here."""
     return {
@@ -39,6 +47,7 @@ def secrets_of_every_kind() -> dict[str, str]:
         "Stripe secret key": "sk_live_51Hx" + "a1B2c3D4" * 10,
         "portal password-reset token": password_reset_token(),
         "portal password-reset token of a large account id": password_reset_token(10**12),
+        "dashboard password-reset token": owner_password_reset_token(),
     }
 
 
@@ -72,6 +81,9 @@ def test_a_password_reset_link_is_redacted_in_a_request_line_a_referer_and_a_req
         "route": f"/portal/password-reset/{REDACTED}",
         "message": f"Gone: /portal/password-reset/{REDACTED}",
     }
+    # An owner's link, from Django's own password reset (/accounts/reset/, django.contrib.auth.urls).
+    owner_line = f"GET /accounts/reset/MQ/{owner_password_reset_token()}/ HTTP/1.1"
+    assert redact_line(owner_line) == f"GET /accounts/reset/MQ/{REDACTED}/ HTTP/1.1"
 
 
 def test_a_percent_encoded_webhook_secret_in_a_url_is_redacted():
