@@ -126,6 +126,17 @@ if not INSTANCE_ID and os.environ.get("SERVER_SOFTWARE", "").startswith("gunicor
     INSTANCE_ID = f"gunicorn-{os.getppid()}"
 
 
+# Every Redis client has timeouts: an unreachable Redis must cost a request milliseconds, not the OS's connect
+# timeout, and a Redis that accepts and never answers no more than these. After a failure a process skips Redis for
+# REDIS_FAILURE_SKIP_SECONDS (core/redis_guard.py): the caches answer from its memory, tasks wait for the sweeps.
+REDIS_SOCKET_TIMEOUT_SECONDS = env_float("REDIS_SOCKET_TIMEOUT_SECONDS", 0.5)
+REDIS_FAILURE_SKIP_SECONDS = env_float("REDIS_FAILURE_SKIP_SECONDS", 5.0)
+REDIS_CACHE_OPTIONS = {
+    "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+    "socket_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+}
+
+
 def _ratelimit_cache() -> dict:
     if REDIS_URL:
         # Atomic INCR in Redis: under the instance's prefix, or under one prefix for all (RATELIMIT_SHARED=true).
@@ -134,8 +145,7 @@ def _ratelimit_cache() -> dict:
             "BACKEND": "core.counter_cache.RedisCounterCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": f"ratelimit:{instance}",
-            # An unreachable Redis must cost a request milliseconds, not the OS's connect timeout.
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
     if INSTANCE_ID:
         # No Redis: the instance's processes count in one SQLite file (see core/counter_cache.py).
@@ -147,7 +157,7 @@ def _ratelimit_cache() -> dict:
 
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "core.counter_cache.FallbackRedisCache", "LOCATION": REDIS_URL, "OPTIONS": REDIS_CACHE_OPTIONS}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"}
     ),
@@ -171,6 +181,9 @@ WEBHOOK_QUEUE = env.str(
 CELERY_TASK_ROUTES = ["webhooks.queue.task_route"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The prefork pool, with time limits that stop only the task they were set for, never an idle process after a
+# broker reconnect (core/worker_limits.py).
+CELERY_WORKER_POOL = "core.worker_limits:TaskPool"
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 100
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -180,8 +193,16 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 if CELERY_BROKER_URL.startswith("redis://"):
     # kombu's Redis transport, guarded so that a worker holding messages survives Redis dropping (see core/broker.py).
     CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
-# A broker outage must not hang a request that enqueues a notification.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
+# A broker outage must not hang a request that enqueues a notification, refused (one try) or hanging (the
+# socket timeouts; the worker's BRPOP waits 1 s, well inside them).
+BROKER_SOCKET_TIMEOUT_SECONDS = env_float("BROKER_SOCKET_TIMEOUT_SECONDS", 2.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+}
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "approve-due-commissions": {"task": "commissions.approve_due", "schedule": 300.0},
@@ -209,6 +230,8 @@ CELERY_BEAT_SCHEDULE["reconcile-payouts"] = {"task": "payouts.reconcile", "sched
 CELERY_BEAT_SCHEDULE["scheduled-payout-runs"] = {"task": "payouts.scheduled_runs", "schedule": 86400.0}
 # Import uploads never confirmed lose their files after a week (imports.engine.unconfirmed_uploads_prune).
 CELERY_BEAT_SCHEDULE["prune-import-uploads"] = {"task": "imports.prune_uploads", "schedule": 86400.0}
+# Every invariant of the money records, daily; the result is on readiness and in the admin (docs/integrity.md).
+CELERY_BEAT_SCHEDULE["verify-integrity"] = {"task": "core.verify_integrity", "schedule": 86400.0}
 CELERY_BEAT_SCHEDULE["update-rollups"] = {
     "task": "tracking.update_rollups",
     "schedule": float(ROLLUP_INTERVAL_SECONDS),
@@ -227,8 +250,6 @@ WEBHOOK_RETRY_SCHEDULE = env.list(
 # The longest wait a receiver's Retry-After may ask for.
 WEBHOOK_RETRY_AFTER_MAX_SECONDS = env_int("WEBHOOK_RETRY_AFTER_MAX_SECONDS", 86400, minimum=1)
 # An endpoint whose every attempt has failed for this long is disabled, and the workspace's owners are told.
-# Every invariant of the money records, daily; the result is on readiness and in the admin (docs/integrity.md).
-CELERY_BEAT_SCHEDULE["verify-integrity"] = {"task": "core.verify_integrity", "schedule": 86400.0}
 WEBHOOK_DISABLE_AFTER_HOURS = env_int("WEBHOOK_DISABLE_AFTER_HOURS", 72, minimum=1)
 # How long a rotated-out secret still signs (a second signature), so receivers can switch.
 WEBHOOK_ROTATION_OVERLAP_HOURS = env_int("WEBHOOK_ROTATION_OVERLAP_HOURS", 24, minimum=0)
@@ -240,9 +261,10 @@ WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
 # The most delivery messages the webhook queue holds: a sweep (or a fan-out) queues due deliveries only into the
 # room left below it, so a backlog waits in the database, not in the broker.
 WEBHOOK_QUEUE_MAX = env_int("WEBHOOK_QUEUE_MAX", 1000, minimum=1)
-# A queued delivery is claimed for this long: no sweep queues it again meanwhile. A message the broker lost is
-# queued again once its claim runs out.
-WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 300, minimum=1)
+# A queued delivery is claimed for this long (after its countdown): no sweep queues it again meanwhile. A message
+# lost with a worker killed before it took it (prefetched), or lost in transit, is queued again once its claim runs
+# out; a message still waiting in a deep queue past it is queued twice and sent once (the lease decides).
+WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 30, minimum=1)
 # Seconds a server process keeps whether a program has an enabled endpoint (0: asks every time). An event of a
 # program with one is fanned out at once; the others wait for the sweep. Endpoint changes clear the answer in the
 # process that made them; other processes may send a new endpoint's first events up to this long plus a sweep late.

@@ -29,7 +29,7 @@ from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import RedisError
 
 from .logging import outage_log
-from .redis_guard import redis_guard_new
+from .redis_guard import redis_guard_for
 
 logger = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ class FallbackRedisCache(RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._local = LocMemCache(f"redis-fallback-{id(self)}", params)
-        self._guard = redis_guard_new(f"cache {server}")
+        self._guard = redis_guard_for(server)
 
     def _unavailable(self, error: RedisError) -> None:
         self._guard.failed()

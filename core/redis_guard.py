@@ -8,7 +8,10 @@ then lets the next call try again. Per process, so one outage costs each process
 
 import threading
 import time
+from typing import Any
+from urllib.parse import urlsplit
 
+from celery import current_app
 from django.conf import settings
 
 
@@ -38,17 +41,27 @@ class RedisGuard:
         self.succeeded()
 
 
-broker_guard = RedisGuard("broker")
-_guards: list[RedisGuard] = [broker_guard]
+_guards: dict[str, RedisGuard] = {}
+_guards_lock = threading.Lock()
 
 
-def redis_guard_new(name: str) -> RedisGuard:
-    guard = RedisGuard(name)
-    _guards.append(guard)
+def redis_guard_for(url: str) -> RedisGuard:
+    """The guard of the Redis at `url`'s address: the caches and the broker on one Redis share it, so the first of
+    them to meet an outage spares the others their timeouts."""
+    address = urlsplit(url).netloc.rpartition("@")[2] or url
+    guard = _guards.get(address)
+    if guard is None:
+        with _guards_lock:
+            guard = _guards.setdefault(address, RedisGuard(address))
     return guard
+
+
+def broker_guard(app: Any = None) -> RedisGuard:
+    """The guard of the Celery broker (the app's broker URL, read at each call: tests move it)."""
+    return redis_guard_for(str((app or current_app).conf.broker_url))
 
 
 def redis_guards_reset() -> None:
     """Every guard lets its next call try (tests)."""
-    for guard in _guards:
+    for guard in list(_guards.values()):
         guard.reset()

@@ -37,7 +37,8 @@ def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
     """Sends a task (to run `countdown` seconds from now, if given); a broker outage is logged and never reaches
     the caller's response. Returns whether it was sent."""
     via_broker = not task.app.conf.task_always_eager
-    if via_broker and not broker_guard.available():
+    guard = broker_guard(task.app)
+    if via_broker and not guard.available():
         # The broker failed a moment ago: a request does not wait on it again (what was not sent, the sweeps send).
         outage_log(
             logger, "task.enqueue_failed", BrokerSkipped("the broker failed within the last seconds"), task=task.name
@@ -50,11 +51,11 @@ def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
             task.apply_async(args=args, retry=False, countdown=countdown)
     except Exception as error:
         if via_broker:
-            broker_guard.failed()
+            guard.failed()
         outage_log(logger, "task.enqueue_failed", error, task=task.name)
         return False
     if via_broker:
-        broker_guard.succeeded()
+        guard.succeeded()
     return True
 
 

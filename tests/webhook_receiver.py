@@ -4,6 +4,7 @@ the secrets it is told to trust, the way an integrator's receiver does. `receivi
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     verified: dict[str, bool] = field(default_factory=dict)
+    received_at: float = field(default_factory=time.time)
 
     @property
     def webhook_id(self) -> str:

@@ -73,7 +73,7 @@ def celery_worker_running(
             "-A",
             "config",
             "worker",
-            *(["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]),
+            *(["--pool", "solo"] if concurrency == 1 else ["--concurrency", str(concurrency)]),  # CELERY_WORKER_POOL
             "-Q",
             f"{queue},{webhook_queue_of(queue)}",
             "-n",

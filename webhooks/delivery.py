@@ -37,8 +37,10 @@ logger = logging.getLogger("svc.webhooks")
 
 USER_AGENT = "svc-webhooks/1"
 EXCERPT_CHARS = 1000
-# The lease outlives the request's timeout by this much (connect, TLS, writing the outcome).
-LEASE_MARGIN_SECONDS = 30
+# The lease outlives the request's timeout by this much: past the delivery task's hard time limit (webhooks.tasks)
+# and the writing of the outcome. It is also how long a delivery whose worker was killed mid-request waits before
+# the sweep sends it again, so it is kept short.
+LEASE_MARGIN_SECONDS = 10
 # A retry due within this many seconds is queued with a countdown (if the queue has room); later ones are left to
 # the sweep.
 QUEUE_RETRY_WITHIN_SECONDS = 60

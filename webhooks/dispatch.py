@@ -66,7 +66,7 @@ def broker_holds_messages() -> bool:
     return not current_app.conf.task_always_eager
 
 
-def _broker_marker_key() -> str:
+def broker_marker_key() -> str:
     return f"svc:webhooks:broker-marker:{settings.WEBHOOK_QUEUE}"
 
 
@@ -79,7 +79,7 @@ def queue_depth(*, marker_checked: list[bool] | None = None) -> int:
         if marker_checked is not None:
             client = getattr(channel, "client", None)
             if client is not None:  # a Redis channel
-                marker_checked.append(bool(client.set(_broker_marker_key(), "1", nx=True)))
+                marker_checked.append(bool(client.set(broker_marker_key(), "1", nx=True)))
         try:
             return channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
         except ChannelError:
@@ -105,13 +105,14 @@ def queue_room(now: datetime) -> int:
     bound = settings.WEBHOOK_QUEUE_MAX
     if not broker_holds_messages():
         return bound
-    if not broker_guard.available():
+    guard = broker_guard()
+    if not guard.available():
         return 0
     marker_missing: list[bool] = []
     try:
         depth = queue_depth(marker_checked=marker_missing)
     except Exception as error:
-        broker_guard.failed()
+        guard.failed()
         outage_log(logger, "webhooks.queue_unreadable", error)
         return 0
     if any(marker_missing):

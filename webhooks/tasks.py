@@ -14,11 +14,12 @@ def webhook_event_fan_out_task(event_id: int) -> int:
 
 
 # A receiver that trickles its answer a byte at a time defeats httpx's per-read timeout; the soft limit stops the
-# attempt (recorded as timed out, webhooks.delivery) well before its lease runs out and another worker could send it.
+# attempt (recorded as timed out, webhooks.delivery) before its lease runs out and another worker could send it.
+# Tight, since the lease bounds how long a delivery whose worker was killed waits (webhooks.delivery).
 @service_task(
     "webhooks.deliver",
-    soft_time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 10,
-    time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 20,
+    soft_time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 3,
+    time_limit=settings.WEBHOOK_TIMEOUT_SECONDS + 6,
 )
 def webhook_delivery_attempt_task(delivery_id: int) -> bool:
     return delivery_attempt(delivery_id=delivery_id) is not None

@@ -324,3 +324,63 @@ class TestDisabling:
         delivery_attempt(delivery_id=new_delivery(program, endpoint).pk)
         endpoint.refresh_from_db()
         assert endpoint.enabled and endpoint.failing_since == NOW + timedelta(hours=40)
+
+
+class WorkerKilled(BaseException):
+    """What SIGKILL does to an attempt: nothing after this point runs, no except clause sees it."""
+
+
+class TestAttemptsOnRecord:
+    """The attempt's row is written before the request goes out, so a worker killed while the request is out (or
+    after the receiver answered, before the outcome was written) leaves the attempt on record."""
+
+    def test_an_attempt_whose_worker_died_is_on_record_and_marked_outcome_unknown_by_the_next(
+        self, receiver, program, clock, monkeypatch
+    ):
+        endpoint = endpoint_to(receiver, program)
+        delivery = new_delivery(program, endpoint)
+
+        def killed(**_):
+            raise WorkerKilled
+
+        with monkeypatch.context() as patched:
+            patched.setattr(delivery_module, "_record", killed)
+            with pytest.raises(WorkerKilled):
+                delivery_attempt(delivery_id=delivery.pk)
+        assert len(receiver.requests) == 1  # the receiver had it
+        (in_flight,) = WebhookAttempt.objects.filter(delivery=delivery)
+        assert (in_flight.number, in_flight.in_flight, in_flight.started_at) == (1, True, NOW)
+
+        assert delivery_attempt(delivery_id=delivery.pk) is None, "leased: no second request meanwhile"
+        lease = delivery_module.LEASE_MARGIN_SECONDS + delivery_module.settings.WEBHOOK_TIMEOUT_SECONDS
+        clock.move_to(NOW + timedelta(seconds=lease + 1), tick=False)
+        outcome = delivery_attempt(delivery_id=delivery.pk)
+        assert outcome is not None and outcome.succeeded
+
+        first, second = WebhookAttempt.objects.filter(delivery=delivery).order_by("number")
+        assert (first.in_flight, first.error, first.status_code) == (False, delivery_module.OUTCOME_UNKNOWN, None)
+        assert (second.number, second.in_flight, second.succeeded, second.status_code) == (2, False, True, 200)
+        assert receiver.ids() == [delivery.event.public_id] * 2, "both requests carry the same webhook-id"
+
+    def test_an_attempt_is_in_flight_while_its_request_is_out(self, receiver, program, monkeypatch):
+        endpoint = endpoint_to(receiver, program)
+        delivery = new_delivery(program, endpoint)
+        seen: list[tuple] = []
+        send = delivery_module._send
+
+        def watching(delivery_row, now):
+            seen.extend(WebhookAttempt.objects.filter(delivery=delivery_row).values_list("number", "in_flight"))
+            return send(delivery_row, now)
+
+        monkeypatch.setattr(delivery_module, "_send", watching)
+        delivery_attempt(delivery_id=delivery.pk)
+        assert seen == [(1, True)]
+        assert list(WebhookAttempt.objects.values_list("in_flight", "succeeded")) == [(False, True)]
+
+    def test_leasing_and_writing_the_attempt_is_one_transaction(self, receiver, program, django_assert_num_queries):
+        endpoint = endpoint_to(receiver, program)
+        delivery = new_delivery(program, endpoint)
+        # One transaction (a savepoint inside the test's): the lease's UPDATE, the delivery's SELECT and the
+        # attempt's INSERT; after the request, another: the attempt's, the delivery's and the endpoint's UPDATEs.
+        with django_assert_num_queries(10):
+            delivery_attempt(delivery_id=delivery.pk)

@@ -1,5 +1,5 @@
 """An attempt is bounded as a whole, not only per read: the delivery task's soft time limit (the receiver's timeout
-plus ten seconds) stops a receiver that trickles its headers a byte at a time, and the attempt is logged as timed
+plus three seconds) stops a receiver that trickles its headers a byte at a time, and the attempt is logged as timed
 out rather than left to its lease, after which another worker would send it again."""
 
 import httpx
@@ -18,9 +18,11 @@ pytestmark = pytest.mark.django_db
 
 def test_the_delivery_task_is_limited_within_its_lease():
     timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    assert webhook_delivery_attempt_task.soft_time_limit == timeout + 10
-    assert webhook_delivery_attempt_task.time_limit == timeout + 20
-    assert webhook_delivery_attempt_task.time_limit < timeout + LEASE_MARGIN_SECONDS
+    assert webhook_delivery_attempt_task.soft_time_limit == timeout + 3
+    assert webhook_delivery_attempt_task.time_limit == timeout + 6
+    # The lease outlives the hard limit with room to write the outcome, and stays short: a killed worker's
+    # delivery waits for it.
+    assert webhook_delivery_attempt_task.time_limit + 3 <= timeout + LEASE_MARGIN_SECONDS <= timeout + 10
 
 
 def test_an_attempt_stopped_by_the_soft_limit_is_logged_as_timed_out_and_retried(settings, monkeypatch):

@@ -34,6 +34,7 @@ from tests.worker import celery_worker_running, wait_for, webhook_queue_of
 from tracking.reconciler import RECONCILE_GRACE
 from tracking.tasks import commissions_reconcile_task
 from webhooks.delivery import delivery_attempt
+from webhooks.dispatch import broker_marker_key
 from webhooks.events import event_new
 from webhooks.fanout import event_fan_out, webhooks_sweep
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -52,9 +53,12 @@ class Broker:
     def depth(self) -> int:
         return int(self.client.llen(self.queue))
 
-    def lose_everything(self) -> None:
-        """The broker drops the queue's messages (a Redis restarted without persistence)."""
+    def lose_everything(self, *, marker: bool = False) -> None:
+        """The broker drops the queue's messages; with `marker`, everything else too (a Redis restarted without
+        persistence)."""
         self.client.delete(self.queue)
+        if marker:
+            self.client.delete(broker_marker_key())
 
 
 @pytest.fixture
@@ -68,7 +72,7 @@ def broker(settings) -> Iterator[Broker]:
         yield Broker(client, settings.WEBHOOK_QUEUE)
     finally:
         celery_app.conf.task_always_eager = previous
-        client.delete(settings.WEBHOOK_QUEUE)
+        client.delete(settings.WEBHOOK_QUEUE, broker_marker_key())
         client.close()
 
 
@@ -118,6 +122,19 @@ class TestClaims:
         time_machine.move_to(NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS - 1), tick=False)
         assert webhooks_sweep() == (0, 0)
         time_machine.move_to(NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS + 1), tick=False)
+        assert webhooks_sweep() == (0, 5)
+        assert broker.depth() == 5
+
+    def test_a_redis_back_without_its_data_ends_the_claims_at_once(self, broker, program, time_machine):
+        """Restarted without an append-only file, Redis holds nothing: its marker key is gone with the messages,
+        and the next sweep queues the deliveries again without waiting for their claims."""
+        time_machine.move_to(NOW, tick=False)
+        backlog([WebhookEndpointFactory(program=program)], 5)
+        assert webhooks_sweep() == (0, 5)
+        broker.lose_everything()
+        assert webhooks_sweep() == (0, 0), "a queue emptied by workers is no loss"
+        broker.lose_everything(marker=True)
+        time_machine.move_to(NOW + timedelta(seconds=2), tick=False)
         assert webhooks_sweep() == (0, 5)
         assert broker.depth() == 5
 
