@@ -192,6 +192,10 @@ def partner_balance(*, partner_id: int, currency: str) -> int:
 # Called, in order, after a clawback with the partner row locked (partner_id=, currency=): the payouts app puts its
 # own first (payouts not sent yet are reduced before open withdrawals). Registered in AppConfig.ready.
 balance_fitters: list[Callable[..., None]] = []
+# Called with a commission being refunded (its row locked, after the clawback): True when the money paid for it has
+# left by a way this app does not record on the commission (the payouts app: a payout exported, sent or paid covers
+# it), so the advertiser gets the manual-review warning, as for a `paid` commission. Registered in AppConfig.ready.
+paid_out_checks: list[Callable[[Commission], bool]] = []
 
 
 def withdrawals_fit_balance(*, partner_id: int, currency: str) -> None:
@@ -385,6 +389,15 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             )
             commission.held_at, commission.hold_rule, commission.hold_reason = None, "", ""
         commission.save()
+        if deduct_from_ledger:
+            _deduct(
+                commission,
+                amount=step.deduction,
+                memo=f"Refund of sale #{sale.pk} ({money(step.refund_amount, sale.currency)})",
+            )
+        # Asked after the clawback: what it could still take back from payouts not sent yet is taken, so a payout
+        # found sent now has left with the commission's money.
+        was_paid_out = was_paid_out or any(check(commission) for check in paid_out_checks)
         outbox = NotificationOutbox.objects.create(
             commission=commission,
             refund_step=commission.refund_count,
@@ -392,13 +405,6 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             reversed=step.full,
             refund_reason=commission.refund_reason,
         )
-
-        if deduct_from_ledger:
-            _deduct(
-                commission,
-                amount=step.deduction,
-                memo=f"Refund of sale #{sale.pk} ({money(step.refund_amount, sale.currency)})",
-            )
 
         commission_event_emit(commission, EventType.COMMISSION_REVERSED if step.full else EventType.COMMISSION_REFUNDED)
         event_emit(

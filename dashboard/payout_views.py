@@ -40,6 +40,7 @@ from payouts.models import (
     PayoutStatus,
     Rail,
 )
+from payouts.selectors import clawbacks_after_sending
 from payouts.services import (
     PayoutError,
     RunAlreadyConfirmed,
@@ -241,6 +242,7 @@ def payout_run_page(request: HttpRequest, access: ProgramAccess, run_id: int) ->
     lines = [{**line, "amount": money(line["amount_cents"], currency)} for line in run.lines]
     payouts = list(Payout.objects.filter(run=run).select_related("partner").order_by("partner__name", "pk"))
     open_rails = {payout.rail for payout in payouts if payout.status in OPEN_PAYOUT_STATUSES}
+    clawbacks = clawbacks_after_sending(payouts)
     return render(
         request,
         "dashboard/payout_run.html",
@@ -257,6 +259,19 @@ def payout_run_page(request: HttpRequest, access: ProgramAccess, run_id: int) ->
                     "amount": money(payout.amount_cents, currency),
                     "open": payout.status in OPEN_PAYOUT_STATUSES,
                     "manual": payout.rail in MANUAL_RAILS,
+                    # What refunds took back from the partner after the payout left: the owner's to review.
+                    "clawed_back": [
+                        {
+                            "commission_id": clawback.commission_id,
+                            "amount": money(clawback.amount_cents, clawback.currency),
+                            "at": clawback.created_at,
+                            "memo": clawback.memo,
+                        }
+                        for clawback in clawbacks.get(payout.pk, [])
+                    ],
+                    "clawed_back_total": money(
+                        sum(clawback.amount_cents for clawback in clawbacks.get(payout.pk, [])), currency
+                    ),
                 }
                 for payout in payouts
             ],

@@ -143,6 +143,19 @@ def _email_later(payout_id: int, event: str) -> None:
     transaction.on_commit(lambda: enqueue(payout_email_task, payout_id, event))
 
 
+def commission_paid_out(commission: Commission) -> bool:
+    """Whether a payout that has left (exported or sent: `processing`; or `paid`) covers the commission: its refund
+    then warns the advertiser as one of a paid commission does (commissions.services.paid_out_checks). The caller holds
+    the commission lock; the covering payout is locked too, whatever its status (the refund path's last lock), so an
+    export or a send at the same moment is either seen here or made after the refund, of what the refund left."""
+    statuses = (
+        Payout.objects.select_for_update(of=("self",))
+        .filter(covered__commission=commission, covered__active=True)
+        .values_list("status", flat=True)
+    )
+    return any(status in (PayoutStatus.PROCESSING, PayoutStatus.PAID) for status in statuses)
+
+
 def payouts_fit_balance(*, partner_id: int, currency: str) -> None:
     """After a clawback (the caller holds the commission and partner locks): when the partner's balance in the
     currency fell below 0, payouts not sent yet are reduced by what is missing, newest first, each reduction given

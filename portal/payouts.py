@@ -23,6 +23,7 @@ from core.pagination import keyset_page
 from core.urls import public_url
 from payouts import stripe_rail
 from payouts.models import MANUAL_RAILS, Payout, PayoutAccount, PayoutCommission, PayoutStatus, Rail
+from payouts.selectors import clawbacks_after_sending
 from payouts.services import PayoutError, manual_rail_set
 from programs.models import Partner, PartnerAccount
 
@@ -176,6 +177,7 @@ class StatementLine:
     sale_date: str
     amount: str
     customer: str
+    taken_back: str = ""  # what refunds of the sale took back after the payout was sent ("" when nothing)
 
 
 @dataclass(frozen=True)
@@ -191,8 +193,14 @@ class PayoutRow:
 
 def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
     """Each payout's covered commissions, oldest sale first, in one read: the live rows, or every row of a failed
-    payout (what it would have paid, now back on the balance)."""
+    payout (what it would have paid, now back on the balance). A line says what refunds of its sale took back after
+    the payout was sent (one more read, none when no payout of the page was sent)."""
     failed = {payout.pk for payout in payouts if payout.status == PayoutStatus.FAILED}
+    taken_back: dict[tuple[int, int], int] = {}
+    for payout_id, clawbacks in clawbacks_after_sending(payouts).items():
+        for clawback in clawbacks:
+            key = (payout_id, clawback.commission_id)
+            taken_back[key] = taken_back.get(key, 0) + clawback.amount_cents
     rows = (
         PayoutCommission.objects.filter(payout_id__in=[payout.pk for payout in payouts])
         .select_related("commission__sale")
@@ -203,11 +211,13 @@ def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
         if not row.active and row.payout_id not in failed:
             continue
         commission = row.commission
+        key = (row.payout_id, row.commission_id)
         lines.setdefault(row.payout_id, []).append(
             StatementLine(
                 sale_date=utc_day(commission.sale.sale_date),
                 amount=money(row.amount_cents, commission.currency),
                 customer=customer_reference(partner_id=commission.partner_id, customer_id=commission.customer_id),
+                taken_back=money(taken, commission.currency) if (taken := taken_back.get(key)) else "",
             )
         )
     return lines

@@ -165,7 +165,8 @@ class AgentCommissionRefundStepSerializer(serializers.Serializer):
     )
     reversed = serializers.BooleanField(help_text="This refund reversed the commission (the whole sale refunded)")
     was_paid_out = serializers.BooleanField(
-        help_text="The commission had been paid out when refunded (the advertiser is told to review it)"
+        help_text="The commission had been paid out when refunded: `paid`, or covered by a payout already exported, "
+        "sent or paid (the advertiser is told to review it)"
     )
     created_at = IsoDateTimeField()
 

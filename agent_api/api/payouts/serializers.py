@@ -10,6 +10,7 @@ from core.api.fields import AsciiIntegerField, IsoDateTimeField
 from core.currency import Currency
 from core.ids import MAX_BIGINT
 from payouts.models import Payout, PayoutRun, PayoutRunAudit, PayoutStatus, Rail
+from payouts.selectors import ClawedBack, clawbacks_after_sending
 
 from ... import messages
 from ...selectors import LEDGER_PROGRAMS, LEDGER_WHOLE
@@ -211,7 +212,17 @@ class AgentPayoutRunAuditSerializer(serializers.Serializer):
     created_at = IsoDateTimeField()
 
 
-# A payout, with its partner (select_related) and the commissions it covers (prefetched `covered`, active rows).
+# payouts.selectors.ClawedBack
+class AgentPayoutClawbackSerializer(serializers.Serializer):
+    commission_id = serializers.IntegerField(help_text="The commission it covered, refunded after it was sent")
+    amount_cents = serializers.IntegerField(help_text="What the refund took back from the partner (positive)")
+    memo = serializers.CharField(help_text='The ledger entry\'s words, e.g. "Refund of sale #12 (50.00 USD)"')
+    created_at = IsoDateTimeField(help_text="When it was recorded")
+
+
+# A payout, with its partner (select_related) and the commissions it covers (prefetched `covered`, active rows). The
+# clawbacks after sending come from context["clawbacks"] (clawbacks_after_sending over the page: one read), else are
+# read for the payout alone (none when it has not left).
 class AgentPayoutSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
     run_id = serializers.IntegerField()
@@ -236,10 +247,22 @@ class AgentPayoutSerializer(serializers.Serializer):
     paid_at = IsoDateTimeField(allow_null=True)
     failed_at = IsoDateTimeField(allow_null=True)
     commission_ids = serializers.SerializerMethodField(help_text="The commissions it covers (its statement)")
+    clawed_back_after_sending = serializers.SerializerMethodField(
+        help_text="Refunds of the commissions it covers recorded after it left (exported or sent to Stripe, or paid), "
+        "oldest first: the money had gone, so the partner's balance went negative (the next run nets it) and the "
+        "advertiser was warned to review each. Empty while it is pending, and once it failed or was cancelled"
+    )
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_commission_ids(self, payout: Payout) -> list[int]:
         return [row.commission_id for row in payout.covered.all() if row.active]
+
+    @extend_schema_field(AgentPayoutClawbackSerializer(many=True))
+    def get_clawed_back_after_sending(self, payout: Payout) -> list[dict[str, object]]:
+        found: dict[int, list[ClawedBack]] | None = self.context.get("clawbacks")
+        if found is None:
+            found = clawbacks_after_sending([payout])
+        return [AgentPayoutClawbackSerializer(clawback).data for clawback in found.get(payout.pk, [])]
 
 
 # A run, with its audit trail and payouts prefetched.

@@ -24,6 +24,7 @@ from commissions.services import withdrawal_mark_paid
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from payouts.models import Payout, PayoutCommission, PayoutRun, PayoutRunAudit, Rail
+from payouts.selectors import clawbacks_after_sending
 from payouts.services import (
     PayoutError,
     RunAlreadyConfirmed,
@@ -206,6 +207,12 @@ def agent_payout_get(key: AgentKey, payout_id: object) -> Payout:
     return visible_get(agent_payouts(key), payout_id, payout_messages.PAYOUT_NOT_FOUND)
 
 
+def run_context(runs: list[PayoutRun]) -> dict[str, Any]:
+    """The serializers' context for these runs (payouts prefetched): their payouts' clawbacks after sending, read
+    once for all of them."""
+    return {"clawbacks": clawbacks_after_sending([payout for run in runs for payout in run.payouts.all()])}
+
+
 class PayoutWriteApi(AgentWriteApi):
     @property
     def actor(self) -> str:
@@ -226,6 +233,9 @@ class AgentPayoutRunsApi(AgentListApi, PayoutWriteApi):
 
     def filters(self, query: dict[str, Any]) -> dict[str, Any]:
         return {"program": self.program_filter(query), "currency": query.get("currency"), "status": query.get("status")}
+
+    def output_context(self, page: list[PayoutRun]) -> dict[str, Any]:
+        return run_context(page)
 
     @extend_schema(
         operation_id="agent_payout_runs_preview",
@@ -266,7 +276,7 @@ class AgentPayoutRunApi(AgentApi):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = agent_payout_run_get(self.agent_key, run_id)
-        return Response(AgentPayoutRunResultSerializer({"data": run}).data)
+        return Response(AgentPayoutRunResultSerializer({"data": run}, context=run_context([run])).data)
 
 
 class AgentPayoutRunConfirmApi(PayoutWriteApi):
@@ -324,6 +334,9 @@ class AgentPayoutsApi(AgentListApi):
             "partner_id": query.get("partner_id"),
             "status": query.get("status"),
         }
+
+    def output_context(self, page: list[Payout]) -> dict[str, Any]:
+        return {"clawbacks": clawbacks_after_sending(page)}
 
 
 class AgentPayoutApi(AgentApi):
