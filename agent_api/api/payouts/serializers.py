@@ -249,8 +249,8 @@ class AgentPayoutSerializer(serializers.Serializer):
     commission_ids = serializers.SerializerMethodField(help_text="The commissions it covers (its statement)")
     clawed_back_after_sending = serializers.SerializerMethodField(
         help_text="Refunds of the commissions it covers recorded after it left (exported or sent to Stripe, or paid), "
-        "oldest first: the money had gone, so the partner's balance went negative (the next run nets it) and the "
-        "advertiser was warned to review each. Empty while it is pending, and once it failed or was cancelled"
+        "oldest first: the money had gone, so each was taken from the partner's balance (the next run nets it) and "
+        "the advertiser was warned to review it. Empty while it is pending, and once it failed or was cancelled"
     )
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
