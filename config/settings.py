@@ -193,6 +193,10 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 if CELERY_BROKER_URL.startswith("redis://"):
     # kombu's Redis transport, guarded so that a worker holding messages survives Redis dropping (see core/broker.py).
     CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
+# A worker reconnects every second while the broker is away, and beat logs a refused send once a minute
+# (core/broker.py).
+CELERY_WORKER_CONSUMER = "core.broker:Consumer"
+CELERY_BEAT_SCHEDULER = "core.broker:Scheduler"
 # A broker outage must not hang a request that enqueues a notification, refused (one try) or hanging (the
 # socket timeouts; the worker's BRPOP waits 1 s, well inside them).
 BROKER_SOCKET_TIMEOUT_SECONDS = env_float("BROKER_SOCKET_TIMEOUT_SECONDS", 2.0)
@@ -261,10 +265,13 @@ WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
 # The most delivery messages the webhook queue holds: a sweep (or a fan-out) queues due deliveries only into the
 # room left below it, so a backlog waits in the database, not in the broker.
 WEBHOOK_QUEUE_MAX = env_int("WEBHOOK_QUEUE_MAX", 1000, minimum=1)
-# A queued delivery is claimed for this long (after its countdown): no sweep queues it again meanwhile. A message
-# lost with a worker killed before it took it (prefetched), or lost in transit, is queued again once its claim runs
-# out; a message still waiting in a deep queue past it is queued twice and sent once (the lease decides).
-WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 30, minimum=1)
+# A queued delivery is claimed for this long (after its countdown): no sweep queues it again meanwhile, however
+# deep the queue. A message the broker lost in transit is queued again once its claim runs out (a Redis that comes
+# back empty ends every claim at once: webhooks/dispatch.py).
+WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 300, minimum=1)
+# Once a worker has received the message, the claim runs this long past when it is due: a worker killed holding
+# messages (prefetched, or waiting for a countdown) leaves them to the sweep this soon.
+WEBHOOK_RECEIVED_CLAIM_SECONDS = env_int("WEBHOOK_RECEIVED_CLAIM_SECONDS", 30, minimum=1)
 # Seconds a server process keeps whether a program has an enabled endpoint (0: asks every time). An event of a
 # program with one is fanned out at once; the others wait for the sweep. Endpoint changes clear the answer in the
 # process that made them; other processes may send a new endpoint's first events up to this long plus a sweep late.

@@ -21,10 +21,15 @@ Two small changes in the transport:
   a task that was running when Redis went away runs again (tasks are acknowledged late; core/tasks.py).
 """
 
+import logging
 from typing import Any, cast
 
+from celery import beat
+from celery.worker.consumer import consumer as celery_consumer
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+from .logging import outage_log
 
 # What kombu's Redis transport takes for a lost connection.
 CONNECTION_ERRORS = kombu_redis.get_redis_error_classes().connection_errors
@@ -67,3 +72,37 @@ class Channel(kombu_redis.Channel):
 
 class RedisTransport(kombu_redis.Transport):
     Channel = Channel
+
+
+# --- Reconnecting ------------------------------------------------------------------------------------------------
+# celery's consumer reconnects with kombu's default backoff: 2 s more between tries each time, up to 30 s, so a
+# worker whose Redis was away for a minute comes back up to half a minute after it; and it logs every try. The
+# worker's consumer (CELERY_WORKER_CONSUMER) tries every RECONNECT_SECONDS instead, and says it once a minute.
+RECONNECT_SECONDS = 1.0
+logger = logging.getLogger("svc.worker")
+
+
+class Consumer(celery_consumer.Consumer):
+    def ensure_connected(self, conn: Any) -> Any:
+        ensure = conn.ensure_connection
+
+        def ensure_connection(errback: Any = None, max_retries: Any = None, **options: Any) -> Any:
+            def unreachable(error: BaseException, interval: float) -> None:
+                outage_log(logger, "worker.broker_unreachable", error)
+
+            options.update(interval_start=RECONNECT_SECONDS, interval_step=0, interval_max=RECONNECT_SECONDS)
+            return ensure(unreachable, max_retries, **options)
+
+        conn.ensure_connection = ensure_connection
+        return super().ensure_connected(conn)
+
+
+class Scheduler(beat.PersistentScheduler):
+    """Beat's scheduler (CELERY_BEAT_SCHEDULER), which logs a send the broker refused once a minute, not every
+    tick with a traceback: the next tick sends the task again, and the sweeps catch up on whatever waited."""
+
+    def apply_entry(self, entry: Any, producer: Any = None) -> None:
+        try:
+            self.apply_async(entry, producer=producer, advance=False)
+        except Exception as error:
+            outage_log(logger, "beat.send_failed", error, task=entry.task)

@@ -1,4 +1,21 @@
+import logging
+from typing import Any
+
+from celery.signals import task_received
 from django.apps import AppConfig
+
+
+def delivery_message_received(request: Any = None, **_: Any) -> None:
+    """A worker received a message (before running it): a delivery's claim is cut short (webhooks.dispatch)."""
+    if request is None or request.name != "webhooks.deliver" or not request.args:
+        return
+    from .dispatch import claim_received
+
+    try:
+        claim_received(delivery_id=int(request.args[0]), eta=request.eta)
+    except Exception:
+        # The claim then runs its whole length; the message itself is unaffected.
+        logging.getLogger("svc.webhooks").exception("webhooks.claim_receive_failed")
 
 
 class WebhooksConfig(AppConfig):
@@ -14,6 +31,7 @@ class WebhooksConfig(AppConfig):
             webhook_events_fan_out_pending_task,
         )
 
+        task_received.connect(delivery_message_received, weak=False)
         tasks_register(
             {
                 FAN_OUT: webhook_event_fan_out_task,

@@ -2,10 +2,12 @@
 
 A delivery is queued only after it is claimed: one UPDATE of queued_until on rows that are pending, due, not
 leased and not claimed, taken FOR UPDATE SKIP LOCKED so concurrent sweeps claim different rows. While the claim
-lasts (WEBHOOK_QUEUE_CLAIM_SECONDS) no sweep queues the delivery again; the worker that takes the message clears
-it as it leases the attempt (webhooks.delivery). A message the broker lost leaves its claim to run out, and the
-next sweep queues the delivery again. The lease, not the claim, keeps two attempts of one delivery from running at
-once: a message queued twice still sends once.
+lasts (WEBHOOK_QUEUE_CLAIM_SECONDS, long enough for a deep queue to drain) no sweep queues the delivery again. The
+worker that receives the message (prefetched, or held for its countdown) cuts the claim to
+WEBHOOK_RECEIVED_CLAIM_SECONDS past when it will run, and clears it as it leases the attempt (webhooks.delivery): a
+worker killed holding messages leaves their claims to run out within half a minute, and the next sweep queues the
+deliveries again. A message the broker lost in transit waits for its whole claim. The lease, not the claim, keeps
+two attempts of one delivery from running at once: a message queued twice still sends once.
 
 The webhook queue holds at most WEBHOOK_QUEUE_MAX messages. Every queuing runs under one lock (a PostgreSQL
 advisory lock, held until its messages are sent), reads how many messages the queue holds and how many claims are
@@ -154,6 +156,18 @@ def deliveries_queue(
             # The broker refused them: a later sweep queues them, without waiting for the claims to run out.
             WebhookDelivery.objects.filter(pk__in=unsent, queued_until=claim_until).update(queued_until=None)
     return [pk for pk in claimed if pk not in unsent]
+
+
+def claim_received(*, delivery_id: int, eta: datetime | None = None, now: datetime | None = None) -> None:
+    """A worker received the delivery's message (to run now, or at `eta`): the claim is cut to
+    WEBHOOK_RECEIVED_CLAIM_SECONDS past then. A message waiting in the queue may wait long (its claim is
+    WEBHOOK_QUEUE_CLAIM_SECONDS); one a worker holds runs within seconds, unless that worker died holding it, and
+    then the sweep queues the delivery again half a minute later rather than when the long claim would run out."""
+    now = now or timezone.now()
+    start = max(now, eta) if eta is not None else now
+    WebhookDelivery.objects.filter(pk=delivery_id, queued_until__isnull=False).update(
+        queued_until=start + timedelta(seconds=settings.WEBHOOK_RECEIVED_CLAIM_SECONDS)
+    )
 
 
 def claim_drop(*, delivery_id: int) -> None:

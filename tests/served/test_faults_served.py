@@ -233,7 +233,7 @@ def test_webhooks_arrive_within_a_minute_of_any_fault_and_every_attempt_is_on_re
     gunicorn_log = tmp_path / "gunicorn.log"
     try:
         with (
-            receiving(Reply(delay=0.2)) as receiver,
+            receiving(Reply(delay=0.05)) as receiver,
             gunicorn_serving(env={**env, "LOG_LEVEL": "INFO"}, log=gunicorn_log, workers=3) as url,
         ):
             endpoint = WebhookEndpointFactory(program=program, url=receiver.url, event_types=["*"])
@@ -255,7 +255,7 @@ def test_webhooks_arrive_within_a_minute_of_any_fault_and_every_attempt_is_on_re
                 proxy.forward()
                 time.sleep(10)
 
-                # 3. the worker killed while deliveries are out (each takes the receiver 0.2 s)
+                # 3. the worker killed while deliveries are out (each takes the receiver 0.05 s)
                 assert wait_for(
                     lambda: WebhookAttempt.objects.filter(in_flight=True).exists(), timeout=30, interval=0.02
                 )

@@ -34,7 +34,7 @@ from tests.worker import celery_worker_running, wait_for, webhook_queue_of
 from tracking.reconciler import RECONCILE_GRACE
 from tracking.tasks import commissions_reconcile_task
 from webhooks.delivery import delivery_attempt
-from webhooks.dispatch import broker_marker_key
+from webhooks.dispatch import broker_marker_key, claim_received
 from webhooks.events import event_new
 from webhooks.fanout import event_fan_out, webhooks_sweep
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -137,6 +137,28 @@ class TestClaims:
         time_machine.move_to(NOW + timedelta(seconds=2), tick=False)
         assert webhooks_sweep() == (0, 5)
         assert broker.depth() == 5
+
+    def test_a_worker_receiving_the_message_cuts_the_claim_to_half_a_minute_past_its_run(
+        self, broker, program, time_machine, settings
+    ):
+        """A worker killed holding prefetched messages leaves them to the sweep half a minute later, not after
+        the claim a message waiting in a deep queue needs."""
+        time_machine.move_to(NOW, tick=False)
+        first, second = backlog([WebhookEndpointFactory(program=program)], 2)
+        assert webhooks_sweep() == (0, 2)
+        claimed = NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS)
+        assert set(WebhookDelivery.objects.values_list("queued_until", flat=True)) == {claimed}
+
+        claim_received(delivery_id=first.pk)
+        claim_received(delivery_id=second.pk, eta=NOW + timedelta(seconds=20))
+        first.refresh_from_db()
+        second.refresh_from_db()
+        assert first.queued_until == NOW + timedelta(seconds=settings.WEBHOOK_RECEIVED_CLAIM_SECONDS)
+        assert second.queued_until == NOW + timedelta(seconds=20 + settings.WEBHOOK_RECEIVED_CLAIM_SECONDS)
+
+        broker.lose_everything()  # the worker that held them died
+        time_machine.move_to(NOW + timedelta(seconds=settings.WEBHOOK_RECEIVED_CLAIM_SECONDS + 1), tick=False)
+        assert webhooks_sweep() == (0, 1)
 
     def test_the_worker_taking_the_message_ends_the_claim(self, broker, receiver, program):
         endpoint = WebhookEndpointFactory(program=program, url=receiver.url)
