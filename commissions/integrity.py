@@ -4,9 +4,9 @@ announces. Each is one set-based statement (a grouped join or an anti-join)."""
 
 from typing import Any
 
-from django.db.models import CharField, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import BigIntegerField, Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast
 
 from core.integrity import CheckContext, IntegrityCheck, Sql
 from webhooks.models import EventType, WebhookEvent
@@ -94,22 +94,25 @@ def commission_voided_events(context: CheckContext) -> QuerySet[Commission]:
     )
 
 
-def refund_events(context: CheckContext) -> QuerySet[Commission]:
+def refund_events(context: CheckContext) -> Sql:
     """Each refund applied to a commission (refund_count) wrote one refund.applied event naming the sale. Asked of
-    commissions created in the window, so every refund of theirs is too."""
-    applied = (
+    commissions created in the window, so every refund of theirs is too. The events are counted per sale once, then
+    joined: a count per commission would read the events again for each."""
+    per_sale = (
         WebhookEvent.objects.filter(type=EventType.REFUND_APPLIED, synthetic=False)
-        .annotate(sale_ref=KeyTextTransform("sale_id", "data"))
-        .filter(sale_ref=Cast(OuterRef("sale_id"), CharField()))
+        .annotate(sale_ref=Cast(KeyTextTransform("sale_id", "data"), BigIntegerField()))
         .order_by()
         .values("sale_ref")
         .annotate(n=Count("pk"))
-        .values("n")
+        .values("sale_ref", "n")
     )
-    return (
-        Commission.objects.filter(created_at__gte=context.events_since, refund_count__gt=0)
-        .annotate(refund_events=Coalesce(Subquery(applied, output_field=IntegerField()), 0))
-        .exclude(refund_events=F("refund_count"))
+    events_sql, events_params = per_sale.query.sql_with_params()
+    commission = _tables()["commission"]
+    return Sql(
+        f"SELECT c.id AS integrity_ref, c.program_id AS integrity_program FROM {commission} c "
+        "LEFT JOIN (" + events_sql + ") e ON e.sale_ref = c.sale_id "
+        "WHERE c.created_at >= %s AND c.refund_count > 0 AND COALESCE(e.n, 0) <> c.refund_count",
+        [*events_params, context.events_since],
     )
 
 

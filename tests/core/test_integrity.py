@@ -49,7 +49,7 @@ def test_a_world_made_through_the_services_holds_every_invariant(world):
     status, out = verify()
 
     assert status == 0, out
-    assert "integrity: 20 checks, all held" in out
+    assert "integrity: 22 checks, all held" in out
     call_command("verify_integrity", stdout=StringIO())  # returns: no SystemExit
 
 
@@ -190,9 +190,21 @@ def break_payout_status_times(w: World) -> object:
     return payout.pk
 
 
-def break_payout_events(w: World) -> object:
+def break_payout_created_events(w: World) -> object:
+    payout = w.payouts["reduced"]
+    WebhookEvent.objects.filter(type=EventType.PAYOUT_CREATED, object_id=payout.pk).update(object_id=None)
+    return payout.pk
+
+
+def break_payout_paid_events(w: World) -> object:
     payout = w.payouts["paid"]
     WebhookEvent.objects.filter(type=EventType.PAYOUT_PAID, object_id=payout.pk).update(object_id=None)
+    return payout.pk
+
+
+def break_payout_failed_events(w: World) -> object:
+    payout = w.payouts["failed"]
+    WebhookEvent.objects.filter(type=EventType.PAYOUT_FAILED, object_id=payout.pk).update(synthetic=True)
     return payout.pk
 
 
@@ -216,7 +228,9 @@ BREAKS: dict[str, Callable[[World], object]] = {
     "payout_statement_active": break_payout_statement_active,
     "paid_payout_commissions": break_paid_payout_commissions,
     "payout_status_times": break_payout_status_times,
-    "payout_events": break_payout_events,
+    "payout_created_events": break_payout_created_events,
+    "payout_paid_events": break_payout_paid_events,
+    "payout_failed_events": break_payout_failed_events,
 }
 
 
@@ -264,10 +278,10 @@ def test_the_daily_task_stores_the_run_and_readiness_shows_it(world):
     assert integrity_readiness(world.instant) is None
     assert integrity_verify_task() is True
     run = IntegrityRun.objects.get()
-    assert run.passed and run.checks == 20 and run.failures == []
+    assert run.passed and run.checks == 22 and run.failures == []
     [item] = [c for c in readiness_compute(program=world.instant)["checks"] if c["id"] == "integrity"]
     assert item["status"] == "pass"
-    assert "every invariant held (20 checks)" in item["detail"]
+    assert "every invariant held (22 checks)" in item["detail"]
 
     BREAKS["payout_ledger"](world)
     assert integrity_verify_task() is False
@@ -286,7 +300,7 @@ def test_the_daily_task_stores_the_run_and_readiness_shows_it(world):
 
 
 def test_a_stale_run_warns(world):
-    IntegrityRun.objects.create(started_at=timezone.now() - timedelta(days=3), passed=True, checks=20)
+    IntegrityRun.objects.create(started_at=timezone.now() - timedelta(days=3), passed=True, checks=22)
     item = integrity_readiness(world.instant)
     assert item is not None and item["status"] == "warn"
 
@@ -307,7 +321,7 @@ def test_partners_untouched_by_the_world_do_not_matter():
 def test_the_admin_lists_runs_read_only(admin_client):
     run = IntegrityRun.objects.create(
         passed=False,
-        checks=20,
+        checks=22,
         failures=[{"check": "payout_ledger", "title": "whose …", "noun": "payout(s)", "count": 1, "examples": [7]}],
     )
     listing = admin_client.get("/admin/core/integrityrun/")

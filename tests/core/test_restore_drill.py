@@ -192,7 +192,7 @@ def test_a_backup_taken_mid_traffic_restores_to_a_database_that_holds_every_inva
 
     assert verified.returncode == 0, verified.stdout + verified.stderr
     report = json.loads(verified.stdout)
-    assert report["passed"] is True and len(report["checks"]) == 20
+    assert report["passed"] is True and len(report["checks"]) == 22
     # The snapshot is of a moment inside the dump: at least what was there when it began, at most what came later.
     assert before <= restored_sales <= during
     # And the live database, after the traffic, holds every invariant too.
