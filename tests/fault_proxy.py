@@ -42,12 +42,7 @@ class FaultProxy:
             if self._listener is not None:
                 self._listener.close()
                 self._listener = None
-            for client, upstream in self._pairs:
-                for end in (client, upstream):
-                    if end is not None:
-                        with suppress(OSError):
-                            end.close()
-            self._pairs = []
+            self._close_all()
 
     def hang(self) -> None:
         """Connections are accepted and nothing is answered, on new ones or on those already open."""
@@ -63,13 +58,17 @@ class FaultProxy:
             if self._listener is None:
                 self._listen()
             if self.mode == HANG:
-                for client, upstream in self._pairs:
-                    for end in (client, upstream):
-                        if end is not None:
-                            with suppress(OSError):
-                                end.close()
-                self._pairs = []
+                self._close_all()
             self.mode = FORWARD
+
+    def _close_all(self) -> None:
+        """Closes every connection (the caller holds the lock)."""
+        for pair in self._pairs:
+            for end in pair:
+                if end is not None:
+                    with suppress(OSError):
+                        end.close()
+        self._pairs = []
 
     def stop(self) -> None:
         self._stopped.set()

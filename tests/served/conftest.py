@@ -46,6 +46,26 @@ def _test_database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def webhooks_env(*, redis_url: str, queue: str) -> dict[str, str]:
+    """The environment of a server, worker and beat that deliver webhooks to a receiver on loopback (which the service
+    refuses unless allowed, docs/webhooks.md), on the test database and `queue`."""
+    from django.conf import settings
+
+    return {
+        "DATABASE_URL": _test_database_url(),
+        "REDIS_URL": redis_url,
+        "DEBUG": "true",
+        # One SECRET_KEY for every process, as docs/deploy.md requires: the endpoints this process makes keep their
+        # secrets encrypted under it, and the worker must decrypt them to sign.
+        "SECRET_KEY": settings.SECRET_KEY,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "CELERY_QUEUE": queue,
+        "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+        "RATELIMIT_SCALE": "100",
+        "FAST_PASSWORD_HASHER": "true",
+    }
+
+
 def _start(tmp_path: Path, *, redis_url: str) -> Iterator[Served]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"

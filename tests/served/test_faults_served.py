@@ -29,7 +29,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, WebhookEndpointFactory
@@ -40,7 +39,7 @@ from tests.webhook_receiver import Reply, receiving
 from tests.worker import wait_for, webhook_queue_of
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEvent
 
-from .conftest import _test_database_url
+from .conftest import webhooks_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -217,15 +216,7 @@ def test_webhooks_arrive_within_a_minute_of_any_fault_and_every_attempt_is_on_re
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
-        "DATABASE_URL": _test_database_url(),
-        "REDIS_URL": proxy.url,
-        "DEBUG": "true",
-        "SECRET_KEY": settings.SECRET_KEY,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CELERY_QUEUE": queue,
-        "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
-        "RATELIMIT_SCALE": "100",
-        "FAST_PASSWORD_HASHER": "true",
+        **webhooks_env(redis_url=proxy.url, queue=queue),
         "LOG_LEVEL": "INFO",
         "REQUEST_LOG_BATCH": "1",
     }

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, WebhookEndpointFactory
 from tests.gunicorn import gunicorn_serving
@@ -22,7 +21,7 @@ from tests.webhook_receiver import Reply, receiving
 from tests.worker import celery_worker_running, wait_for
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEvent
 
-from .conftest import _test_database_url
+from .conftest import _test_database_url, webhooks_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -41,20 +40,7 @@ def layout(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Lay
     database_url = _test_database_url()
     queue = f"test-{uuid.uuid4().hex[:8]}"
     directory = tmp_path_factory.mktemp("webhooks-served")
-    # The receiver is on loopback: the service refuses such addresses unless allowed (docs/webhooks.md).
-    env = {
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "DEBUG": "true",
-        # One SECRET_KEY for every process, as docs/deploy.md requires: the endpoints this process makes keep their
-        # secrets encrypted under it, and the worker must decrypt them to sign.
-        "SECRET_KEY": settings.SECRET_KEY,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CELERY_QUEUE": queue,
-        "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
-        "RATELIMIT_SCALE": "100",
-        "FAST_PASSWORD_HASHER": "true",
-    }
+    env = webhooks_env(redis_url=redis_url, queue=queue)
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)  # the worker starts from this process's environment
     try:
