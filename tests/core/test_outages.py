@@ -128,8 +128,8 @@ class TestTasksDuringAnOutage:
     def test_a_hanging_broker_costs_one_send_its_timeout_then_nothing(self, broker_down, hanging_redis, caplog):
         # broker_down points Celery at a closed port with eager mode off; this moves it to the hanging one.
         app = celery_app
-        app._pool = None  # type: ignore[attr-defined]
-        app.amqp._producer_pool = None  # type: ignore[attr-defined]
+        app._pool = None
+        app.amqp._producer_pool = None
         app.conf.update(broker_url=hanging_redis)
         with caplog.at_level(logging.ERROR, logger="svc.tasks"):
             started = time.monotonic()
