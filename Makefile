@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # alone. PYTEST_ARGS= make test runs it in one process.
 PYTEST_ARGS ?= -n 3 --dist worksteal
 
-.PHONY: run test bench bench-scale bench-imports lint fmt migrate worker beat install demo
+.PHONY: run test bench bench-scale bench-imports bench-webhooks lint fmt migrate worker beat install demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ bench-scale: $(STAMP)
 # An import of 100,000 referrals and 20,000 commissions (docs/import.md), into its own database.
 bench-imports: $(STAMP)
 	DATABASE_URL=$${BENCH_IMPORTS_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/svc_bench_imports} $(BIN)/python bench/imports_bench.py
+
+# How many webhook deliveries a second one worker process sends, draining a backlog (docs/webhooks.md).
+bench-webhooks: $(STAMP)
+	$(BIN)/python bench/webhook_drain.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
