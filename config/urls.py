@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from core.docs_pages import ReadinessDocsView
 from core.views import ErrorReferenceView, TrivialApi, healthz
+from dashboard.password_reset import OwnerPasswordResetView
 from dashboard.sign_in import AdminSignInForm, SignInView
 from tracking.bench_views import bare_click, bare_lead, bare_sale
 
@@ -16,6 +17,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # A signed-in user who opens the sign-in page goes straight to the dashboard.
     path("accounts/login/", SignInView.as_view(redirect_authenticated_user=True), name="login"),
+    # The reset email goes out after the answer, so its time tells no one which addresses have an account.
+    path("accounts/password_reset/", OwnerPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("docs/errors", ErrorReferenceView.as_view(), name="docs-errors"),
     path("docs/readiness", ReadinessDocsView.as_view(), name="docs-readiness"),

@@ -28,6 +28,7 @@ REGISTERED_NAMES = {
     "webhooks.prune_events",
     "webhooks.notify_endpoint_disabled",
     "portal.commission_email",
+    "dashboard.password_reset_email",
     "portal.password_reset_email",
     "payouts.send",
     "payouts.reconcile",
@@ -50,6 +51,7 @@ PROJECT_APPS = {
     "portal",
     "payouts",
     "imports",
+    "dashboard",
 }
 
 
