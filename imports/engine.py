@@ -23,7 +23,8 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from commissions.models import Commission, CommissionStatus, LedgerEntry
+from commissions.approval import review_new
+from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from core.currency import Currency
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
@@ -647,6 +648,16 @@ class _Importer:
             Commission.objects.bulk_create(commissions)
             for item, commission in zip(batch, commissions, strict=True):
                 item.obj = commission
+            CommissionReview.objects.bulk_create(
+                review_new(
+                    commission,
+                    action=CommissionReview.Action.HELD,
+                    actor=f"import:{self.platform}"[:200],
+                    reason=commission.hold_reason,
+                )
+                for commission in commissions
+                if commission.held_at is not None
+            )
             batch_hook(COMMISSION, number)
             entries: list[LedgerEntry] = []
             for item, commission in zip(batch, commissions, strict=True):
@@ -665,6 +676,7 @@ class _Importer:
             row.status, CommissionStatus.PENDING
         )
         hold_until = row.due_at or at + timedelta(days=self.program.hold_days)
+        held = bool(row.held_reason) and status == CommissionStatus.PENDING
         assert sale.partner_id is not None  # every planned commission has its partner
         return Commission(
             program_id=self.program.pk,
@@ -677,6 +689,8 @@ class _Importer:
             credited=credited,
             approved_at=at if credited else None,
             hold_until=hold_until,
+            held_at=at if held else None,
+            hold_reason=row.held_reason if held else "",
             created_at=at,
         )
 

@@ -76,6 +76,9 @@ class CommissionRow:
     status: str = "pending"  # "pending" | "approved" | "paid" | "void"
     created_at: datetime | None = None
     due_at: datetime | None = None
+    # A pending commission the old platform held for review: imported held (the review queue), so no approval run
+    # credits it until an owner releases it. "" when not held.
+    held_reason: str = ""
 
 
 @dataclass(frozen=True)

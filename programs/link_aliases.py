@@ -59,8 +59,9 @@ def link_aliases_of(value: Any) -> tuple[str, ...]:
     return tuple(value) if not link_aliases_problem(value) else ()
 
 
-# Parameters whose value is the code encoded: PartnerStack's links carry the partner key in Base64 (?gspk=amFuZQ).
-BASE64_ALIASES = frozenset({"gspk"})
+# Parameters whose value is the code encoded: PartnerStack's links carry the partner key in Base64, as
+# ?ps_partner_key=amFuZQ (docs.partnerstack.com/docs/getting-integrated-with-s2s) or, the older form, ?gspk=amFuZQ.
+BASE64_ALIASES = frozenset({"gspk", "ps_partner_key"})
 _PRINTABLE_CODE = re.compile(r"[!-~]{1,255}")
 
 

@@ -1,11 +1,37 @@
-"""PartnerStack: the v2 vendor API's lists saved as JSON, one file each: GET /api/v2/partnerships, /api/v2/customers,
-/api/v2/rewards and, optionally, /api/v2/transactions (the {"data": {"items": [...]}} answer or its list).
+"""PartnerStack: the v2 vendor API's lists saved as JSON, one file a page: GET /api/v2/partnerships, /api/v2/customers,
+/api/v2/rewards and, optionally, /api/v2/transactions (the {"data": {"has_more", "items": [...]}, "message", "status"}
+answer or its list).
 
-Links in the wild: PartnerStack's partnerlinks.io links redirect to the site with ?gspk=<partner key, Base64>&gsxid=
-<click id>. Each partner's code here is the partner key itself (what ?gspk= carries once decoded, and what Stripe
-metadata "partner_key" holds); the gspk alias decodes the Base64 before it looks the code up. Times are epoch
-milliseconds. Amounts are cents. Reward status: hold and pending -> pending, approved and scheduled -> approved (owed,
-not yet paid), paid -> paid, declined -> void."""
+Links in the wild: PartnerStack's links reach the site with ?ps_partner_key=<partner key, Base64>&ps_xid=<click id>
+(the S2S guide), or in the older form ?gspk=<partner key, Base64>&gsxid=<click id>. Each partner's code here is the
+partner key itself (what both parameters carry once decoded, and what Stripe metadata "partner_key" holds); the
+ps_partner_key and gspk aliases decode the Base64 before they look the code up.
+
+Fields read, and where each is documented (D = docs.partnerstack.com, S = support.partnerstack.com; "Dub" =
+dubinc/dub apps/web/lib/partnerstack/schemas.ts, a peer importer's schema, where PartnerStack's own page was not found):
+  envelope   data.items, data.has_more; times in epoch ms           D /docs/partner-api
+  partnership key, email, first_name, last_name, created_at         Dub partnerStackPartner; D /docs/partner-api (ms)
+             partner_key                                            D /reference/post_partnerships-1 (the key itself;
+                                                                    its presence in the list answer is not confirmed)
+  customer   key, partnership_key, customer_key, created_at         D /reference (List customers example, via
+                                                                    withone.ai's copy); Dub partnerStackCustomer
+             email, name, provider_key (nullable), test             Dub partnerStackCustomer ("True if created by a
+                                                                    test"); D /reference: test customers earn no rewards
+  transaction key, amount (cents), currency, amount_usd (cents),    D /reference/post_v2-transactions (amount in cents
+             test                                                   of currency; test); List transactions example
+                                                                    (amount_usd) via withone.ai's copy
+  reward     key, amount (cents, USD), currency, created_at,        Dub partnerStackCommission ("amount of the reward
+             reward_status, customer {email, external_key},         in cents (USD)"); statuses: S "Reviewing partner
+             transaction {amount, currency}, partnership {email}    rewards" (360009840773)
+
+Rewards are paid in USD whatever the charge's currency: a reward keeps its own currency, and its sale is recorded in
+that currency (the charge's amount when the charge is in it, else the charge's amount_usd when the reward is in USD,
+else the reward's amount). Reward status: pending -> pending, hold -> pending held for review (PartnerStack holds a
+reward for suspicious activity or a longer review: it arrives in the review queue, never credited by an approval run),
+approved and scheduled -> approved (owed, not yet paid), paid -> paid, declined -> void. Test customers (test: true)
+and rewards of test customers or test transactions are skipped: nothing is owed on them."""
+
+from collections.abc import Collection
 
 from imports.platforms.base import (
     Files,
@@ -38,6 +64,7 @@ from imports.records import (
 )
 
 PLATFORM = "partnerstack"
+HELD_REASON = "held for review on PartnerStack (reward_status hold)"
 REWARD_STATUSES = {
     "hold": "pending",
     "pending": "pending",
@@ -65,9 +92,12 @@ def read(files: Files) -> Source:
     }
     # A reward may name its customer only by the owner's customer_key or email: its key from the customers file.
     customer_keys: dict[str, str] = {}
+    test_customers: set[str] = set()
     for _, kind, items in parsed:
         if kind == "customers":
             for item in items:
+                if item.get("test") is True:
+                    test_customers.add(text(item.get("key")))
                 for alias in (text(item.get("key")), text(item.get("customer_key")), text(item.get("email")).lower()):
                     if alias:
                         customer_keys.setdefault(alias, text(item.get("key")))
@@ -89,7 +119,15 @@ def read(files: Files) -> Source:
                 builder.attempt(where, "referral", _customer, where, item)
             elif kind == "rewards":
                 builder.attempt(
-                    where, "commission", _reward, where, item, transactions, partner_by_email, customer_keys
+                    where,
+                    "commission",
+                    _reward,
+                    where,
+                    item,
+                    transactions,
+                    partner_by_email,
+                    customer_keys,
+                    test_customers,
                 )
     return builder.finish()
 
@@ -100,10 +138,11 @@ def _kind(name: str, items: list[Item]) -> str:
     sample = items[0]
     if "reward_status" in sample:
         return "rewards"
-    if "partnership_key" in sample and ("provider_key" in sample or "customer_key" in sample or "email" in sample):
-        return "customers"
+    # A transaction names its partnership_key and customer too: told from a customer by its amount.
     if "amount" in sample and ("customer_key" in sample or "customer" in sample):
         return "transactions"
+    if "partnership_key" in sample and ("provider_key" in sample or "customer_key" in sample or "email" in sample):
+        return "customers"
     if "email" in sample and "key" in sample:
         return "partnerships"
     raise unknown_file(name, EXPECTED)
@@ -132,6 +171,15 @@ def _link(where: str, item: Item) -> LinkRow:
 
 
 def _customer(where: str, item: Item) -> ReferralRow:
+    if item.get("test") is True:
+        # A test customer (PartnerStack's test keys or test partner): not a real referral. Read as a visitor, which the
+        # import skips and counts as skipped.
+        return ReferralRow(
+            where=where,
+            source_id=required(item.get("key"), "customer key"),
+            partner_source_id=text(item.get("partnership_key")),
+            status="visitor",
+        )
     provider_key = text(item.get("provider_key"))
     own_key = text(item.get("customer_key"))
     email = email_of(item.get("email"), required=False)
@@ -156,6 +204,7 @@ def _reward(
     transactions: dict[str, Item],
     partner_by_email: dict[str, str],
     customer_keys: dict[str, str],
+    test_customers: Collection[str] = (),
 ) -> CommissionRow:
     status = text(item.get("reward_status") or item.get("status")).lower()
     if status not in REWARD_STATUSES:
@@ -168,12 +217,25 @@ def _reward(
     transaction_key = first(transaction.get("key"), item.get("transaction_key"))
     if not transaction and transaction_key in transactions:
         transaction = transactions[transaction_key]
+    full_transaction = transactions.get(transaction_key, {}) if transaction_key else {}
     sale_minor = 0
     if transaction:
-        sale_currency = text(transaction.get("currency")) or currency
-        if known_currency(sale_currency) != currency:
-            raise RowRefused(f"the transaction is in {sale_currency.upper()} but the reward in {currency}")
-        sale_minor = money(first(transaction.get("amount"), 0), currency, given_in="minor")
+        sale_currency = text(transaction.get("currency")).upper() or currency
+        if sale_currency == currency:
+            sale_minor = money(first(transaction.get("amount"), 0), currency, given_in="minor")
+        elif currency == "USD":
+            # Rewards are paid in USD whatever the charge's currency: the sale in USD when the charge says it.
+            usd = first(transaction.get("amount_usd"), full_transaction.get("amount_usd"))
+            sale_minor = money(usd, currency, given_in="minor") if usd else 0
+    customer_key = first(
+        dig(item, "customer", "key"),
+        customer_keys.get(text(dig(item, "customer", "external_key")), ""),
+        customer_keys.get(text(dig(item, "customer", "email")).lower(), ""),
+        item.get("customer_key"),
+    )
+    mapped = REWARD_STATUSES[status]
+    if customer_key in test_customers or transaction.get("test") is True or full_transaction.get("test") is True:
+        mapped = "void"  # a test customer's or test transaction's reward: nothing owed
     partner = first(
         dig(item, "partnership", "key"),
         item.get("partnership_key"),
@@ -183,16 +245,12 @@ def _reward(
         where=where,
         source_id=required(item.get("key"), "reward key"),
         partner_source_id=required(partner, "partnership"),
-        referral_source_id=first(
-            dig(item, "customer", "key"),
-            customer_keys.get(text(dig(item, "customer", "external_key")), ""),
-            customer_keys.get(text(dig(item, "customer", "email")).lower(), ""),
-            item.get("customer_key"),
-        ),
+        referral_source_id=customer_key,
         sale_source_id=transaction_key,
         sale_amount_minor=sale_minor,
         commission_amount_minor=money(amount, currency, given_in="minor"),
         currency=currency,
-        status=REWARD_STATUSES[status],
+        status=mapped,
         created_at=time_or_epoch(item.get("created_at")),
+        held_reason=HELD_REASON if status == "hold" and mapped == "pending" else "",
     )

@@ -1,14 +1,23 @@
 import base64
 from collections import Counter
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from commissions.approval import commissions_approve_due
+from commissions.models import Commission, CommissionReview, CommissionStatus
+from commissions.selectors import ledger_balances
+from imports.engine import import_source
 from imports.platforms import PLATFORMS
+from imports.platforms import partnerstack as partnerstack_reader
 from imports.platforms.base import gspk
 from imports.records import ImportFileError
+from tests.factories import ProgramFactory
 from tests.imports.fixtures.build import build, files
-from tests.imports.platform_e2e import check_end_to_end
+from tests.imports.platform_e2e import check_end_to_end, imported_ids, row_counts
 from tests.imports.platform_fuzz import check_junk
+from tracking.models import ClickEvent, Customer
 
 partnerstack = PLATFORMS["partnerstack"]
 
@@ -100,3 +109,124 @@ def test_a_reward_naming_its_customer_by_external_key_or_email_finds_it():
         ("cust_a", "USD", "approved"),
         ("cust_a", "USD", "paid"),
     ]
+
+
+# Files written from PartnerStack's published API v2 shapes (fields and sources: fixtures/partnerstack_api/README.md).
+API = "partnerstack_api"
+# What PartnerStack says each partner is owed (approved and scheduled, not paid), in USD cents.
+OWED = {"part_ada001": 1980 + 1062, "part_ben002": 4315, "part_cleo03": 5000}
+
+
+def test_published_shapes_read_with_no_row_refused():
+    source = partnerstack.read(files(API))
+    assert source.refusals == []
+    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (3, 3, 7, 10)
+    assert [link.code for link in source.links] == ["ada_k", "ben_k", "cleo_k"]
+    # Rewards are in USD whatever the charge's currency (EUR charges included); none refused.
+    assert {c.currency for c in source.commissions} == {"USD"}
+    by_key = {c.source_id: c for c in source.commissions}
+    assert by_key["rwrd_0001"].sale_amount_minor == 9900  # a USD charge: its amount
+    assert by_key["rwrd_0004"].sale_amount_minor == 0  # an EUR charge with no amount_usd: the sale at the reward's
+    # hold: pending and held for review; declined and a test customer's reward: void (skipped).
+    statuses = {key: (row.status, bool(row.held_reason)) for key, row in by_key.items()}
+    assert statuses == {
+        "rwrd_0001": ("approved", False),
+        "rwrd_0002": ("approved", False),
+        "rwrd_0003": ("pending", True),
+        "rwrd_0004": ("approved", False),
+        "rwrd_0005": ("paid", False),
+        "rwrd_0006": ("pending", False),
+        "rwrd_0007": ("void", False),
+        "rwrd_0008": ("approved", False),
+        "rwrd_0009": ("pending", True),
+        "rwrd_0010": ("void", False),
+    }
+    # The manual reward (no customer, no transaction) is the partner's, found by the partnership's email.
+    assert (by_key["rwrd_0008"].partner_source_id, by_key["rwrd_0008"].referral_source_id) == ("part_cleo03", "")
+    # test: true customers are read as visitors: skipped by the import, never real referrals.
+    tests = [r.source_id for r in source.referrals if r.status == "visitor"]
+    assert tests == ["cust_t1", "cust_t2", "cust_t3"]
+    lead = next(r for r in source.referrals if r.source_id == "cust_c2")
+    assert (lead.email, lead.customer_key, lead.processor_customer_id, lead.status) == ("", "user-2", "", "lead")
+
+
+def test_a_usd_reward_on_a_charge_in_another_currency_records_the_sale_in_usd_from_amount_usd():
+    rewards = (
+        b'{"data": {"has_more": false, "items": [{"key": "r1", "amount": 1062, "currency": "USD",'
+        b' "reward_status": "approved", "partnership": {"email": "a@example.com"}, "customer": null,'
+        b' "transaction": {"key": "t1", "amount": 4900, "currency": "EUR"}}]}}'
+    )
+    transactions = (
+        b'{"data": {"has_more": false, "items": [{"key": "t1", "amount": 4900, "amount_usd": 5311,'
+        b' "currency": "EUR", "customer": {}, "partnership_key": "p1"}]}}'
+    )
+    partners = b'{"data": {"items": [{"key": "p1", "email": "a@example.com", "partner_key": "a"}]}}'
+    source = partnerstack.read(
+        [("partnerships.json", partners), ("rewards.json", rewards), ("transactions.json", transactions)]
+    )
+    assert source.refusals == []
+    [reward] = source.commissions
+    assert (reward.currency, reward.commission_amount_minor, reward.sale_amount_minor) == ("USD", 1062, 5311)
+
+
+def _balances(program):
+    partners = imported_ids(program, "partnerstack", "partner")
+    balances = ledger_balances(partner_ids=partners.values())
+    got = {pid: by for pid, by in balances.items() if any(by.values())}
+    return {source_id: got.get(pid, {}) for source_id, pid in partners.items()}
+
+
+@pytest.mark.django_db
+def test_published_shapes_import_exact_balances_per_currency_and_a_rerun_creates_nothing():
+    source = partnerstack.read(files(API))
+    program = ProgramFactory.create(hold_days=30)
+    dry = import_source(program, source, dry_run=True).counts_dict()
+    assert dry["referral"] == {"created": 4, "matched": 0, "skipped": 3, "refused": 0}  # 3 test customers skipped
+    assert dry["commission"] == {"created": 8, "matched": 0, "skipped": 2, "refused": 0}  # declined, test reward
+    done = import_source(program, source, dry_run=False).counts_dict()
+    assert done == dry
+    assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items()}
+    assert not Customer.objects.filter(program=program, email__startswith="t").exists()
+    counts = row_counts()
+    rerun = import_source(program, source, dry_run=False).counts_dict()
+    assert row_counts() == counts
+    assert all(rerun[kind]["created"] == 0 for kind in rerun)
+    assert rerun["commission"]["matched"] == 8
+
+
+@pytest.mark.django_db
+def test_held_rewards_arrive_held_for_review_and_no_approval_run_credits_them():
+    program = ProgramFactory.create(hold_days=30)
+    import_source(program, partnerstack.read(files(API)), dry_run=False)
+    held = Commission.objects.filter(program=program, held_at__isnull=False)
+    assert sorted(held.values_list("amount_cents", flat=True)) == [1000, 2147]
+    assert set(held.values_list("hold_reason", flat=True)) == {partnerstack_reader.HELD_REASON}
+    reviews = CommissionReview.objects.filter(commission__in=held)
+    assert sorted(reviews.values_list("action", "actor")) == [("held", "import:partnerstack")] * 2
+    # Long after every hold period: the approval run approves the pending reward, never the held ones.
+    approved = commissions_approve_due(now=timezone.now() + timedelta(days=3650))
+    assert approved == 1
+    assert all((c.status, c.credited) == (CommissionStatus.PENDING, False) for c in held.all())
+    owed = dict(OWED, part_cleo03=OWED["part_cleo03"] + 580)  # the pending reward, now approved
+    assert _balances(program) == {key: {"USD": amount} for key, amount in owed.items()}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("alias", ["ps_partner_key", "gspk"])
+def test_a_click_with_the_partner_key_in_base64_counts_for_the_imported_partner(api_client, alias):
+    # PartnerStack's current links: ?ps_partner_key=<Base64 partner key>&ps_xid=<click id>
+    # (docs.partnerstack.com/docs/getting-integrated-with-s2s); the older ones: ?gspk=...&gsxid=...
+    program = ProgramFactory.create(hold_days=30, link_aliases=[alias])
+    import_source(program, partnerstack.read(files(API)), dry_run=False)
+    ben = imported_ids(program, "partnerstack", "partner")["part_ben002"]
+    click_id = "gsxid" if alias == "gspk" else "ps_xid"
+    query = f"{alias}={gspk('ben_k')}&{click_id}=abc123"
+    response = api_client.post(
+        "/api/v1/track/click",
+        {"affiliate_url": f"https://shop.example.com/?{query}", "program_id": program.pk},
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    assert response.json()["partner_code"] == "ben_k"
+    event = ClickEvent.objects.get(program=program)
+    assert event.partner_id == ben
