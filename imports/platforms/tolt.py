@@ -1,17 +1,49 @@
-"""Tolt: the API's lists saved as JSON, one file each: GET /v1/partners?expand[]=program, /v1/links?expand[]=partner,
-/v1/customers?expand[]=partner and /v1/commissions?expand[]=partner&expand[]=program (the {"data": [...]} answer or
-its list).
+"""Tolt: the v1 API's list answers saved as JSON, one file per page (docs/import.md, Tolt, has the curl lines):
+GET /v1/partners?expand[]=program, /v1/links?expand[]=partner, /v1/customers, /v1/transactions and
+/v1/commissions?expand[]=partner&expand[]=program.
 
-Links in the wild are ?<param>=<value>, the param "ref" unless the program changed it. Money fields are cents, often
-sent as strings ("1999"). A commission carries no currency of its own: it is the program's currency_code (from the
-commission's program, else the partners' program). Status: pending -> pending, approved -> approved, paid -> paid,
-rejected and refunded -> void."""
+Every field read, and the docs.tolt.com page that documents it (tests/imports/fixtures/tolt/README.md has the table):
+
+- Envelopes: {"success", "has_more", "total_count", "data": [...]} (partners/list, links/list, transactions/list,
+  commissions/list); customers/list nests its list one level deeper, {"data": {"data": [...]}}. A bare list, and a
+  list of saved answers (pages joined with `jq -s`), are read too.
+- Partner (partners/list, partners/retrieve): id, email, first_name, last_name, company_name, created_at,
+  payout_method ("paypal", "wise", "crypto", "bank_transfer", "wire", "none") and payout_details.email, the payout
+  email of PayPal and Wise; program.currency_code with expand[]=program (Dub's Tolt importer reads the same field).
+- Link (links/list): id, value (the code in ?<param>=<value>), partner_id (or partner.id with expand[]=partner).
+- Customer (customers/list): id, email, customer_id (your id for the customer: a Stripe customer id when it starts
+  with cus_), partner_id, status ("lead", "trialing", "active", "canceled"), created_at.
+- Transaction (transactions/list, transactions/create): id, amount (cents), currency, charge_id: they fill in a
+  commission's revenue, currency and charge when the commission leaves them null.
+- Commission (commissions/list, /create, /update): id, amount (cents, a number or a string such as "1999"), revenue
+  (cents, nullable), currency (null when not set: the program's currency_code applies), customer_id, partner_id (or
+  partner.id), transaction_id, charge_id (nullable), status ("pending", "approved", "paid", "rejected", "refunded"),
+  type ("reward"; "refund" for a refund, which Tolt records with a negative amount), created_at,
+  scheduled_approval_date.
+
+Money is in cents (the lowest denomination of the currency). Status: pending -> pending, approved -> approved,
+paid -> paid, rejected and refunded -> void.
+
+A refund commission is netted here, so each partner's balance is Tolt's: its amount comes off the commissions of the
+same partner, currency and status, the refunded sale's own commission first (same charge_id or transaction_id), then
+the partner's latest. A commission netted to nothing becomes void; the refund row itself is then skipped (void, 0).
+A refund of a sale whose commission is void already (rejected or refunded) takes nothing more. What an approved or
+pending refund cannot take, because the partner has less than that in commissions of its status, is refused by name
+(the balance here is then that much higher than Tolt's); a refund already settled in a payout (paid) nets against
+paid commissions only and changes no balance.
+
+Sales keep Tolt's charge_id (a Stripe charge id when Tolt's Stripe app recorded it), else the transaction_id."""
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
 
 from imports.platforms.base import (
     Files,
     Item,
     SourceBuilder,
     code_of,
+    decode,
     dig,
     email_of,
     first,
@@ -20,6 +52,7 @@ from imports.platforms.base import (
     looks_like_json,
     money,
     name_of,
+    obj,
     required,
     text,
     time_or_epoch,
@@ -44,12 +77,26 @@ COMMISSION_STATUSES = {
     "rejected": "void",
     "refunded": "void",
 }
-# Tolt's customer statuses: a paying ("active") customer, or one who paid and left, is a customer; else a lead.
+# Tolt's customer statuses (customers/list): a paying ("active") customer, or one who paid and left ("canceled"),
+# is a customer; "lead" and "trialing" are leads. The other spellings are kept from earlier exports.
 CUSTOMER_STATUSES = {"active", "customer", "paying", "cancelled", "canceled", "churned", "refunded"}
+PAYOUT_RAILS = {"paypal": "paypal", "wise": "wise"}
 EXPECTED = (
-    "Tolt's partners, links, customers or commissions JSON "
-    "(GET /v1/partners, /v1/links, /v1/customers, /v1/commissions)"
+    "Tolt's partners, links, customers, transactions or commissions JSON "
+    "(GET /v1/partners, /v1/links, /v1/customers, /v1/transactions, /v1/commissions)"
 )
+
+
+@dataclass(frozen=True)
+class _Refund:
+    where: str
+    source_id: str
+    partner_source_id: str
+    referral_source_id: str
+    sales: frozenset[str]
+    amount_minor: int
+    currency: str
+    status: str
 
 
 def read(files: Files) -> Source:
@@ -58,9 +105,9 @@ def read(files: Files) -> Source:
     for name, content in files:
         if not looks_like_json(content):
             raise ImportFileError(f"{name}: Tolt files are the API's JSON answers; expected {EXPECTED}")
-        items = json_items(name, content)
+        items = _items(name, content)
         parsed.append((name, _kind(name, items), items))
-    # The program's currency, for commissions that do not carry their program.
+    # The program's currency, for commissions that carry neither a currency nor their program.
     program_currency = next(
         (
             first(dig(item, "program", "currency_code"))
@@ -70,10 +117,13 @@ def read(files: Files) -> Source:
         ),
         "",
     )
-    # A commission listed without expand[]=partner names its customer only: the customer's partner earned it.
+    # A commission listed without its partner names its customer only: the customer's partner earned it.
     customer_partner = {
         text(item.get("id")): _partner_id(item) for _, kind, items in parsed if kind == "customers" for item in items
     }
+    transactions = {text(item.get("id")): item for _, kind, items in parsed if kind == "transactions" for item in items}
+    refunds: list[_Refund] = []
+    sales_of: dict[str, frozenset[str]] = {}
     for name, kind, items in parsed:
         if kind == "partners":
             builder.saw_partner_file = True
@@ -85,8 +135,49 @@ def read(files: Files) -> Source:
             elif kind == "customers":
                 builder.attempt(where, "referral", _customer, where, item)
             elif kind == "commissions":
-                builder.attempt(where, "commission", _commission, where, item, program_currency, customer_partner)
+                context = (program_currency, customer_partner, transactions)
+                builder.attempt(where, "commission", _commission, where, item, context, refunds, sales_of)
+    _net_refunds(builder, refunds, sales_of)
     return builder.finish()
+
+
+def _items(name: str, content: bytes) -> list[Item]:
+    """The objects of one saved answer, or of a list of saved answers (pages joined)."""
+    try:
+        payload = json.loads(decode(name, content))
+    except (ValueError, RecursionError):
+        return json_items(name, content)  # names the error as for every platform
+    pages = payload if isinstance(payload, list) and payload and all(map(_is_answer, payload)) else [payload]
+    items: list[Any] = []
+    for page in pages:
+        found = _page_items(page)
+        if found is None:
+            raise ImportFileError(
+                f'{name}: expected Tolt\'s list answer {{"success": true, "data": [...]}} '
+                f'(customers: {{"data": {{"data": [...]}}}}), or a JSON list of objects'
+            )
+        items.extend(found)
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise ImportFileError(f"{name}: item {number} is not an object")
+    return items
+
+
+def _is_answer(value: Any) -> bool:
+    return isinstance(value, dict) and "data" in value and ("success" in value or "has_more" in value)
+
+
+def _page_items(page: Any) -> list[Any] | None:
+    if isinstance(page, list):
+        return page
+    if not isinstance(page, dict):
+        return None
+    data = page.get("data")
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        return list(data["data"])  # customers/list: {"data": {"data": [...]}}
+    return None
 
 
 def _kind(name: str, items: list[Item]) -> str:
@@ -94,7 +185,9 @@ def _kind(name: str, items: list[Item]) -> str:
         return "empty"
     sample = items[0]
     identifier = text(sample.get("id"))
-    if "revenue" in sample or identifier.startswith("comm_") or "charge_id" in sample:
+    if identifier.startswith("txn_") or "billing_type" in sample:
+        return "transactions"
+    if "revenue" in sample or identifier.startswith("comm_") or "transaction_id" in sample:
         return "commissions"
     if "param" in sample and "value" in sample or identifier.startswith("lnk_"):
         return "links"
@@ -102,6 +195,8 @@ def _kind(name: str, items: list[Item]) -> str:
         return "customers"
     if "email" in sample and ("first_name" in sample or identifier.startswith("part_")):
         return "partners"
+    if identifier.startswith("prc_") or "code" in sample:
+        raise ImportFileError(f"{name}: Tolt's promotion codes are not imported; expected {EXPECTED}")
     raise unknown_file(name, EXPECTED)
 
 
@@ -110,14 +205,15 @@ def _partner_id(item: Item) -> str:
 
 
 def _partner(where: str, item: Item) -> PartnerRow:
-    paypal = email_of(item.get("paypal_email"), required=False)
+    method = text(item.get("payout_method")).lower()
+    payout_email = email_of(dig(item, "payout_details", "email"), required=False)
     return PartnerRow(
         where=where,
         source_id=required(item.get("id"), "partner id"),
         email=email_of(item.get("email"), required=True),
         name=name_of(item.get("first_name"), item.get("last_name")) or text(item.get("company_name")),
-        payout_email=paypal,
-        payout_rail="paypal" if paypal else "",
+        payout_email=payout_email,
+        payout_rail=PAYOUT_RAILS.get(method, "") if payout_email else "",
         created_at=time_or_epoch(item.get("created_at")),
     )
 
@@ -152,25 +248,117 @@ def _customer(where: str, item: Item) -> ReferralRow:
     )
 
 
-def _commission(where: str, item: Item, program_currency: str, customer_partner: dict[str, str]) -> CommissionRow:
+Context = tuple[str, dict[str, str], dict[str, Item]]
+
+
+def _commission(
+    where: str, item: Item, context: Context, refunds: list[_Refund], sales_of: dict[str, frozenset[str]]
+) -> CommissionRow | None:
+    program_currency, customer_partner, transactions = context
     status = text(item.get("status")).lower()
     if status not in COMMISSION_STATUSES:
         raise RowRefused(f"status {status!r} is not pending, approved, paid, rejected or refunded")
-    currency = known_currency(first(item.get("currency"), dig(item, "program", "currency_code"), program_currency))
+    transaction_id = text(item.get("transaction_id"))
+    transaction = obj(transactions.get(transaction_id)) if transaction_id else {}
+    currency = known_currency(
+        first(
+            item.get("currency"),
+            transaction.get("currency"),
+            dig(item, "program", "currency_code"),
+            program_currency,
+        )
+    )
     amount = item.get("amount")
     if amount is None or text(amount) == "":
         raise RowRefused("amount is missing")
+    if isinstance(amount, dict | list):
+        raise RowRefused("amount is not a number")
+    refund = text(item.get("type")).lower() == "refund" or text(amount).startswith("-")
+    amount_minor = money(text(amount).removeprefix("-") if refund else amount, currency, given_in="minor")
     customer = first(dig(item, "customer", "id"), item.get("customer_id"))
+    source_id = required(item.get("id"), "commission id")
+    partner = required(_partner_id(item) or customer_partner.get(customer, ""), "partner")
+    charge_id = first(item.get("charge_id"), transaction.get("charge_id"))
+    sales = frozenset(key for key in (charge_id, transaction_id) if key)
+    if refund:
+        refunds.append(
+            _Refund(
+                where=where,
+                source_id=source_id,
+                partner_source_id=partner,
+                referral_source_id=customer,
+                sales=sales,
+                amount_minor=amount_minor,
+                currency=currency,
+                status=COMMISSION_STATUSES[status],
+            )
+        )
+        return None
+    sales_of[source_id] = sales
+    revenue = item.get("revenue")
+    if revenue is None or text(revenue) == "":
+        revenue = transaction.get("amount")
     return CommissionRow(
         where=where,
-        source_id=required(item.get("id"), "commission id"),
-        partner_source_id=required(_partner_id(item) or customer_partner.get(customer, ""), "partner"),
+        source_id=source_id,
+        partner_source_id=partner,
         referral_source_id=customer,
-        sale_source_id=first(item.get("transaction_id"), item.get("charge_id")),
-        sale_amount_minor=money(first(item.get("revenue"), 0), currency, given_in="minor"),
-        commission_amount_minor=money(amount, currency, given_in="minor"),
+        # The charge (a Stripe charge id with Tolt's Stripe app), so a refund after the move finds the sale.
+        sale_source_id=first(charge_id, transaction_id),
+        sale_amount_minor=money(first(revenue, 0), currency, given_in="minor"),
+        commission_amount_minor=amount_minor,
         currency=currency,
         status=COMMISSION_STATUSES[status],
         created_at=time_or_epoch(item.get("created_at")),
         due_at=time_or_epoch(item.get("scheduled_approval_date")),
     )
+
+
+def _net_refunds(builder: SourceBuilder, refunds: list[_Refund], sales_of: dict[str, frozenset[str]]) -> None:
+    """Each refund comes off the commissions it refunds (see the module's docstring); the refund row is kept as a
+    void row of nothing, so the report counts it as skipped."""
+    rows = builder.commissions
+    for refund in refunds:
+        own = [
+            index
+            for index, row in enumerate(rows)
+            if row.partner_source_id == refund.partner_source_id
+            and sales_of.get(row.source_id, frozenset()) & refund.sales
+        ]
+        already_void = any(rows[index].status == "void" for index in own)
+        remaining = 0 if already_void or refund.status == "void" else refund.amount_minor
+        candidates = [
+            index
+            for index, row in enumerate(rows)
+            if row.partner_source_id == refund.partner_source_id
+            and row.currency == refund.currency
+            and row.status == refund.status
+            and row.commission_amount_minor > 0
+        ]
+        candidates.sort(key=lambda index: (index not in own, -index))
+        for index in candidates:
+            if remaining == 0:
+                break
+            row = rows[index]
+            taken = min(remaining, row.commission_amount_minor)
+            left = row.commission_amount_minor - taken
+            rows[index] = replace(row, commission_amount_minor=left, status=row.status if left else "void")
+            remaining -= taken
+        if remaining and refund.status != "paid":
+            builder.refuse(
+                refund.where,
+                "commission",
+                f"refund {refund.source_id}: {remaining} {refund.currency} (minor units) more than partner "
+                f"{refund.partner_source_id} has in {refund.status} commissions; not carried over",
+            )
+            continue
+        rows.append(
+            CommissionRow(
+                where=refund.where,
+                source_id=refund.source_id,
+                partner_source_id=refund.partner_source_id,
+                referral_source_id=refund.referral_source_id,
+                currency=refund.currency,
+                status="void",
+            )
+        )

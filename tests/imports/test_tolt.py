@@ -1,18 +1,40 @@
+"""Tolt's reader on fixtures in the shape of docs.tolt.com's v1 reference (tests/imports/fixtures/tolt/README.md names
+each field's page). The fixtures replaced the earlier ones, which had a flat customers list, a `paypal_email` Tolt
+does not send and no refunds. Not found in the published reference: the negative amount of a refund commission
+(issue 38's report of real exports), and the name `currency_code` of the program's currency (Dub's Tolt importer)."""
+
+import json
+import random
+import re
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from commissions.selectors import ledger_balances
 from imports.platforms import PLATFORMS
-from imports.records import ImportFileError
+from imports.records import ImportFileError, Source
 from tests.imports.fixtures.build import build, files
-from tests.imports.platform_e2e import check_end_to_end
-from tests.imports.platform_fuzz import check_junk
+from tests.imports.platform_e2e import check_end_to_end, imported_ids
+from tests.imports.platform_fuzz import WHERE, mutate
 
 tolt = PLATFORMS["tolt"]
+REFUSED_COMMISSIONS = {"comm_gbp", "comm_decimals", "comm_ghost"}
 
 
-def refusals(source):
+def refusals(source: Source) -> list[tuple[str, str, str]]:
     return [(r.where, r.kind, r.reason) for r in source.refusals]
+
+
+def by_id(source: Source) -> dict[str, Any]:
+    return {row.source_id: row for row in source.commissions}
+
+
+def raw(name: str) -> list[dict[str, Any]]:
+    payload = json.loads(dict(files("tolt", name))[name])
+    data = payload["data"]
+    return data["data"] if isinstance(data, dict) else data
 
 
 def test_platform_entry():
@@ -21,58 +43,204 @@ def test_platform_entry():
 
 def test_counts_and_every_bad_row():
     source = tolt.read(files("tolt"))
+    # 150 sales, a renewal and four refunds (kept as void rows of nothing, counted as skipped).
     assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (
         40,
         40,
         120,
-        150,
+        155,
     )
     assert refusals(source) == [
-        ("commissions.json item 31", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)"),
-        ("commissions.json item 71", "commission", "amount 1234.5 in minor units has decimals"),
-        ("commissions.json item 111", "commission", "partner part_ghost is not in the partners file"),
-        ("customers.json item 61", "referral", "no customer: neither an email nor a customer_id"),
-        ("links.json item 11", "link", "code 'ada0' is already the code of partner part_0000 (links.json item 1)"),
-        ("links.json item 31", "link", "partner part_noemail was refused (partners.json item 21)"),
-        ("partners.json item 21", "partner", "email is missing"),
+        ("commissions-1.json item 31", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)"),
+        ("commissions-1.json item 71", "commission", "amount 1234.5 in minor units has decimals"),
+        ("commissions-1.json item 111", "commission", "partner part_ghost is not in the partners file"),
+        ("customers-1.json item 61", "referral", "no customer: neither an email nor a customer_id"),
+        ("links-1.json item 11", "link", "code 'ada0' is already the code of partner part_0000 (links-1.json item 1)"),
+        ("links-1.json item 31", "link", "partner part_noemail was refused (partners-1.json item 21)"),
+        ("partners-1.json item 21", "partner", "email is missing"),
     ]
 
 
-def test_fields_statuses_and_the_program_currency():
+def test_payout_emails_come_over_from_payout_details():
+    source = tolt.read(files("tolt"))
+    documented = {
+        item["id"]: item["payout_details"].get("email")
+        for name in ("partners-1.json", "partners-2.json")
+        for item in raw(name)
+        if item.get("payout_details")
+    }
+    assert len(documented) == 14
+    got = {row.source_id: row.payout_email for row in source.partners if row.payout_email}
+    assert got == documented
+    assert Counter(row.payout_rail for row in source.partners if row.payout_email) == {"paypal": 7, "wise": 7}
+    assert all(row.payout_rail == "" for row in source.partners if not row.payout_email)
+
+
+def test_fields_statuses_charges_and_the_program_currency():
     source = tolt.read(files("tolt"))
     assert [(link.code, link.partner_source_id) for link in source.links[:2]] == [
         ("ada0", "part_0000"),
         ("ben1", "part_0001"),
     ]
-    paying, lead = source.referrals[0], source.referrals[3]
-    assert (paying.processor_customer_id, paying.customer_key, paying.status) == ("cus_T00000", "", "customer")
+    canceled, lead = source.referrals[0], source.referrals[3]
+    assert (canceled.processor_customer_id, canceled.customer_key, canceled.status) == ("cus_T00000", "", "customer")
     assert (lead.processor_customer_id, lead.customer_key, lead.status) == ("", "user-3", "lead")
-    # rejected -> void; money strings are cents.
-    assert Counter(c.status for c in source.commissions) == {"approved": 75, "pending": 25, "paid": 25, "void": 25}
-    first = source.commissions[0]
-    assert first.currency == "USD"  # no currency of its own: the program's currency_code
-    assert (first.sale_source_id, first.referral_source_id, first.partner_source_id) == (
-        "txn_0000",
-        "cust_0000",
-        "part_0000",
+    rows = by_id(source)
+    second = rows["comm_0001"]
+    assert (second.currency, second.sale_source_id, second.referral_source_id, second.partner_source_id) == (
+        "USD",  # currency null: the program's currency_code
+        "ch_0001",  # the charge, so a Stripe refund after the move can find the sale
+        "cust_0001",
+        "part_0001",
+    )
+    # Revenue and charge null on the commission: the transaction's.
+    from_transaction = rows["comm_0003"]
+    transaction = next(item for item in raw("transactions-1.json") if item["id"] == "txn_0003")
+    assert (from_transaction.sale_source_id, from_transaction.sale_amount_minor) == ("ch_0003", transaction["amount"])
+    assert {rows["comm_0008"].currency, rows["comm_0009"].currency} == {"EUR", "VND"}
+    # Cents as a number ("amount": 1999) and as a string ("1999") are the same.
+    amounts = {item["id"]: item["amount"] for item in raw("commissions-1.json")}
+    assert isinstance(amounts["comm_0000"], int) and isinstance(amounts["comm_0001"], str)
+    assert rows["comm_0001"].commission_amount_minor == int(amounts["comm_0001"])
+
+
+def tolt_balances() -> dict[tuple[str, str], int]:
+    """What Tolt shows each partner as owed: approved commissions, refunds (negative) included, per currency; the
+    refused rows left out."""
+    owed: dict[tuple[str, str], int] = {}
+    for item in raw("commissions-1.json"):
+        if item["status"] != "approved" or item["id"] in REFUSED_COMMISSIONS:
+            continue
+        key = (item["partner_id"], item["currency"] or item["program"]["currency_code"])
+        owed[key] = owed.get(key, 0) + int(item["amount"])
+    return {key: amount for key, amount in owed.items() if amount}
+
+
+def test_refunds_net_against_what_they_refund():
+    source = tolt.read(files("tolt"))
+    rows = by_id(source)
+    refunds = {item["id"]: item for item in raw("commissions-1.json") if item["type"] == "refund"}
+    assert len(refunds) == 4 and all(int(item["amount"]) < 0 for item in refunds.values())
+    # The refund rows themselves owe nothing.
+    assert all((rows[i].status, rows[i].commission_amount_minor) == ("void", 0) for i in refunds)
+    originals = {item["id"]: item for item in raw("commissions-1.json")}
+
+    def refunded(refund_id: str) -> Any:
+        charge = refunds[refund_id]["charge_id"] or refunds[refund_id]["transaction_id"]
+        return next(
+            row
+            for row in source.commissions
+            if row.source_id not in refunds and row.sale_source_id == charge and row.partner_source_id
+        )
+
+    full_0, full_1, half = refunded("comm_refund_0"), refunded("comm_refund_1"), refunded("comm_refund_2")
+    assert (full_0.status, full_0.commission_amount_minor) == ("void", 0)
+    assert (full_1.status, full_1.commission_amount_minor) == ("void", 0)
+    half_before = int(originals[half.source_id]["amount"])
+    assert (half.status, half.commission_amount_minor) == ("approved", half_before - half_before // 2)
+    # The refund of a sale paid out already comes off the partner's next approved commission.
+    paid = refunded("comm_refund_3")
+    assert paid.status == "paid" and paid.commission_amount_minor == int(originals[paid.source_id]["amount"])
+    renewal = rows["comm_renewal"]
+    assert renewal.commission_amount_minor == int(originals["comm_renewal"]["amount"]) + int(
+        refunds["comm_refund_3"]["amount"]
     )
 
 
-def test_a_commission_without_its_partner_takes_the_customers_partner():
-    customers = b'[{"id": "cust_1", "customer_id": "cus_9", "email": "a@b.co", "partner_id": "part_7"}]'
-    commissions = (
-        b'[{"id": "comm_1", "amount": "500", "revenue": "2500", "customer_id": "cust_1", "status": "approved",'
-        b' "program": {"currency_code": "EUR"}}]'
+def test_the_readers_balances_are_toltes():
+    source = tolt.read(files("tolt"))
+    owed: dict[tuple[str, str], int] = {}
+    for row in source.commissions:
+        if row.status == "approved":
+            key = (row.partner_source_id, row.currency)
+            owed[key] = owed.get(key, 0) + row.commission_amount_minor
+    assert {key: amount for key, amount in owed.items() if amount} == tolt_balances()
+    assert {currency for _, currency in tolt_balances()} == {"USD", "EUR", "VND"}
+
+
+def commission_file(*items: dict[str, Any]) -> tuple[str, bytes]:
+    return ("commissions.json", json.dumps({"success": True, "has_more": False, "data": list(items)}).encode())
+
+
+def reward(id_: str, amount: Any, status: str = "approved", **more: Any) -> dict[str, Any]:
+    item = {"id": id_, "amount": amount, "status": status, "type": "reward", "partner_id": "part_1"}
+    item |= {"customer_id": "cust_1", "currency": "USD", "transaction_id": f"txn_{id_}", "charge_id": f"ch_{id_}"}
+    return item | more
+
+
+def test_a_refund_larger_than_the_partners_balance_is_refused_by_name():
+    source = tolt.read(
+        [
+            commission_file(
+                reward("a", "1000"),
+                reward("r", "-1500", type="refund", transaction_id="txn_a", charge_id="ch_a"),
+            )
+        ]
     )
-    source = tolt.read([("customers.json", customers), ("commissions.json", commissions)])
+    assert refusals(source) == [
+        (
+            "commissions.json item 2",
+            "commission",
+            "refund r: 500 USD (minor units) more than partner part_1 has in approved commissions; not carried over",
+        )
+    ]
+    assert (source.commissions[0].status, source.commissions[0].commission_amount_minor) == ("void", 0)
+
+
+def test_a_refund_of_a_rejected_sale_takes_nothing_more():
+    source = tolt.read(
+        [
+            commission_file(
+                reward("a", "1000", status="rejected"),
+                reward("b", "700"),
+                reward("r", "-1000", type=None, transaction_id="txn_a", charge_id="ch_a"),  # negative: a refund
+            )
+        ]
+    )
     assert source.refusals == []
-    row = source.commissions[0]
-    assert (row.partner_source_id, row.currency, row.commission_amount_minor, row.sale_amount_minor) == (
-        "part_7",
-        "EUR",
-        500,
-        2500,
-    )
+    assert [(row.source_id, row.status, row.commission_amount_minor) for row in source.commissions] == [
+        ("a", "void", 1000),
+        ("b", "approved", 700),
+        ("r", "void", 0),
+    ]
+
+
+PARTNER = {"id": "part_7", "email": "p@example.com", "first_name": "P", "payout_details": {}}
+CUSTOMER = {"id": "cust_1", "customer_id": "cus_9", "email": "a@b.co", "partner_id": "part_7", "status": "active"}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda items: items,
+        lambda items: {"success": True, "has_more": False, "total_count": len(items), "data": items},
+        lambda items: {"success": True, "has_more": False, "total_count": len(items), "data": {"data": items}},
+        # Pages joined, as `jq -s . customers-*.json` writes them.
+        lambda items: [{"success": True, "has_more": True, "data": {"data": items}}, {"success": True, "data": []}],
+    ],
+    ids=["list", "data", "data.data", "pages"],
+)
+def test_every_documented_envelope_is_read(shape):
+    uploads = [
+        ("partners.json", json.dumps(shape([PARTNER])).encode()),
+        ("customers.json", json.dumps(shape([CUSTOMER])).encode()),
+        ("commissions.json", json.dumps(shape([reward("c", 500, partner_id=None, customer_id="cust_1")])).encode()),
+    ]
+    source = tolt.read(uploads)
+    assert source.refusals == []
+    assert [row.partner_source_id for row in source.commissions] == ["part_7"]
+    assert [row.processor_customer_id for row in source.referrals] == ["cus_9"]
+
+
+def test_an_answer_without_a_list_is_refused_by_name():
+    with pytest.raises(ImportFileError, match=r'customers.json: expected Tolt\'s list answer \{"success"'):
+        tolt.read([("customers.json", b'{"success": true, "data": {"items": 3}}')])
+
+
+def test_promotion_codes_are_named():
+    codes = b'{"success": true, "data": [{"id": "prc_1", "code": "SUMMER", "type": "percentage", "value": 20}]}'
+    with pytest.raises(ImportFileError, match="promotion codes are not imported"):
+        tolt.read([("codes.json", codes)])
 
 
 def test_csv_is_refused():
@@ -81,12 +249,48 @@ def test_csv_is_refused():
 
 
 @pytest.mark.django_db
-def test_end_to_end_dry_run_run_and_rerun():
-    check_end_to_end("tolt", files("tolt"))
+def test_end_to_end_balances_are_toltes_and_a_rerun_creates_nothing():
+    program = check_end_to_end("tolt", files("tolt"))
+    partners = imported_ids(program, "tolt", "partner")
+    balances = ledger_balances(partner_ids=partners.values())
+    got = {(pid, currency): amount for pid, by in balances.items() for currency, amount in by.items() if amount}
+    assert got == {(partners[p], currency): amount for (p, currency), amount in tolt_balances().items()}
 
 
 def test_junk_rows_are_refused_never_raised():
-    check_junk("tolt")
+    """platform_fuzz.check_junk for Tolt's envelopes (customers nest their list in data.data)."""
+    rng = random.Random("tolt-junk")
+    originals = [(name, json.loads(content)) for name, content in files("tolt")]
+    for _ in range(60):
+        uploaded = []
+        for name, payload in originals:
+            rows = payload["data"]["data"] if isinstance(payload["data"], dict) else payload["data"]
+            rows = [mutate(row, rng) if rng.random() < 0.4 else row for row in rows[:12]]
+            uploaded.append((name, json.dumps(rows).encode()))
+        try:
+            source = tolt.read(uploaded)
+        except ImportFileError:
+            continue
+        for kind in (source.partners, source.links, source.referrals, source.commissions, source.refusals):
+            for row in kind:
+                assert WHERE.match(row.where), row
+        for row in source.commissions:
+            assert row.commission_amount_minor >= 0 and row.sale_amount_minor >= 0
+            assert row.status in ("pending", "approved", "paid", "void")
+
+
+def test_the_docs_curl_lines_write_the_fixture_files():
+    """docs/import.md's Tolt curl lines save the files the fixtures are, with the expands the reader relies on."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "import.md").read_text()
+    section = docs[docs.index("### Tolt (`tolt`)") : docs.index("### PartnerStack")]
+    lines = re.findall(r'"\$T/(\w+)\?([^"]+)" > (\S+\.json)', section)
+    saved = {endpoint: query for endpoint, query, _ in lines}
+    assert set(saved) == {"partners", "links", "customers", "transactions", "commissions"}
+    assert "expand[]=program" in saved["partners"]
+    assert "expand[]=partner" in saved["commissions"] and "expand[]=program" in saved["commissions"]
+    written = {name for _, _, name in lines}
+    assert written == {f"{endpoint}-1.json" for endpoint in saved}
+    assert written <= {name for name, _ in files("tolt")}
 
 
 def test_the_fixture_files_are_what_the_builder_writes():
