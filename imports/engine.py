@@ -28,7 +28,7 @@ from commissions.models import Commission, CommissionReview, CommissionStatus, L
 from core.currency import Currency
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
-from tracking.models import Customer, CustomerStatus, LeadEvent, SaleEvent
+from tracking.models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, SaleEvent
 from tracking.services.common import new_click_id
 
 from .models import ImportedRecord, ImportRun, ImportUpload
@@ -634,8 +634,9 @@ class _Importer:
                     # An export without the sale's amount: the sale is recorded at the commission's, so it counts.
                     amount_cents=row.sale_amount_minor if row.sale_amount_minor > 0 else row.commission_amount_minor,
                     currency=row.currency,
-                    provider=f"import:{self.platform}"[:32],
-                    provider_payment_id=row.sale_source_id[:255],
+                    provider=f"{IMPORTED_PROVIDER_PREFIX}{self.platform}"[:32],
+                    # The processor's id where the platform gives one: a Stripe refund finds the sale by it.
+                    provider_payment_id=(row.processor_payment_id or row.sale_source_id)[:255],
                     occurred_at=at,
                     sale_date=at,
                     attributed=True,

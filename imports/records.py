@@ -70,6 +70,10 @@ class CommissionRow:
     partner_source_id: str
     referral_source_id: str = ""
     sale_source_id: str = ""
+    # The payment processor's id for the sale (a Stripe charge, invoice or payment intent id) where the platform
+    # gives one: kept on the imported sale's provider_payment_id, so a Stripe refund after the move finds the sale
+    # (tracking.stripe.events). "" when the platform gives none; the sale then keeps sale_source_id there.
+    processor_payment_id: str = ""
     sale_amount_minor: int = 0
     commission_amount_minor: int = 0
     currency: str = "USD"  # ISO 4217, upper case

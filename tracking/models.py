@@ -156,6 +156,11 @@ class SubscriptionInterval(models.TextChoices):
     ANNUAL = "annual"
 
 
+# An imported sale's provider: this, then the platform ("import:rewardful"). Its provider_payment_id is the payment
+# processor's id for the sale where the platform gave one, which is how a Stripe refund after the move finds it.
+IMPORTED_PROVIDER_PREFIX = "import:"
+
+
 class SaleEvent(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="sale_events")
     customer = models.ForeignKey(Customer, on_delete=models.SET_NULL, null=True, blank=True, related_name="sales")
@@ -196,6 +201,8 @@ class SaleEvent(SameWorkspace, models.Model):
         indexes = [
             models.Index(fields=["program", "is_test", "-sale_date", "-id"], name="sale_program_time_id"),
             models.Index(fields=["program", "is_test", "-id"], name="sale_program_id"),
+            # A processor refund of an imported sale looks it up by the processor's payment id.
+            models.Index(fields=["program", "provider_payment_id"], name="sale_program_payment_id"),
         ]
         constraints = [
             models.UniqueConstraint(

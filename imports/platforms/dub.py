@@ -5,7 +5,8 @@ Dub's partner links are short links on Dub's domain or the owner's short domain 
 parameter on the site: the key becomes the partner's code here (?via=<key> works at once; the short domain keeps
 answering only while it points at Dub). Amounts are cents: a commission's `amount` is the sale, `earnings` the
 partner's commission. Status: pending and hold -> pending, processed -> approved (owed, in a payout not yet paid),
-paid -> paid, refunded, duplicate, fraud and canceled -> void."""
+paid -> paid, refunded, duplicate, fraud and canceled -> void. A commission's sale keeps its invoiceId (the Stripe
+invoice id with Dub's Stripe integration), so a Stripe refund of that invoice after the move reverses the commission."""
 
 from typing import Any
 
@@ -159,6 +160,9 @@ def _commission(where: str, item: Item) -> CommissionRow:
         partner_source_id=required(first(dig(item, "partner", "id"), item.get("partnerId")), "partner"),
         referral_source_id=first(dig(item, "customer", "id"), item.get("customerId")),
         sale_source_id=first(item.get("invoiceId")),
+        # invoiceId (nullable in Dub's CommissionSchema) is the Stripe invoice id with Dub's Stripe integration, or
+        # the owner's invoice id given to Dub's track-sale call: a Stripe refund of that invoice finds the sale.
+        processor_payment_id=first(item.get("invoiceId")),
         sale_amount_minor=money(first(item.get("amount"), 0), currency, given_in="minor"),
         commission_amount_minor=money(earnings, currency, given_in="minor"),
         currency=currency,

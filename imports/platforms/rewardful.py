@@ -3,7 +3,8 @@
 documents for moving affiliates (first_name, last_name, email, paypal_email, wise_email, token, stripe_customer_id).
 
 Links in the wild are ?via=<token>. Amounts in the API are cents (minor units). Commission states: pending -> pending,
-due -> approved (past its hold, owed), paid -> paid, voided -> void."""
+due -> approved (past its hold, owed), paid -> paid, voided -> void. A commission's sale keeps sale.stripe_charge_id
+(the Stripe charge, in Rewardful's sale object), so a Stripe refund after the move reverses the imported commission."""
 
 from typing import Any
 
@@ -182,6 +183,9 @@ def _commission(where: str, item: Item) -> CommissionRow:
         partner_source_id=required(partner, "affiliate"),
         referral_source_id=first(dig(sale, "referral", "id")),
         sale_source_id=first(sale.get("id")),
+        # The Stripe charge the sale was (sale.stripe_charge_id, Rewardful's sale object), so a Stripe refund after
+        # the move reverses the commission.
+        processor_payment_id=first(sale.get("stripe_charge_id")),
         sale_amount_minor=sale_minor,
         commission_amount_minor=money(_amount(item.get("amount")), currency, given_in="minor"),
         currency=currency,

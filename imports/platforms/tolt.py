@@ -305,6 +305,7 @@ def _commission(
         referral_source_id=customer,
         # The charge (a Stripe charge id with Tolt's Stripe app), so a refund after the move finds the sale.
         sale_source_id=first(charge_id, transaction_id),
+        processor_payment_id=charge_id,
         sale_amount_minor=money(first(revenue, 0), currency, given_in="minor"),
         commission_amount_minor=amount_minor,
         currency=currency,

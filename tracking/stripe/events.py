@@ -15,7 +15,7 @@ from core.errors import BadRequestError, ConflictError
 from programs.models import Program
 
 from ..amounts import MAX_AMOUNT_CENTS
-from ..models import Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
+from ..models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
 from ..services.lead import lead_settle
 from ..services.sale import (
     SUPPORTED_CURRENCIES,
@@ -209,11 +209,21 @@ def handle_invoice_paid(program: Program, invoice: dict[str, Any], livemode: boo
     return _record_payment(program, payment, livemode)
 
 
-def _sale_for_payment(program: Program, *ids: str | None) -> SaleEvent | None:
+def _sales_for_payment(program: Program, *ids: str | None) -> list[SaleEvent]:
+    """The live sales a processor refund of a payment known by these ids (payment intent, charge, invoice) reverses:
+    the sale recorded with one of them as its own processor id; when there is none, the imported sales that kept one
+    of them as the processor's payment id (imports keep Rewardful's sale.stripe_charge_id, Tolt's charge_id, Dub's
+    invoiceId there), each commission of a sale two imported commissions shared having its own sale. The one lookup
+    rule of every refund event."""
     wanted = [i for i in ids if i]
     if not wanted:
-        return None
-    return SaleEvent.objects.filter(program=program, processor_event_id__in=wanted, is_test=False).first()
+        return []
+    live = SaleEvent.objects.filter(program=program, is_test=False)
+    own = live.filter(processor_event_id__in=wanted).first()
+    if own is not None:
+        return [own]
+    imported = live.filter(provider__startswith=IMPORTED_PROVIDER_PREFIX, provider_payment_id__in=wanted)
+    return list(imported.order_by("pk"))
 
 
 def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
@@ -223,12 +233,7 @@ def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
     return result.reason or result.message or result.status
 
 
-def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: bool) -> Outcome:
-    if not livemode:
-        return ignored("test payment refund")
-    sale = _sale_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
-    if sale is None:
-        return ignored("no recorded sale for this payment")
+def _charge_refunds(sale: SaleEvent, charge: dict[str, Any]) -> str:
     refunds = sorted((charge.get("refunds") or {}).get("data") or [], key=lambda r: r.get("created") or 0)
     if refunds:
         results = [
@@ -236,15 +241,31 @@ def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: b
             for r in refunds
             if r.get("status") in (None, "succeeded", "pending")
         ]
-        return Outcome("; ".join(results) or "no applicable refunds", sale=sale)
+        return "; ".join(results) or "no applicable refunds"
     # Without the refund list, refund what Stripe reports beyond what we already applied.
     commission = getattr(sale, "commission", None)
     already = commission.sale_refunded_cents if commission else 0
     delta = int(charge.get("amount_refunded") or 0) - already
     if delta <= 0:
-        return Outcome("refund already applied", sale=sale)
+        return "refund already applied"
     refund_id = f"{charge['id']}:{charge.get('amount_refunded')}"
-    return Outcome(_apply(sale, amount=delta, refund_id=refund_id, reason=""), sale=sale)
+    return _apply(sale, amount=delta, refund_id=refund_id, reason="")
+
+
+def _outcome(sales: list[SaleEvent], results: list[str]) -> Outcome:
+    if len(sales) == 1:
+        return Outcome(results[0], sale=sales[0])
+    # Imported sales sharing the payment: each sale's result, named.
+    return Outcome("; ".join(f"sale #{s.pk}: {r}" for s, r in zip(sales, results, strict=True)), sale=sales[0])
+
+
+def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: bool) -> Outcome:
+    if not livemode:
+        return ignored("test payment refund")
+    sales = _sales_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
+    if not sales:
+        return ignored("no recorded sale for this payment")
+    return _outcome(sales, [_charge_refunds(sale, charge) for sale in sales])
 
 
 def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bool) -> Outcome:
@@ -252,11 +273,12 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
         return ignored("test payment refund")
     if refund.get("status") not in (None, "succeeded", "pending"):
         return ignored(f"refund {refund.get('status')}")
-    sale = _sale_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
-    if sale is None:
+    sales = _sales_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
+    if not sales:
         return ignored("no recorded sale for this payment")
-    return Outcome(
-        _apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=refund.get("reason") or ""), sale=sale
+    reason = refund.get("reason") or ""
+    return _outcome(
+        sales, [_apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=reason) for sale in sales]
     )
 
 
