@@ -15,6 +15,7 @@ from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from core.currency import Currency
 from core.ids import id_parse
 from core.tasks import enqueue
 from imports.engine import bytes_capped, import_source, platforms, run_prepare, source_digest, source_read
@@ -38,12 +39,15 @@ NO_FILES = "Choose the export files to upload."
 TOO_MANY_FILES = f"Upload at most {UPLOAD_MAX_FILES} files at once."
 TOO_BIG = f"The files are too large together (at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MB)."
 NOT_READ = "Nothing read: {reason}"
+BAD_CURRENCY = "Choose a currency the service records, or none."
 CONFIRMED = "Import started: this page shows how far it got."
 ALREADY_CONFIRMED = "This upload was confirmed already."
 
 
 class UploadForm(forms.Form):
     platform = forms.ChoiceField(choices=())
+    # For a platform whose files carry no currency (Platform.asks_currency): the program's currency there.
+    currency = forms.ChoiceField(choices=[("", ""), *Currency.choices], required=False)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -52,11 +56,13 @@ class UploadForm(forms.Form):
         field.choices = [(name, platform.label) for name, platform in sorted(platforms().items())]
         field.error_messages["required"] = NO_PLATFORM
         field.error_messages["invalid_choice"] = NO_PLATFORM
+        currency = self.fields["currency"]
+        currency.error_messages["invalid_choice"] = BAD_CURRENCY
 
 
-def _platform_rows() -> list[dict[str, str]]:
+def _platform_rows() -> list[dict[str, object]]:
     return [
-        {"name": name, "label": platform.label, "help": platform.export_help}
+        {"name": name, "label": platform.label, "help": platform.export_help, "asks_currency": platform.asks_currency}
         for name, platform in sorted(platforms().items())
     ]
 
@@ -66,7 +72,13 @@ def _page(request: HttpRequest, access: ProgramAccess, *, status: int = 200) -> 
     return render(
         request,
         "imports/import.html",
-        access.context(platforms=_platform_rows(), runs=runs, max_mb=UPLOAD_MAX_BYTES // (1024 * 1024)),
+        access.context(
+            platforms=_platform_rows(),
+            currencies=Currency.values,
+            asking=[row["label"] for row in _platform_rows() if row["asks_currency"]],
+            runs=runs,
+            max_mb=UPLOAD_MAX_BYTES // (1024 * 1024),
+        ),
         status=status,
     )
 
@@ -93,7 +105,7 @@ def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
         return _page(request, access)
     form = UploadForm(request.POST)
     if not form.is_valid():
-        flash.error(request, NO_PLATFORM)
+        flash.error(request, BAD_CURRENCY if "currency" in form.errors else NO_PLATFORM)
         return _page(request, access, status=400)
     uploaded = request.FILES.getlist("files")
     if not uploaded:
@@ -104,8 +116,9 @@ def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
         flash.error(request, files)
         return _page(request, access, status=400)
     platform = form.cleaned_data["platform"]
+    currency = form.cleaned_data["currency"] if platforms()[platform].asks_currency else ""
     try:
-        source = source_read(platform, files)
+        source = source_read(platform, files, currency=currency)
     except ImportFileError as error:
         flash.error(request, NOT_READ.format(reason=error.message))
         return _page(request, access, status=400)
@@ -116,6 +129,7 @@ def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             platform=platform,
             actor_id=request.user.pk,
             files_digest=source_digest(source),
+            currency=currency,
             size=sum(len(content) for _, content in files),
             report={
                 "counts": report.counts_dict(),

@@ -119,13 +119,14 @@ def platforms() -> dict[str, Any]:
     return dict(PLATFORMS)
 
 
-def source_read(platform: str, files: list[tuple[str, bytes]]) -> Source:
-    """The platform's files read into a Source. Raises UnknownPlatform, or the reader's ImportFileError."""
+def source_read(platform: str, files: list[tuple[str, bytes]], *, currency: str = "") -> Source:
+    """The platform's files read into a Source. `currency`: the owner's answer for a platform whose files carry
+    none (Platform.asks_currency; ignored by the others). Raises UnknownPlatform, or the reader's ImportFileError."""
     registered = platforms()
     reader = registered.get(platform)
     if reader is None:
         raise UnknownPlatform(platform, sorted(registered))
-    return reader.read(files)
+    return reader.read(files, currency=currency)
 
 
 def bytes_capped(chunks: Iterable[bytes], *, limit: int) -> bytes | None:
@@ -849,7 +850,7 @@ def upload_run(*, upload_id: int) -> str:
         return "complete already"
     files = [(file.name, bytes(file.content)) for file in upload.files.all()]
     try:
-        source = source_read(upload.platform, files)
+        source = source_read(upload.platform, files, currency=upload.currency)
     except (ImportFileError, UnknownPlatform) as error:
         message = getattr(error, "message", str(error))
         ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.FAILED, error=message[:2000])

@@ -104,6 +104,8 @@ class ImportUpload(models.Model):
     )
     files_digest = models.CharField(max_length=64)
     size = models.PositiveIntegerField(default=0)
+    # The currency the owner named for a platform whose files carry none (Platform.asks_currency); "" when not asked.
+    currency = models.CharField(max_length=3, blank=True, default="")
     # The dry run's report as shown: {"counts": {...}, "refusals": [[where, kind, reason], ...]}.
     report = models.JSONField(default=dict, blank=True)
     run = models.ForeignKey(ImportRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="uploads")

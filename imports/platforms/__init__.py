@@ -28,9 +28,12 @@ PLATFORMS: dict[str, Platform] = {
             # FirstPromoter's Stripe setup passes its visitor tracking id as metadata "fp_tid".
             stripe_metadata_keys=("fp_tid",),
             export_help=(
-                "FirstPromoter API v2: GET /api/v2/company/promoters, /referrals and /commissions saved as JSON"
+                "FirstPromoter API v2: GET /api/v2/company/promoters, /referrals, /commissions (and /payout_methods "
+                "for payout emails) saved as JSON, with the account's currency (its commissions carry none); or v1 "
+                "GET /v1/promoters/list"
             ),
             reader=firstpromoter.read,
+            asks_currency=True,
         ),
         Platform(
             name="tolt",

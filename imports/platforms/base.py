@@ -41,19 +41,27 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 @dataclass(frozen=True)
 class Platform:
     """One platform the service imports from. `read` takes the uploaded files (name, bytes) and decides by their
-    columns or objects which file is which; a file it does not know raises ImportFileError."""
+    columns or objects which file is which; a file it does not know raises ImportFileError.
+
+    `asks_currency`: the platform's files may carry no currency (FirstPromoter's amounts are in the account's
+    currency, which its API does not send): the owner names it once (`manage.py import --currency`, the Import page's
+    Currency field) and `read(files, currency=...)` hands it to the reader, called `reader(files, currency=...)`.
+    Other platforms' readers take the files only, and a currency given for them is not used."""
 
     name: str
     label: str
     link_param: str
     stripe_metadata_keys: tuple[str, ...]
     export_help: str
-    reader: Callable[[Files], Source] = field(repr=False)
+    reader: Callable[..., Source] = field(repr=False)
+    asks_currency: bool = False
 
-    def read(self, files: Files) -> Source:
+    def read(self, files: Files, *, currency: str = "") -> Source:
         if not files:
             raise ImportFileError(f"No files given: {self.export_help}")
         values_check(files)
+        if self.asks_currency:
+            return self.reader(files, currency=currency)
         return self.reader(files)
 
 

@@ -1,5 +1,5 @@
-"""manage.py import <platform> FILE... --program ID [--dry-run] [--resume]: moves a program in from another
-platform (docs/import.md)."""
+"""manage.py import <platform> FILE... --program ID [--dry-run] [--resume] [--currency CODE]: moves a program in
+from another platform (docs/import.md)."""
 
 from pathlib import Path
 from typing import Any
@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.currency import Currency
 from imports.engine import UnknownPlatform, bytes_capped, import_source, platforms, source_digest, source_read
 from imports.models import ImportRun
 from imports.records import ImportFileError
@@ -31,6 +32,13 @@ class Command(BaseCommand):
             action="store_true",
             help="continue an interrupted import of these same files (a plain rerun resumes too; this one insists)",
         )
+        parser.add_argument(
+            "--currency",
+            type=str.upper,
+            choices=Currency.values,
+            default="",
+            help="the currency of a platform whose files carry none (FirstPromoter: the account's currency)",
+        )
         parser.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (default 1000)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -44,7 +52,7 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be at least 1")
         files = self.read_files(options["files"])
         try:
-            source = source_read(name, files)
+            source = source_read(name, files, currency=options["currency"])
         except ImportFileError as error:
             raise CommandError(error.message) from None
         if options["resume"] and not options["dry_run"]:
