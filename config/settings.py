@@ -265,9 +265,10 @@ WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 2, minimum=1)
 # The most delivery messages the webhook queue holds: a sweep (or a fan-out) queues due deliveries only into the
 # room left below it, so a backlog waits in the database, not in the broker.
 WEBHOOK_QUEUE_MAX = env_int("WEBHOOK_QUEUE_MAX", 1000, minimum=1)
-# A queued delivery is claimed for this long (after its countdown): no sweep queues it again meanwhile, however
-# deep the queue. A message the broker lost in transit is queued again once its claim runs out (a Redis that comes
-# back empty ends every claim at once: webhooks/dispatch.py).
+# The longest a queued delivery is claimed (after its countdown): as long as the queue ahead takes to drain at 5 a
+# second, at least WEBHOOK_RECEIVED_CLAIM_SECONDS. No sweep queues it again meanwhile. A message the broker lost in
+# transit is queued again once its claim runs out (a Redis that comes back empty ends every claim at once:
+# webhooks/dispatch.py).
 WEBHOOK_QUEUE_CLAIM_SECONDS = env_int("WEBHOOK_QUEUE_CLAIM_SECONDS", 300, minimum=1)
 # Once a worker has received the message, the claim runs this long past when it is due: a worker killed holding
 # messages (prefetched, or waiting for a countdown) leaves them to the sweep this soon.

@@ -2,12 +2,12 @@
 
 A delivery is queued only after it is claimed: one UPDATE of queued_until on rows that are pending, due, not
 leased and not claimed, taken FOR UPDATE SKIP LOCKED so concurrent sweeps claim different rows. While the claim
-lasts (WEBHOOK_QUEUE_CLAIM_SECONDS, long enough for a deep queue to drain) no sweep queues the delivery again. The
-worker that receives the message (prefetched, or held for its countdown) cuts the claim to
-WEBHOOK_RECEIVED_CLAIM_SECONDS past when it will run, and clears it as it leases the attempt (webhooks.delivery): a
-worker killed holding messages leaves their claims to run out within half a minute, and the next sweep queues the
-deliveries again. A message the broker lost in transit waits for its whole claim. The lease, not the claim, keeps
-two attempts of one delivery from running at once: a message queued twice still sends once.
+lasts (claim_seconds: as long as the queue ahead takes to drain, within WEBHOOK_QUEUE_CLAIM_SECONDS) no sweep
+queues the delivery again. The worker that receives the message (prefetched, or held for its countdown) cuts the
+claim to WEBHOOK_RECEIVED_CLAIM_SECONDS past when it will run, and clears it as it leases the attempt
+(webhooks.delivery): a worker killed holding messages leaves their claims to run out within half a minute, and the
+next sweep queues the deliveries again. A message the broker lost in transit waits for its whole claim. The lease,
+not the claim, keeps two attempts of one delivery from running at once: a message queued twice still sends once.
 
 The webhook queue holds at most WEBHOOK_QUEUE_MAX messages. Every queuing runs under one lock (a PostgreSQL
 advisory lock, held until its messages are sent), reads how many messages the queue holds and how many claims are
@@ -122,6 +122,19 @@ def queue_room(now: datetime) -> int:
     return max(bound - max(depth, claims_outstanding(now)), 0)
 
 
+# How long a message may take to reach a worker, per message ahead of it: a drain of at least 5 deliveries a second.
+CLAIM_SECONDS_PER_MESSAGE = 0.2
+
+
+def claim_seconds(*, behind: int) -> float:
+    """The claim of messages queued behind `behind` others (those already queued, and the batch's own): the time
+    such a queue takes to drain at the slowest rate expected, and at least WEBHOOK_RECEIVED_CLAIM_SECONDS, at most
+    WEBHOOK_QUEUE_CLAIM_SECONDS. Short in a shallow queue, so a message lost with a worker killed before it could
+    cut the claim (webhooks.apps) is queued again within a minute; long in a deep one, so none is queued twice."""
+    wait = settings.WEBHOOK_RECEIVED_CLAIM_SECONDS + behind * CLAIM_SECONDS_PER_MESSAGE
+    return min(wait, float(settings.WEBHOOK_QUEUE_CLAIM_SECONDS))
+
+
 def deliveries_queue(
     *, ids: list[int] | None = None, now: datetime | None = None, countdown: float | None = None
 ) -> list[int]:
@@ -132,7 +145,6 @@ def deliveries_queue(
         return []
     now = now or timezone.now()
     due_by = now + timedelta(seconds=countdown or 0)
-    claim_until = due_by + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS)
     candidates = (
         WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=due_by)
         .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
@@ -149,6 +161,9 @@ def deliveries_queue(
                 candidates.select_for_update(skip_locked=True)
                 .order_by("next_attempt_at", "pk")
                 .values_list("pk", flat=True)[:room]
+            )
+            claim_until = due_by + timedelta(
+                seconds=claim_seconds(behind=settings.WEBHOOK_QUEUE_MAX - room + len(claimed))
             )
             WebhookDelivery.objects.filter(pk__in=claimed).update(queued_until=claim_until)
         unsent = {pk for pk in claimed if not queue(DELIVER, pk, countdown=countdown)}

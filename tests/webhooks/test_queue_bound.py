@@ -34,7 +34,7 @@ from tests.worker import celery_worker_running, wait_for, webhook_queue_of
 from tracking.reconciler import RECONCILE_GRACE
 from tracking.tasks import commissions_reconcile_task
 from webhooks.delivery import delivery_attempt
-from webhooks.dispatch import broker_marker_key, claim_received
+from webhooks.dispatch import broker_marker_key, claim_received, claim_seconds
 from webhooks.events import event_new
 from webhooks.fanout import event_fan_out, webhooks_sweep
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -119,11 +119,21 @@ class TestClaims:
         assert webhooks_sweep() == (0, 5)
         broker.lose_everything()
 
-        time_machine.move_to(NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS - 1), tick=False)
+        claim = claim_seconds(behind=5)  # an empty queue, then these five
+        assert claim == settings.WEBHOOK_RECEIVED_CLAIM_SECONDS + 1
+        time_machine.move_to(NOW + timedelta(seconds=claim - 1), tick=False)
         assert webhooks_sweep() == (0, 0)
-        time_machine.move_to(NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS + 1), tick=False)
+        time_machine.move_to(NOW + timedelta(seconds=claim + 1), tick=False)
         assert webhooks_sweep() == (0, 5)
         assert broker.depth() == 5
+
+    def test_a_claim_lasts_as_long_as_the_queue_ahead_takes_to_drain(self, settings):
+        """Short behind a shallow queue (a message a killed worker took is queued again within a minute), long
+        behind a deep one (none waiting its turn is queued twice), never past WEBHOOK_QUEUE_CLAIM_SECONDS."""
+        received = settings.WEBHOOK_RECEIVED_CLAIM_SECONDS
+        assert claim_seconds(behind=1) == received + 0.2
+        assert claim_seconds(behind=500) == received + 100
+        assert claim_seconds(behind=100_000) == settings.WEBHOOK_QUEUE_CLAIM_SECONDS
 
     def test_a_redis_back_without_its_data_ends_the_claims_at_once(self, broker, program, time_machine):
         """Restarted without an append-only file, Redis holds nothing: its marker key is gone with the messages,
@@ -146,7 +156,7 @@ class TestClaims:
         time_machine.move_to(NOW, tick=False)
         first, second = backlog([WebhookEndpointFactory(program=program)], 2)
         assert webhooks_sweep() == (0, 2)
-        claimed = NOW + timedelta(seconds=settings.WEBHOOK_QUEUE_CLAIM_SECONDS)
+        claimed = NOW + timedelta(seconds=claim_seconds(behind=2))
         assert set(WebhookDelivery.objects.values_list("queued_until", flat=True)) == {claimed}
 
         claim_received(delivery_id=first.pk)
