@@ -2,9 +2,11 @@
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from celery.signals import task_prerun
 from django.db import connection
 
 T = TypeVar("T")
@@ -101,3 +103,19 @@ def wait_for_lock_waiters(count: int, *, or_until: Callable[[], bool], timeout: 
 # The request log's row of a program API call: tests write it at once (REQUEST_LOG_BATCH = 1), so a pinned query
 # count includes it; production queues rows and writes them in batches (programs.calllog).
 REQUEST_LOG_ROW = 1
+
+
+@contextmanager
+def tasks_run() -> Iterator[list[tuple[str, tuple]]]:
+    """Yields a list that gets (task name, arguments) of every task that starts while the block runs (in-process
+    tasks run as they are queued)."""
+    started: list[tuple[str, tuple]] = []
+
+    def note(sender: Any = None, task: Any = None, args: Any = (), **_: Any) -> None:
+        started.append((task.name, tuple(args)))
+
+    task_prerun.connect(note)
+    try:
+        yield started
+    finally:
+        task_prerun.disconnect(note)

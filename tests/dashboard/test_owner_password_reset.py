@@ -6,13 +6,13 @@ user and sends Django's email."""
 import re
 
 import pytest
-from celery.signals import task_prerun
 from django.core import mail
 from django.http import HttpRequest
 from django.test import Client, RequestFactory
 
 from dashboard.password_reset import OwnerPasswordResetView
 from tests.factories import UserFactory
+from tests.helpers import tasks_run
 from tests.portal.test_account_and_emails import written
 
 pytestmark = pytest.mark.django_db
@@ -30,13 +30,7 @@ def reset_request(email: str) -> HttpRequest:
 def test_the_email_goes_out_after_the_answer_for_a_known_address_and_an_unknown_one_alike(settings):
     UserFactory(email="owner@example.com")
     settings.EMAIL_BACKEND = "tests.portal.test_account_and_emails.SlowSmtp"
-    queued: list[tuple[str, tuple]] = []
-
-    def note(sender, task, args, **_):
-        queued.append((task.name, tuple(args)))
-
-    task_prerun.connect(note)
-    try:
+    with tasks_run() as queued:
         answers = []
         for email in ("owner@example.com", "nobody@example.com"):
             sent = len(mail.outbox)
@@ -44,8 +38,6 @@ def test_the_email_goes_out_after_the_answer_for_a_known_address_and_an_unknown_
             assert len(mail.outbox) == sent, "nothing is sent while the view answers"
             answers.append((response.status_code, response["Location"]))
             written(response)
-    finally:
-        task_prerun.disconnect(note)
     assert answers == [(302, "/accounts/password_reset/done/")] * 2
     [(known_task, known_args), (unknown_task, unknown_args)] = queued
     assert known_task == unknown_task == "dashboard.password_reset_email"
@@ -57,19 +49,11 @@ def test_the_email_goes_out_after_the_answer_for_a_known_address_and_an_unknown_
 
 def test_nothing_is_sent_or_queued_while_the_view_answers(settings):
     UserFactory(email="owner@example.com")
-    queued: list[str] = []
-
-    def note(sender, task, **_):
-        queued.append(task.name)
-
-    task_prerun.connect(note)
-    try:
+    with tasks_run() as queued:
         response = reset_view(reset_request("owner@example.com"))
         assert (queued, mail.outbox) == ([], [])
         written(response)
-    finally:
-        task_prerun.disconnect(note)
-    assert queued == ["dashboard.password_reset_email"] and len(mail.outbox) == 1
+    assert [name for name, _ in queued] == ["dashboard.password_reset_email"] and len(mail.outbox) == 1
 
 
 def test_the_page_still_answers_through_the_test_client():

@@ -11,7 +11,6 @@ from decimal import Decimal
 
 import pytest
 import time_machine
-from celery.signals import task_prerun
 from django.core import mail
 from django.core.cache import caches
 from django.core.mail import EmailMessage
@@ -38,7 +37,7 @@ from tests.factories import (
     ReferralLinkFactory,
     SaleFactory,
 )
-from tests.helpers import bearer
+from tests.helpers import bearer, tasks_run
 
 pytestmark = pytest.mark.django_db
 
@@ -258,13 +257,7 @@ def test_the_reset_email_is_sent_after_the_response_whether_or_not_the_email_has
     and the task alone looks the email up: even with tasks run in the process, the send is no part of the answer."""
     joined(program)
     settings.EMAIL_BACKEND = "tests.portal.test_account_and_emails.SlowSmtp"
-    queued: list[tuple[str, tuple]] = []
-
-    def note(sender, task, args, **_):
-        queued.append((task.name, tuple(args)))
-
-    task_prerun.connect(note)
-    try:
+    with tasks_run() as queued:
         answers = []
         for email in ("PAT@example.com ", "nobody@example.com"):
             before = (len(mail.outbox), len(queued))
@@ -273,8 +266,6 @@ def test_the_reset_email_is_sent_after_the_response_whether_or_not_the_email_has
             assert (len(mail.outbox), len(queued)) == before
             answers.append((response.status_code, RESET_SENT in response.content.decode()))
             written(response)
-    finally:
-        task_prerun.disconnect(note)
     assert answers == [(200, True), (200, True)]
     # The same task, with the same arguments but the email, for both: the task decides whether one is sent.
     [(known_task, (known, known_base)), (unknown_task, (unknown, unknown_base))] = queued
