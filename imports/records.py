@@ -40,6 +40,13 @@ class PartnerRow:
     payout_email: str = ""
     payout_rail: str = ""  # "paypal" | "wise" | ""
     created_at: datetime | None = None
+    # Why the old platform had the partner switched off, in the owner's words ("disabled on Rewardful", "banned on
+    # Dub"); "" for an active partner. Such a partner arrives deactivated, with every imported link off.
+    deactivated: str = ""
+    # What the old platform showed the partner is owed and not yet paid, per currency, in minor units
+    # ((currency, amount), ...), where its export says it; () when it does not. The dry run sets it beside the
+    # balance the import arrives at, so an owner sees before confirming whether the money matches.
+    reported_owed: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
