@@ -134,6 +134,7 @@ def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
             report={
                 "counts": report.counts_dict(),
                 "refusals": [[r.where, r.kind, r.reason] for r in report.refusals],
+                **report.summary(),
             },
         )
         ImportUploadFile.objects.bulk_create(
@@ -171,6 +172,9 @@ def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> 
             label=platform.label if platform else upload.platform,
             files=list(upload.files.values_list("name", flat=True)) or (upload.run.file_names if upload.run else []),
             counts=_counts_rows(upload.report.get("counts", {})),
+            balances=upload.report.get("balances", []),
+            deactivated=upload.report.get("deactivated", []),
+            link_steps=upload.report.get("link_steps", []),
             refusals=refusals[:REFUSALS_SHOWN],
             refusals_more=max(0, len(refusals) - REFUSALS_SHOWN),
         ),

@@ -26,6 +26,8 @@ from django.utils import timezone
 from commissions.approval import review_new
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from core.currency import Currency
+from core.money import money
+from programs.link_aliases import RESERVED_LINK_PARAMS, link_aliases_of
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
 from tracking.models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, SaleEvent
@@ -62,10 +64,67 @@ class KindCounts:
         return {"created": self.created, "matched": self.matched, "skipped": self.skipped, "refused": self.refused}
 
 
+# A partner whose old-platform figure differs from what arrives here is named; past this many, only counted.
+MISMATCHES_NAMED = 20
+
+
+@dataclass
+class BalanceCheck:
+    """One currency's money, before confirming: what the import leaves partners owed (pending and approved
+    commissions not yet paid, summed over the partners it brings); and, over the partners whose export says what
+    the old platform showed them owed, that figure beside what arrives for them here, and who differs. `reported_minor`
+    is None when no partner's export says it."""
+
+    currency: str
+    expected_minor: int = 0
+    reported_minor: int | None = None
+    compared_expected_minor: int = 0
+    compared_partners: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    mismatch_count: int = 0
+
+    @property
+    def difference_minor(self) -> int | None:
+        return None if self.reported_minor is None else self.compared_expected_minor - self.reported_minor
+
+    def as_dict(self) -> dict[str, Any]:
+        def shown(amount: int | None) -> str | None:
+            return None if amount is None else money(amount, self.currency)
+
+        return {
+            "currency": self.currency,
+            "expected": money(self.expected_minor, self.currency),
+            "compared_expected": money(self.compared_expected_minor, self.currency),
+            "reported": shown(self.reported_minor),
+            "difference": shown(self.difference_minor),
+            "compared_partners": self.compared_partners,
+            "mismatches": self.mismatches,
+            "mismatch_count": self.mismatch_count,
+        }
+
+    def line(self, label: str) -> str:
+        expected = money(self.expected_minor, self.currency)
+        if self.reported_minor is None:
+            return f"  {self.currency}: {expected} owed on arrival ({label}'s export shows no balance to compare)"
+        assert self.difference_minor is not None
+        here = money(self.compared_expected_minor, self.currency)
+        verdict = (
+            "matches"
+            if not self.mismatch_count
+            else f"difference {money(self.difference_minor, self.currency)}, {self.mismatch_count} partner(s) differ"
+        )
+        return (
+            f"  {self.currency}: {expected} owed on arrival; for the {self.compared_partners} partner(s) {label} "
+            f"reports, {here} here and {money(self.reported_minor, self.currency)} on {label}: {verdict}"
+        )
+
+
 @dataclass
 class ImportReport:
     """What an import did (or, dry, would do): per kind, rows created, matched (already here), skipped (void
-    commissions, visitors) and refused; every refusal named by where and why."""
+    commissions, visitors) and refused; every refusal named by where and why. Then the money per currency beside
+    what the old platform showed (`balances`), the partners who arrive deactivated, and the steps that keep the
+    imported links answering (`link_steps`)."""
 
     platform: str
     dry_run: bool
@@ -73,6 +132,10 @@ class ImportReport:
     refusals: list[Refusal] = field(default_factory=list)
     run_id: int | None = None
     status: str = ""
+    label: str = ""
+    balances: list[BalanceCheck] = field(default_factory=list)
+    deactivated: list[str] = field(default_factory=list)
+    link_steps: list[str] = field(default_factory=list)
 
     def refuse(self, where: str, kind: str, reason: str) -> None:
         self.refusals.append(Refusal(where=where, kind=kind, reason=reason))
@@ -91,10 +154,29 @@ class ImportReport:
                 f"  {kind}s: {c.created} {'to create' if self.dry_run else 'created'}, {c.matched} matched, "
                 f"{c.skipped} skipped, {c.refused} refused"
             )
+        if self.balances:
+            lines.append("Owed to partners, per currency:")
+            for balance in self.balances:
+                lines.append(balance.line(self.label or self.platform))
+                lines.extend(f"    {mismatch}" for mismatch in balance.mismatches)
+        if self.deactivated:
+            lines.append(f"Arriving deactivated, their links off ({len(self.deactivated)}):")
+            lines.extend(f"  {entry}" for entry in self.deactivated)
+        if self.link_steps:
+            lines.append("To keep the imported links working:")
+            lines.extend(f"  {step}" for step in self.link_steps)
         if self.refusals:
             lines.append(f"Refused rows ({len(self.refusals)}):")
             lines.extend(f"{refusal.where}: {refusal.reason}" for refusal in self.refusals)
         return lines
+
+    def summary(self) -> dict[str, Any]:
+        """What the dashboard keeps of a dry run (ImportUpload.report) beside the counts and refusals."""
+        return {
+            "balances": [balance.as_dict() for balance in self.balances],
+            "deactivated": self.deactivated,
+            "link_steps": self.link_steps,
+        }
 
 
 def source_digest(source: Source) -> str:
@@ -144,6 +226,25 @@ def platform_label(platform: str) -> str:
     """The platform's name as people read it ("Rewardful"); the key itself for a platform not registered."""
     entry = platforms().get(platform)
     return str(getattr(entry, "label", platform)) if entry is not None else platform
+
+
+def link_param_steps(program: Program, *, platform: str, links: int) -> list[str]:
+    """What keeps the platform's links already out there answering: each of its link parameters the program does
+    not accept yet, to turn on, with how many imported links it keeps working; for a platform whose links are
+    short links on its own domain, where to point them."""
+    entry = platforms().get(platform)
+    if entry is None or not links:
+        return []
+    label = entry.label
+    if not entry.link_params:
+        return [f"Point the {label} short links at your landing page with ?via=<code> so they keep answering"]
+    accepted = set(RESERVED_LINK_PARAMS) | set(link_aliases_of(program.link_aliases))
+    return [
+        f"Turn on ?{param}= (Overview → Link parameters → Also accept) to keep the {links} imported {label} "
+        f"link{'' if links == 1 else 's'} working"
+        for param in entry.link_params
+        if param not in accepted
+    ]
 
 
 def partner_leads_sql() -> str:
@@ -235,6 +336,9 @@ class _Importer:
         self.batches = run.batches_done if run else 0
         self.click_ids: dict[int, str] = {}
         self.gone: dict[str, set[int]] = {}
+        self.deactivated_sources = {row.source_id for row in source.partners if row.deactivated}
+        # (partner source id, currency) -> minor units owed on arrival: pending and approved, not paid.
+        self.owed: dict[tuple[str, str], int] = {}
 
     # Reading what is already here ----------------------------------------------------------------------------
 
@@ -315,6 +419,7 @@ class _Importer:
                     name=(row.name or row.email).strip()[:200],
                     email=row.email.strip(),
                     notes=self._partner_notes(row),
+                    is_active=not row.deactivated,
                     created_at=row.created_at or self.now,
                 )
                 new_by_email[email] = partner
@@ -322,10 +427,15 @@ class _Importer:
                 self.report.counts[PARTNER].created += 1
             self.partners[row.source_id] = item.obj
             items.append(item)
+            if row.deactivated:
+                here = "" if item.created else " (already a partner here: stays active; the imported links are off)"
+                self.report.deactivated.append(f"partner {row.source_id} ({row.email}): {row.deactivated}{here}")
         return items
 
     def _partner_notes(self, row: PartnerRow) -> str:
         note = f"Imported from {self.label} (partner {row.source_id})."
+        if row.deactivated:
+            note += f" Arrived deactivated: {row.deactivated}."
         if row.payout_email:
             rail = {"paypal": "PayPal", "wise": "Wise"}.get(row.payout_rail, "")
             note += f" Payout email on {self.label}: {row.payout_email}{f' ({rail})' if rail else ''}."
@@ -405,7 +515,13 @@ class _Importer:
                 reason = f"code {row.code!r} is already taken (used by another workspace)"
             self.report.refuse(row.where, LINK, reason)
             return None
-        link = ReferralLink(short_link=row.code, program_id=self.program.pk, partner_id=_ref(partner))
+        link = ReferralLink(
+            short_link=row.code,
+            program_id=self.program.pk,
+            partner_id=_ref(partner),
+            # A partner the old platform switched off brings their links off: a click on them answers 410.
+            is_active=row.partner_source_id not in self.deactivated_sources,
+        )
         self.links_by_code[row.code] = (link, partner)
         self.report.counts[LINK].created += 1
         return _Item(row, link, created=True, extra={"partner": partner})
@@ -563,6 +679,7 @@ class _Importer:
         for row in self.source.commissions:
             if row.source_id in known:
                 self._count_known(COMMISSION, known[row.source_id])
+                self._owed_add(row)
                 seen.add(row.source_id)
                 continue
             if row.source_id in seen:
@@ -605,7 +722,44 @@ class _Importer:
                 continue
             items.append(_Item(row, None, created=True, extra={"partner": partner, "event_id": event_id}))
             self.report.counts[COMMISSION].created += 1
+            self._owed_add(row)
         return items
+
+    def _owed_add(self, row: CommissionRow) -> None:
+        if row.status in ("pending", "approved") and row.commission_amount_minor > 0:
+            key = (row.partner_source_id, row.currency)
+            self.owed[key] = self.owed.get(key, 0) + row.commission_amount_minor
+
+    # The money and the links, before confirming -------------------------------------------------------------
+
+    def check_balances(self) -> list[BalanceCheck]:
+        """Per currency, what arrives owed beside what the old platform showed, partner by partner."""
+        arriving = [row for row in self.source.partners if row.source_id in self.partners]
+        currencies = {currency for _, currency in self.owed}
+        for row in arriving:
+            currencies.update(currency for currency, _ in row.reported_owed)
+        checks = {currency: BalanceCheck(currency=currency) for currency in sorted(currencies)}
+        for (_, currency), amount in self.owed.items():
+            checks[currency].expected_minor += amount
+        for row in arriving:
+            if not row.reported_owed:
+                continue
+            reported = dict(row.reported_owed)
+            for currency in sorted(set(reported) | {c for (p, c) in self.owed if p == row.source_id}):
+                check = checks[currency]
+                shown = reported.get(currency, 0)
+                here = self.owed.get((row.source_id, currency), 0)
+                check.reported_minor = (check.reported_minor or 0) + shown
+                check.compared_expected_minor += here
+                check.compared_partners += 1
+                if shown != here:
+                    check.mismatch_count += 1
+                    if len(check.mismatches) < MISMATCHES_NAMED:
+                        check.mismatches.append(
+                            f"partner {row.source_id} ({row.email}): {money(here, currency)} here, "
+                            f"{money(shown, currency)} on {self.label}"
+                        )
+        return list(checks.values())
 
     def _click_id(self, customer: Any) -> str:
         if isinstance(customer, Customer):
@@ -763,6 +917,10 @@ class _Importer:
         commissions = self.plan_commissions()
         if not self.dry_run:
             self.write_commissions(commissions)
+        self.report.label = self.label
+        self.report.balances = self.check_balances()
+        link_count = self.report.counts[LINK].created + self.report.counts[LINK].matched
+        self.report.link_steps = link_param_steps(self.program, platform=self.platform, links=link_count)
         return self.report
 
 

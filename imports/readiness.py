@@ -11,7 +11,7 @@ from django.utils import timezone
 from core.times import utc_text
 from programs.models import Partner, Program
 
-from .engine import platforms
+from .engine import LINK, link_param_steps, platforms
 from .models import STALE_AFTER, ImportedRecord, ImportRun
 from .records import KINDS
 
@@ -52,20 +52,12 @@ def _came_over(counts: dict[str, dict[str, int]], verb: str = "came over") -> st
     return ", ".join(parts) + f" {verb}" + (f" ({refused} row(s) refused)" if refused else "")
 
 
-def after_switching_steps(program: Program, *, platform: str, uninvited: int) -> list[str]:
-    """What to check after moving in from the platform: its link parameter, Stripe, the partners."""
+def after_switching_steps(program: Program, *, platform: str, uninvited: int, links: int) -> list[str]:
+    """What to check after moving in from the platform: its link parameters (`links`: how many links the import
+    brought), Stripe, the partners."""
     entry = platforms().get(platform)
     label = entry.label if entry else platform
-    param = entry.link_param if entry else ""
-    steps = []
-    aliases = list(getattr(program, "link_aliases", None) or [])
-    if param and param not in ("aff", "via") and param not in aliases:
-        steps.append(
-            f"Turn on the old link parameter ?{param}= (Overview → Link parameters → Also accept) so the {label} "
-            "links already out there keep answering"
-        )
-    elif not param:
-        steps.append(f"Point the {label} short links at your landing page with ?via=<code> so they keep answering")
+    steps = link_param_steps(program, platform=platform, links=links)
     if not program.stripe_account_id:
         steps.append("Connect Stripe (the Stripe tab) so renewals of imported customers are attributed")
     if uninvited:
@@ -102,7 +94,9 @@ def import_check(program: Program) -> dict[str, str] | None:
         detail = f"Importing from {label} (started {utc_text(run.started_at)}): {_came_over(run.counts, 'planned')}"
     else:
         detail = f"Last import: {label}, {when}: {_came_over(run.counts)}"
-    steps = after_switching_steps(program, platform=run.platform, uninvited=run.uninvited or 0)
+    link_counts = run.counts.get(LINK, {})
+    links = link_counts.get("created", 0) + link_counts.get("matched", 0)
+    steps = after_switching_steps(program, platform=run.platform, uninvited=run.uninvited or 0, links=links)
     return {
         "id": CHECK_ID,
         "status": "pass",

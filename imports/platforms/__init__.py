@@ -51,6 +51,8 @@ PLATFORMS: dict[str, Platform] = {
             name="partnerstack",
             label="PartnerStack",
             link_param="gspk",
+            # Its S2S guide's current links; ?gspk= is the older form, still in the wild.
+            extra_link_params=("ps_partner_key",),
             # PartnerStack's Stripe webhook reads metadata "partner_key" (and "customer_key") on the customer.
             stripe_metadata_keys=("partner_key", "customer_key"),
             export_help=(

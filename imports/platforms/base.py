@@ -55,6 +55,15 @@ class Platform:
     export_help: str
     reader: Callable[..., Source] = field(repr=False)
     asks_currency: bool = False
+    # Other query parameters the platform's links carry the code in (PartnerStack's current ?ps_partner_key= beside
+    # its older ?gspk=): each is a link alias to turn on after the move.
+    extra_link_params: tuple[str, ...] = ()
+
+    @property
+    def link_params(self) -> tuple[str, ...]:
+        """Every query parameter the platform's links carry the code in, the main one first; () for a platform
+        whose links are short links on its own domain (Dub)."""
+        return tuple(param for param in (self.link_param, *self.extra_link_params) if param)
 
     def read(self, files: Files, *, currency: str = "") -> Source:
         if not files:

@@ -57,8 +57,8 @@ def test_after_an_import_it_names_what_came_over_and_what_to_check():
         "10 commissions came over (1 row(s) refused)"
     )
     assert check["next_step"] == (
-        "After switching: Turn on the old link parameter ?fpr= (Overview → Link parameters → Also accept) so the Fake "
-        "links already out there keep answering; Connect Stripe (the Stripe tab) so renewals of imported customers "
+        "After switching: Turn on ?fpr= (Overview → Link parameters → Also accept) to keep the 3 imported Fake links "
+        "working; Connect Stripe (the Stripe tab) so renewals of imported customers "
         "are attributed; "
         "Invite the 3 imported partner(s) who have not signed in yet (Partners & links); their payout emails from "
         "Fake are in their notes."
