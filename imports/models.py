@@ -106,7 +106,8 @@ class ImportUpload(models.Model):
     size = models.PositiveIntegerField(default=0)
     # The currency the owner named for a platform whose files carry none (Platform.asks_currency); "" when not asked.
     currency = models.CharField(max_length=3, blank=True, default="")
-    # The dry run's report as shown: {"counts": {...}, "refusals": [[where, kind, reason], ...]}.
+    # The dry run's report as shown: {"counts": {...}, "refusals": [[where, kind, reason], ...]} and
+    # ImportReport.summary() (the money per currency, the partners arriving deactivated, the link steps).
     report = models.JSONField(default=dict, blank=True)
     run = models.ForeignKey(ImportRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="uploads")
     created_at = models.DateTimeField(default=timezone.now)

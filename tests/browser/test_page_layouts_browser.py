@@ -4,6 +4,7 @@ error call, flagged clicks and a webhook delivery log), signed in as its owner, 
 across lines (rule codes, times, key masks, excerpt fields, amounts), every tab in view on a phone, and the
 commissions table whole at 1366 px. Screenshots go to test-artifacts/layout-*.png."""
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,14 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from imports.engine import import_source
+from imports.models import ImportUpload
 from programs.demo import demo_create
 from programs.models import Program
 from tests.dashboard.pages.webhook_rows import delivery_make
 from tests.factories import WebhookEndpointFactory
 from tests.helpers import bearer
+from tests.imports.engine_sources import small_source
 from webhooks.models import DeliveryStatus
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -75,6 +79,7 @@ class World:
     password: str
     transaction_id: str
     endpoint_id: int
+    upload_id: int
 
 
 def _send(client: APIClient, path: str, body: dict[str, Any], key: str | None = None, **extra: str) -> dict[str, Any]:
@@ -140,12 +145,40 @@ def world() -> World:
     endpoint = WebhookEndpointFactory.create(program=Program.objects.get(pk=main["id"]), description="Our order system")
     delivery_make(endpoint, status=DeliveryStatus.FAILED, attempts=3)
     delivery_make(endpoint, type="commission.created", status=DeliveryStatus.SUCCEEDED, attempts=1)
+    upload = _dry_run_upload(Program.objects.get(pk=main["id"]))
     return World(
         program_id=main["id"],
         username=demo["users"]["owner"]["username"],
         password=demo["users"]["owner"]["password"],
         transaction_id="txn-annual-plan-0001",
         endpoint_id=endpoint.pk,
+        upload_id=upload.pk,
+    )
+
+
+def _dry_run_upload(program: Program) -> ImportUpload:
+    """A Rewardful dry run whose report has money that differs for one partner, a partner arriving deactivated and
+    a link parameter to turn on."""
+    source = small_source(platform="rewardful")
+    partners = [
+        dataclasses.replace(
+            row,
+            reported_owed=(("USD", 3000), ("EUR", 777)) if row.source_id == "p1" else (("USD", 3002 + n),),
+            deactivated="disabled on Rewardful" if row.source_id == "p3" else "",
+        )
+        for n, row in enumerate(source.partners)
+    ]
+    report = import_source(program, dataclasses.replace(source, partners=partners), dry_run=True)
+    return ImportUpload.objects.create(
+        program=program,
+        platform="rewardful",
+        files_digest="0" * 64,
+        size=1200,
+        report={
+            "counts": report.counts_dict(),
+            "refusals": [[r.where, r.kind, r.reason] for r in report.refusals],
+            **report.summary(),
+        },
     )
 
 
@@ -180,6 +213,7 @@ def pages_of(world: World) -> dict[str, str]:
         "stripe": f"{base}/stripe main .card",
         "payouts": f"{base}/payouts main",
         "import": f"{base}/import #import-upload",
+        "import-dry-run": f"{base}/import/uploads/{world.upload_id} #balances",
     }
 
 
