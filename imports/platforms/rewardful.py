@@ -1,13 +1,37 @@
-"""Rewardful: the REST API's lists saved as JSON (GET /v1/affiliates?expand[]=links, /v1/referrals?expand[]=affiliate,
-/v1/commissions?expand[]=sale; one file each, the {"data": [...]} answer or its list), and the affiliate CSV Rewardful
-documents for moving affiliates (first_name, last_name, email, paypal_email, wise_email, token, stripe_customer_id).
+"""Rewardful: the REST API's lists saved as JSON, one file a page (GET /v1/affiliates?expand[]=links&expand[]=
+commission_stats, /v1/referrals?expand[]=affiliate, /v1/commissions?expand[]=sale; the {"pagination": {...},
+"data": [...]} answer or its list), or the affiliate CSV Rewardful documents for moving affiliates (first_name,
+last_name, email, paypal_email, wise_email, token, stripe_customer_id; one row per referred customer).
 
-Links in the wild are ?via=<token>. Amounts in the API are cents (minor units). Commission states: pending -> pending,
-due -> approved (past its hold, owed), paid -> paid, voided -> void. A commission's sale keeps sale.stripe_charge_id
-(the Stripe charge, in Rewardful's sale object), so a Stripe refund after the move reverses the imported commission."""
+Fields read, and where each is documented (D = developers.rewardful.com/rest-api, H = help.rewardful.com/en/articles;
+tests/imports/fixtures/rewardful_api/README.md has the table):
+  envelope     pagination {previous_page, current_page, next_page, count, limit, total_pages, total_count}, data
+                                                                                   D overview ("Pagination")
+  affiliate    id, email, first_name, last_name, paypal_email, wise_email (nullable), created_at, state
+               (active, disabled, suspicious), links[] {id, token}                 D affiliates/object, payouts object;
+                                                                                   H 5146950, H 5181412 (states)
+  affiliate    commission_stats.currencies.<ISO>.unpaid.cents                      D affiliates/list documents the
+                                                                                   expand only; its shape is read as
+                                                                                   public clients of the API read it
+  referral     id, conversion_state (visitor, lead, conversion), customer {id, email} (nullable), stripe_customer_id,
+               affiliate.id, link.token, became_lead_at, created_at                D referrals/object, referrals/list
+  commission   id, amount (cents), currency, state (pending, due, paid, voided), due_at, created_at,
+               sale {id, currency, sale_amount_cents, stripe_charge_id, charged_at, affiliate.id, referral.id}
+                                                                                   D commissions/object, /list
+
+Links in the wild are ?via=<token> (Rewardful's default), or any parameter listed in the tracking script's
+data-rewardful-params (H 12856689: ?ref=, ?rfsn= ...), each an alias to turn on here. Commission states: pending ->
+pending, due -> approved (past its hold, owed), paid -> paid, voided -> void. A voided commission and a visitor
+referral are skipped by their state before anything else is read. A disabled or suspicious affiliate (any state but
+active) arrives deactivated. What Rewardful showed an affiliate as owed is commission_stats' unpaid figure per
+currency: Rewardful's "unpaid" commissions are the due and pending ones (H 5146950), the same commissions this import
+leaves owed (pending and approved, not paid); due is part of unpaid, so adding it again would count it twice. A
+commission's sale keeps sale.stripe_charge_id (the Stripe charge), so a Stripe refund after the move reverses the
+imported commission."""
 
 from typing import Any
 
+from core.currency import Currency
 from imports.platforms.base import (
     CsvFile,
     Files,
@@ -33,6 +57,7 @@ from imports.platforms.base import (
 )
 from imports.records import (
     CommissionRow,
+    ImportFileError,
     LinkRow,
     PartnerRow,
     ReferralRow,
@@ -44,6 +69,9 @@ from imports.records import (
 PLATFORM = "rewardful"
 COMMISSION_STATES = {"pending": "pending", "due": "approved", "paid": "paid", "voided": "void"}
 REFERRAL_STATES = {"visitor": "visitor", "lead": "lead", "conversion": "customer"}
+# Rewardful's affiliate states (H 5146950, H 5181412): only an active affiliate's links track.
+ACTIVE_STATE = "active"
+STATE_WORDS = {"disabled": "disabled on Rewardful", "suspicious": "marked suspicious on Rewardful"}
 EXPECTED = (
     "Rewardful's affiliates, referrals or commissions JSON (GET /v1/affiliates, /v1/referrals, /v1/commissions) "
     "or its affiliate CSV (first_name, last_name, email, token ...)"
@@ -88,6 +116,7 @@ def _json_kind(name: str, items: list[Item]) -> str:
 
 def _read_json(builder: SourceBuilder, name: str, items: list[Item]) -> None:
     kind = _json_kind(name, items)
+    _check_shape(name, kind, items)
     if kind == "affiliates":
         builder.saw_partner_file = True
     for where, item in items_with_where(name, items):
@@ -99,6 +128,38 @@ def _read_json(builder: SourceBuilder, name: str, items: list[Item]) -> None:
             builder.attempt(where, "referral", _referral, where, item)
         elif kind == "commissions":
             builder.attempt(where, "commission", _commission, where, item)
+
+
+def _check_shape(name: str, kind: str, items: list[Item]) -> None:
+    """Refuses a file of a known kind whose objects are not shaped as the reader reads them: a wrong shape would
+    otherwise import quietly wrong (no links, no sales, owed figures from elsewhere)."""
+    for number, item in enumerate(items, start=1):
+        if kind == "affiliates":
+            if "links" in item and not isinstance(item["links"], list):
+                raise _shape_error(name, number, "links", "a list of link objects (GET /v1/affiliates?expand[]=links)")
+            if "commission_stats" in item:
+                _check_stats(name, number, item["commission_stats"])
+        elif kind == "commissions" and "sale" in item and not isinstance(item["sale"], dict | None):
+            raise _shape_error(name, number, "sale", "the sale object (GET /v1/commissions?expand[]=sale)")
+        elif kind == "referrals" and not isinstance(item.get("customer"), dict | None):
+            raise _shape_error(name, number, "customer", "the customer object or null")
+
+
+def _check_stats(name: str, number: int, stats: Any) -> None:
+    currencies = dig(stats, "currencies") if isinstance(stats, dict) else None
+    if not isinstance(currencies, dict):
+        raise _shape_error(name, number, "commission_stats.currencies", "an object of figures per currency")
+    for code, figures in currencies.items():
+        cents = dig(figures, "unpaid", "cents")
+        if not isinstance(cents, int) or isinstance(cents, bool) or cents < 0:
+            raise _shape_error(name, number, f"commission_stats.currencies.{code}.unpaid.cents", "whole cents")
+
+
+def _shape_error(name: str, number: int, field: str, expected: str) -> ImportFileError:
+    return ImportFileError(
+        f"{name}: item {number}: {field} is not {expected}, as Rewardful's API answers; "
+        "the file was refused as a whole (save the list again with the documented expand[] parameters)"
+    )
 
 
 def _payout(item: Item) -> tuple[str, str]:
@@ -120,7 +181,32 @@ def _affiliate(where: str, item: Item) -> PartnerRow:
         payout_email=payout_email,
         payout_rail=rail,
         created_at=time_or_epoch(item.get("created_at")),
+        deactivated=_deactivated(item.get("state")),
+        reported_owed=_reported_owed(item.get("commission_stats")),
     )
+
+
+def _deactivated(state: Any) -> str:
+    """Why Rewardful had the affiliate switched off: any state but active (an affiliate saved before Rewardful
+    had states carries none, and was active)."""
+    value = text(state).lower()
+    if not value or value == ACTIVE_STATE:
+        return ""
+    return STATE_WORDS.get(value, f"state {value} on Rewardful")
+
+
+def _reported_owed(stats: Any) -> tuple[tuple[str, int], ...]:
+    """commission_stats' unpaid cents per currency (due and pending: what this import leaves owed), in the
+    currencies the service records; () when the file was saved without expand[]=commission_stats."""
+    currencies = dig(stats, "currencies") if isinstance(stats, dict) else None
+    if not isinstance(currencies, dict):
+        return ()
+    owed = []
+    for code, figures in sorted(currencies.items()):
+        upper = text(code).upper()
+        if upper in Currency.values:
+            owed.append((upper, int(dig(figures, "unpaid", "cents"))))
+    return tuple(owed)
 
 
 def _link(where: str, affiliate: Item, link: Any) -> LinkRow:
@@ -139,6 +225,15 @@ def _referral(where: str, item: Item) -> ReferralRow:
     state = text(item.get("conversion_state")).lower() or "lead"
     if state not in REFERRAL_STATES:
         raise RowRefused(f"conversion state {state!r} is not visitor, lead or conversion")
+    partner_id = first(dig(item, "affiliate", "id"), item.get("affiliate_id"))
+    if state == "visitor":
+        # A visit that never signed up (no customer yet): skipped by its state, whatever else the row holds.
+        return ReferralRow(
+            where=where,
+            source_id=required(item.get("id"), "referral id"),
+            partner_source_id=partner_id,
+            status="visitor",
+        )
     customer = obj(item.get("customer"))
     stripe_id = first(item.get("stripe_customer_id"), dig(customer, "platform_id"))
     if not stripe_id and text(customer.get("id")).startswith("cus_"):
@@ -149,7 +244,7 @@ def _referral(where: str, item: Item) -> ReferralRow:
     return ReferralRow(
         where=where,
         source_id=required(item.get("id"), "referral id"),
-        partner_source_id=required(first(dig(item, "affiliate", "id"), item.get("affiliate_id")), "affiliate"),
+        partner_source_id=required(partner_id, "affiliate"),
         email=email,
         customer_key=text(customer.get("id")) if not text(customer.get("id")).startswith("cus_") else "",
         processor_customer_id=stripe_id,
@@ -160,9 +255,19 @@ def _referral(where: str, item: Item) -> ReferralRow:
 
 
 def _commission(where: str, item: Item) -> CommissionRow:
+    partner = first(
+        dig(item, "sale", "affiliate", "id"),
+        dig(item, "sale", "referral", "affiliate", "id"),
+        dig(item, "affiliate", "id"),
+        item.get("affiliate_id"),
+    )
     state = text(item.get("state")).lower()
     if state not in COMMISSION_STATES:
         raise RowRefused(f"state {state!r} is not pending, due, paid or voided")
+    source_id = required(item.get("id"), "commission id")
+    if state == "voided":
+        # Not owed (voided by hand, or by the sale's refund): skipped by its state, whatever its currency or amount.
+        return CommissionRow(where=where, source_id=source_id, partner_source_id=partner, currency="", status="void")
     currency = known_currency(text(item.get("currency")))
     sale = obj(item.get("sale"))
     sale_minor = 0
@@ -171,15 +276,9 @@ def _commission(where: str, item: Item) -> CommissionRow:
         if known_currency(sale_currency) != currency:
             raise RowRefused(f"the sale is in {sale_currency.upper()} but the commission in {currency}")
         sale_minor = money(first(sale.get("sale_amount_cents"), 0), currency, given_in="minor")
-    partner = first(
-        dig(sale, "affiliate", "id"),
-        dig(sale, "referral", "affiliate", "id"),
-        dig(item, "affiliate", "id"),
-        item.get("affiliate_id"),
-    )
     return CommissionRow(
         where=where,
-        source_id=required(item.get("id"), "commission id"),
+        source_id=source_id,
         partner_source_id=required(partner, "affiliate"),
         referral_source_id=first(dig(sale, "referral", "id")),
         sale_source_id=first(sale.get("id")),
