@@ -1,12 +1,14 @@
 """FirstPromoter: the company API's lists saved as JSON, one file per list (or per page: several files of one list
 are read together). Every field read and where FirstPromoter documents it (firstpromoter/docs, the OpenAPI files
-named below; tests/imports/fixtures/firstpromoter_api/README.md has the table):
+named below; tests/imports/fixtures/firstpromoter_api/README.md and firstpromoter_v1/README.md have the tables):
 
 - v2 promoters, GET /api/v2/company/promoters (api-reference-v2/api-admin/promoters/openapi-v2-promoters.json,
   PromoterListItem, answered as {"data": [...], "meta": {...}}): id, email, name, profile.first_name/last_name,
-  joined_at, promoter_campaigns[].id and .ref_token (the ?fpr= code of that campaign), selected_payout_method.id
-  (nullable). The promoter carries no PayPal email: selected_payout_method is only {id, method, date_added,
-  is_disabled}.
+  joined_at, archived_at (nullable), promoter_campaigns[].id, .state (pending, accepted, rejected, blocked,
+  inactive, not_set) and .ref_token (the ?fpr= code of that campaign), selected_payout_method.id (nullable). The
+  promoter carries no PayPal email: selected_payout_method is only {id, method, date_added, is_disabled}. Its
+  `balances` ("Earnings balance breakdown") is not read as owed: earnings, in FirstPromoter's words, include what
+  was paid out.
 - v2 payout methods (optional), GET /api/v2/company/payout_methods?filters[promoter_id]=<id>
   (api-reference-v2/api-advanced/payout-methods-api/openapi-v2-advanced-payout-methods.json, PayoutMethod, a bare
   list): id, method (paypal, wise, ...), details.paypal_email / details.wise_email. A promoter's payout email is the
@@ -17,16 +19,25 @@ named below; tests/imports/fixtures/firstpromoter_api/README.md has the table):
   status (pending, approved, denied), is_paid, unit (cash or a non-cash reward), amount and sale_amount (integer
   cents), event_id (nullable), created_at, promoter_campaign.promoter_id / .promoter.id, referral {id, email, uid}
   (nullable). **No currency**: amounts are in the account's currency, which the API does not say; it is asked once
-  (`manage.py import --currency`, the Import page's Currency field). A `currency` a row does carry wins; with none
-  given, the one currency other rows carry is taken, else the row is refused naming --currency.
-  original_sale_currency (nullable) is the sale's currency *before* conversion and is never read.
+  (`manage.py import --currency`, the Import page's Currency field). original_sale_currency (nullable) is the sale's
+  currency *before* conversion and is never read.
 - v1 promoters, GET /v1/promoters/list (api-reference-v1/promoters-api/openapi-promoters.json, Promoter, a bare
-  list): id, email, created_at, profile.first_name/last_name/paypal_email, promotions[].id and .ref_id (the ?fpr=
-  code).
+  list): id, status (approved, pending, denied; the examples and webhooks also say active, blocked), email,
+  created_at, profile.first_name/last_name/paypal_email, promotions[].id and .ref_id (the ?fpr= code),
+  current_balance.cash ("Current unpaid balance", webhooks/event-types.mdx; cents) and paid_balance.cash.
+- v1 leads, GET /v1/leads/list (api-reference-v1/leads-api/openapi-leads.json, Lead, a bare list): id, state
+  (signup, active, subscribed, denied, cancelled), email, uid, customer_since, created_at, promoter.id,
+  promotion.ref_id.
+- v1 rewards, GET /v1/rewards/list (api-reference-v1/rewards-api/openapi-rewards.json, RewardWithoutLead, a bare
+  list): id, status (approved, pending, denied), amount (cents for cash, webhooks/reward-created.mdx), unit,
+  conversion_amount (the sale, cents), event_id, created_at, lead.id/uid/email, promoter.id. No currency, and no
+  paid flag: a v1 payout is not tied to rewards. Which approved rewards were paid is read from the promoter's
+  paid_balance.cash (the v1 promoters list): the oldest approved cash rewards that add up to it exactly.
 
 Commission status: pending -> pending and held for review (it awaits a manual approval on FirstPromoter: no
 approval run here credits it until an owner releases it), approved -> approved, approved with is_paid -> paid,
-denied -> void (skipped). Non-cash rewards (credits, points, free months, discounts) are not money owed: skipped."""
+denied -> void (skipped). Non-cash rewards (credits, points, free months, discounts) are not money owed: skipped.
+Both are decided by status and unit before any amount or currency is read."""
 
 from core.currency import Currency
 from imports.platforms.base import (
@@ -64,20 +75,29 @@ PLATFORM = "firstpromoter"
 COMMISSION_STATUSES = {"pending": "pending", "approved": "approved", "denied": "void"}
 HELD_REASON = "pending manual approval on FirstPromoter"
 CURRENCY_MISSING = (
-    "currency is missing: FirstPromoter's commissions carry none (amounts are in the account's currency); "
-    "give it with --currency (the Import page's Currency field)"
+    "FirstPromoter's commissions carry no currency (their amounts are in the account's currency): "
+    "give that currency with --currency (the Import page's Currency field)"
 )
 PAYOUT_RAILS = {"paypal": "paypal_email", "wise": "wise_email"}
 # A referral that has paid at least once is a customer; a signup or trial is a lead.
 CUSTOMER_STATES = {"subscribed", "active", "customer", "cancelled", "canceled", "refunded"}
+# A referral FirstPromoter denied is credited to no one there: skipped, like a visit that never signed up.
+DENIED_REFERRAL = "denied"
+# v1 promoter status (and the webhooks' word) for a promoter switched off.
+PROMOTER_OFF = ("denied", "blocked")
+# v2 keeps the state per promoter campaign; blocked and rejected are set by POST /promoters/block and /reject.
+CAMPAIGN_OFF = ("blocked", "rejected", "inactive")
+V1_PAID_UNKNOWN = (
+    "paid or not: FirstPromoter v1 rewards do not say; add the v1 promoters list, whose paid_balance tells it"
+)
 EXPECTED = (
     "FirstPromoter's promoters, referrals, commissions or payout methods JSON (GET /api/v2/company/promoters, "
-    "/referrals, /commissions, /payout_methods; or v1 GET /v1/promoters/list)"
+    "/referrals, /commissions, /payout_methods; or v1 GET /v1/promoters/list, /v1/leads/list, /v1/rewards/list)"
 )
 
 
 def read(files: Files, *, currency: str = "") -> Source:
-    """`currency`: the account's currency, for commissions that carry none (v2 commissions never do)."""
+    """`currency`: the account's currency, for commissions that carry none (FirstPromoter's never do)."""
     given = currency.strip().upper()
     if given and given not in Currency.values:
         raise ImportFileError(f"unknown currency {currency.strip()!r} (known: {', '.join(Currency.values)})")
@@ -92,6 +112,7 @@ def read(files: Files, *, currency: str = "") -> Source:
     # it the promoter, for a commission listed without one) in the referrals file.
     referrals: dict[str, tuple[str, str]] = {}
     payout_methods: dict[str, Item] = {}
+    promoters: dict[str, Item] = {}
     named: set[str] = set()
     for _, kind, items in parsed:
         for item in items:
@@ -102,22 +123,27 @@ def read(files: Files, *, currency: str = "") -> Source:
                         referrals.setdefault(key, found)
             elif kind == "payout_methods" and text(item.get("id")):
                 payout_methods.setdefault(text(item.get("id")), item)
-            elif kind == "commissions" and text(item.get("currency")).upper() in Currency.values:
+            elif kind == "promoters" and text(item.get("id")):
+                promoters.setdefault(text(item.get("id")), item)
+            elif kind in ("commissions", "rewards") and text(item.get("currency")).upper() in Currency.values:
                 named.add(text(item.get("currency")).upper())
     default = given or (next(iter(named)) if len(named) == 1 else "")
+    if not default:
+        _currency_needed(parsed)
+    paid_v1 = _v1_paid(parsed, promoters)
     for name, kind, items in parsed:
         if kind == "promoters":
             builder.saw_partner_file = True
         for where, item in items_with_where(name, items):
             if kind == "promoters":
                 builder.attempt(
-                    where, "partner", _promoter, where, item, payout_methods, partner_id=text(item.get("id"))
+                    where, "partner", _promoter, where, item, payout_methods, default, partner_id=text(item.get("id"))
                 )
                 builder.attempt(where, "link", _links, where, item)
             elif kind == "referrals":
                 builder.attempt(where, "referral", _referral, where, item)
-            elif kind == "commissions":
-                builder.attempt(where, "commission", _commission, where, item, referrals, default)
+            elif kind in ("commissions", "rewards"):
+                builder.attempt(where, "commission", _commission, where, item, referrals, default, paid_v1)
     return builder.finish()
 
 
@@ -127,16 +153,104 @@ def _kind(name: str, items: list[Item]) -> str:
     sample = items[0]
     if "sale_amount" in sample or "is_paid" in sample or "commission_type" in sample:
         return "commissions"
+    if "conversion_amount" in sample or "tier_level" in sample:
+        return "rewards"  # v1 GET /rewards/list
     if "promoter_campaigns" in sample or "promotions" in sample or "profile" in sample:
         return "promoters"
     if "method" in sample and "details" in sample:
         return "payout_methods"
     if "uid" in sample or "promoter_campaign" in sample or "customer_since" in sample:
-        return "referrals"
+        return "referrals"  # v2 GET /referrals, v1 GET /leads/list
     raise unknown_file(name, EXPECTED)
 
 
-def _promoter(where: str, item: Item, payout_methods: dict[str, Item]) -> PartnerRow:
+def _owed_by_status(item: Item) -> bool:
+    """Money that would be owed, by status and unit alone (an unknown status is refused later, not asked about)."""
+    status = text(item.get("status")).lower()
+    return status in ("pending", "approved") and (text(item.get("unit")).lower() or "cash") == "cash"
+
+
+def _currency_needed(parsed: list[tuple[str, str, list[Item]]]) -> None:
+    """With no currency given, a file of cash commissions that name none is refused as a whole: each of its rows
+    would otherwise be refused alike, and the owner told hundreds of rows failed for one missing answer."""
+    for name, kind, items in parsed:
+        if kind in ("commissions", "rewards"):
+            if any(_owed_by_status(item) and not text(item.get("currency")) for item in items):
+                raise ImportFileError(f"{name}: {CURRENCY_MISSING}")
+
+
+def _cents(value: object, field: str) -> int | None:
+    """A v1 balance in cents: None when FirstPromoter sends none (null, as for a promoter never paid)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RowRefused(f"{field} {text(value)!r} is not an amount in cents")
+    return value
+
+
+def _v1_paid(parsed: list[tuple[str, str, list[Item]]], promoters: dict[str, Item]) -> dict[str, set[str] | None]:
+    """Per promoter of a v1 rewards file, the ids of its approved cash rewards that were paid: the oldest ones adding
+    up to its paid_balance.cash exactly (a v1 payout pays a promoter's whole unpaid balance, so what was paid is what
+    was approved first). None when that cannot be told: no promoters list, or no oldest rewards add up to it."""
+    approved: dict[str, list[tuple[str, str, int]]] = {}
+    for _, kind, items in parsed:
+        if kind != "rewards":
+            continue
+        for item in items:
+            amount = item.get("amount")
+            if text(item.get("status")).lower() != "approved" or not _owed_by_status(item):
+                continue
+            if isinstance(amount, bool) or not isinstance(amount, int):
+                continue  # refused when the row is read
+            promoter = text(dig(item, "promoter", "id"))
+            approved.setdefault(promoter, []).append((text(item.get("created_at")), text(item.get("id")), amount))
+    plan: dict[str, set[str] | None] = {}
+    for promoter, rewards in approved.items():
+        profile = promoters.get(promoter)
+        if profile is None:
+            plan[promoter] = None
+            continue
+        paid_balance = obj(profile.get("paid_balance")).get("cash")
+        if isinstance(paid_balance, bool) or not isinstance(paid_balance, int | type(None)):
+            plan[promoter] = None
+            continue
+        left, paid = paid_balance or 0, set()
+        for _, reward_id, amount in sorted(rewards):
+            if left <= 0:
+                break
+            left -= amount
+            paid.add(reward_id)
+        plan[promoter] = paid if left == 0 else None
+    return plan
+
+
+def _deactivated(item: Item) -> str:
+    """Why FirstPromoter has the promoter switched off, in its own word; "" for an active one."""
+    if text(item.get("archived_at")):
+        return "archived on FirstPromoter"
+    status = text(item.get("status")).lower()
+    if status in PROMOTER_OFF:
+        return f"{status} on FirstPromoter"
+    states = {
+        text(entry.get("state")).lower() for entry in seq(item.get("promoter_campaigns")) if isinstance(entry, dict)
+    }
+    states.discard("")
+    # Off only when no campaign has it on (a promoter blocked from one campaign still earns in another).
+    if states and not states - set(CAMPAIGN_OFF):
+        word = next(state for state in CAMPAIGN_OFF if state in states)
+        return f"{word} on FirstPromoter"
+    return ""
+
+
+def _reported_owed(item: Item, currency: str) -> tuple[tuple[str, int], ...]:
+    """v1's current_balance.cash, "Current unpaid balance", in the account's currency. v2 shows no such figure."""
+    if "current_balance" not in item or not currency:
+        return ()
+    owed = _cents(obj(item.get("current_balance")).get("cash"), "current_balance.cash")
+    return ((currency, owed),) if owed is not None else ()
+
+
+def _promoter(where: str, item: Item, payout_methods: dict[str, Item], currency: str) -> PartnerRow:
     profile = obj(item.get("profile"))
     rail, payout = "", ""
     # v1: profile.paypal_email. v2: the details of the payout method the promoter selected.
@@ -159,6 +273,8 @@ def _promoter(where: str, item: Item, payout_methods: dict[str, Item]) -> Partne
         payout_email=payout,
         payout_rail=rail,
         created_at=time_or_epoch(first(item.get("joined_at"), item.get("created_at"))),
+        deactivated=_deactivated(item),
+        reported_owed=_reported_owed(item, currency),
     )
 
 
@@ -199,6 +315,12 @@ def _referral(where: str, item: Item) -> ReferralRow:
     if not email and not uid and not stripe_id:
         raise RowRefused("no customer: neither an email nor a uid")
     state = text(item.get("state")).lower()
+    if state == DENIED_REFERRAL:
+        status = "visitor"
+    elif state in CUSTOMER_STATES or text(item.get("customer_since")):
+        status = "customer"
+    else:
+        status = "lead"  # signup (v1, v2), pending (v2: awaiting approval), moved (v2)
     return ReferralRow(
         where=where,
         source_id=required(item.get("id"), "referral id"),
@@ -206,13 +328,19 @@ def _referral(where: str, item: Item) -> ReferralRow:
         email=email,
         customer_key=uid if uid != stripe_id else "",
         processor_customer_id=stripe_id,
-        status="customer" if state in CUSTOMER_STATES or text(item.get("customer_since")) else "lead",
-        link_code=first(dig(item, "promoter_campaign", "ref_token")),
+        status=status,
+        link_code=first(dig(item, "promoter_campaign", "ref_token"), dig(item, "promotion", "ref_id")),
         created_at=time_or_epoch(item.get("created_at")),
     )
 
 
-def _commission(where: str, item: Item, referrals: dict[str, tuple[str, str]], default: str) -> CommissionRow:
+def _commission(
+    where: str,
+    item: Item,
+    referrals: dict[str, tuple[str, str]],
+    default: str,
+    paid_v1: dict[str, set[str] | None],
+) -> CommissionRow:
     status = text(item.get("status")).lower()
     if status not in COMMISSION_STATUSES:
         raise RowRefused(f"status {status!r} is not pending, approved or denied")
@@ -224,16 +352,20 @@ def _commission(where: str, item: Item, referrals: dict[str, tuple[str, str]], d
     if mapped == "void" or unit != "cash":
         # Not owed (denied, or a non-cash reward): skipped by status, whatever its amount or currency says.
         return CommissionRow(where=where, source_id=source_id, partner_source_id=partner_id, currency="", status="void")
-    if mapped == "approved" and item.get("is_paid") is True:
+    v1 = "conversion_amount" in item or "tier_level" in item
+    if mapped == "approved" and not v1 and item.get("is_paid") is True:
         mapped = "paid"
-    try:
-        currency = known_currency(first(item.get("currency"), default))
-    except RowRefused as refused:
-        raise RowRefused(CURRENCY_MISSING if refused.reason == "currency is missing" else refused.reason) from None
+    currency = known_currency(first(item.get("currency"), default))
     amount = item.get("amount")
     if amount is None or text(amount) == "":
         raise RowRefused("amount is missing")
-    sale = first(item.get("sale_amount"), 0)
+    commission = money(amount, currency, given_in="minor")
+    if mapped == "approved" and v1:
+        paid = paid_v1.get(partner_id)
+        if paid is None:
+            raise RowRefused(V1_PAID_UNKNOWN)
+        mapped = "paid" if source_id in paid else "approved"
+    sale = first(item.get("sale_amount"), item.get("conversion_amount"), 0)
     return CommissionRow(
         where=where,
         source_id=source_id,
@@ -241,7 +373,7 @@ def _commission(where: str, item: Item, referrals: dict[str, tuple[str, str]], d
         referral_source_id=referral[0],
         sale_source_id=first(item.get("event_id"), dig(item, "sale", "id")),
         sale_amount_minor=money(sale, currency, given_in="minor"),
-        commission_amount_minor=money(amount, currency, given_in="minor"),
+        commission_amount_minor=commission,
         currency=currency,
         status=mapped,
         created_at=time_or_epoch(item.get("created_at")),
@@ -250,9 +382,13 @@ def _commission(where: str, item: Item, referrals: dict[str, tuple[str, str]], d
 
 
 def _referral_of(item: Item, referrals: dict[str, tuple[str, str]]) -> tuple[str, str]:
-    """(referral id, its promoter id) for a commission: by the referral's id, else its uid or email."""
-    named = first(dig(item, "referral", "id"), item.get("referral_id"))
-    for key in (named, text(dig(item, "referral", "uid")), text(dig(item, "referral", "email")).lower()):
-        if key and key in referrals:
-            return referrals[key]
-    return named, ""
+    """(referral id, its promoter id) for a commission: by the referral's id, else its uid or email. v2 names it
+    `referral`, v1 `lead`."""
+    for field in ("referral", "lead"):
+        named = first(dig(item, field, "id"), item.get(f"{field}_id"))
+        for key in (named, text(dig(item, field, "uid")), text(dig(item, field, "email")).lower()):
+            if key and key in referrals:
+                return referrals[key]
+        if named:
+            return named, ""
+    return "", ""

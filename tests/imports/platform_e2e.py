@@ -24,8 +24,9 @@ def imported_ids(program: Program, platform: str, kind: str) -> dict[str, int]:
     return dict(records.values_list("source_id", "object_id"))
 
 
-def check_end_to_end(platform: str, files: list[tuple[str, bytes]]) -> Program:
-    source = PLATFORMS[platform].read(files)
+def check_end_to_end(platform: str, files: list[tuple[str, bytes]], *, currency: str = "") -> Program:
+    """`currency`: the owner's answer for a platform whose files carry none (Platform.asks_currency)."""
+    source = PLATFORMS[platform].read(files, currency=currency)
     program: Program = ProgramFactory.create(hold_days=30)
     void = sum(1 for row in source.commissions if row.status == "void")
     # A visit that never signed up is skipped, as a void commission is: nothing to attribute later.

@@ -52,7 +52,8 @@ def mutate(value: Any, rng: random.Random, depth: int = 0) -> Any:
     return rng.choice(JUNK)
 
 
-def check_junk(platform: str, rounds: int = 60, items: int = 12) -> None:
+def check_junk(platform: str, rounds: int = 60, items: int = 12, *, currency: str = "") -> None:
+    """`currency`: the owner's answer for a platform whose files carry none (Platform.asks_currency)."""
     rng = random.Random(f"{platform}-junk")
     reader = PLATFORMS[platform]
     originals = [(name, json.loads(content.decode("utf-8-sig"))) for name, content in files(platform)]
@@ -65,7 +66,7 @@ def check_junk(platform: str, rounds: int = 60, items: int = 12) -> None:
             rows = [mutate(row, rng) if rng.random() < 0.4 else row for row in rows[:items]]
             uploaded.append((name, json.dumps(rows).encode()))
         try:
-            source = reader.read(uploaded)
+            source = reader.read(uploaded, currency=currency)
         except ImportFileError:
             continue
         assert isinstance(source, Source)

@@ -1,10 +1,11 @@
+import json
 from collections import Counter
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -36,15 +37,16 @@ def test_platform_entry():
 
 
 def test_counts_and_every_bad_row():
-    source = firstpromoter.read(files("firstpromoter"))
+    source = firstpromoter.read(files("firstpromoter"), currency="USD")
     assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (
         40,
         40,
         120,
-        150,
+        151,
     )
+    # Item 31, a sale in GBP before FirstPromoter converted it, imports in the account's currency: no refusal.
+    assert source.commissions[30].source_id == "7990" and source.commissions[30].currency == "USD"
     assert refusals(source) == [
-        ("commissions.json item 31", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)"),
         ("commissions.json item 71", "commission", "amount 1234.5 in minor units has decimals"),
         ("commissions.json item 111", "commission", "partner 4242 is not in the partners file"),
         ("promoters.json item 2", "link", "code 'ada0' is already the code of partner 1000 (promoters.json item 1)"),
@@ -54,8 +56,14 @@ def test_counts_and_every_bad_row():
     ]
 
 
+def test_the_generated_fixtures_carry_no_currency_as_firstpromoter_v2_sends_none():
+    for name, content in files("firstpromoter"):
+        assert b'"currency"' not in content, name
+    assert {c.currency for c in firstpromoter.read(files("firstpromoter"), currency="EUR").commissions} == {"", "EUR"}
+
+
 def test_fields_and_statuses():
-    source = firstpromoter.read(files("firstpromoter"))
+    source = firstpromoter.read(files("firstpromoter"), currency="USD")
     ada = source.partners[0]
     assert (ada.source_id, ada.email, ada.name, ada.payout_email, ada.payout_rail) == (
         "1000",
@@ -70,7 +78,7 @@ def test_fields_and_statuses():
     assert (paying.processor_customer_id, paying.customer_key, paying.status) == ("cus_T00000", "", "customer")
     assert (lead.processor_customer_id, lead.customer_key, lead.status) == ("", "user-3", "lead")
     # approved + is_paid -> paid; denied -> void.
-    assert Counter(c.status for c in source.commissions) == {"approved": 75, "pending": 25, "paid": 25, "void": 25}
+    assert Counter(c.status for c in source.commissions) == {"approved": 76, "pending": 25, "paid": 25, "void": 25}
     paid = source.commissions[2]
     assert (paid.source_id, paid.status, paid.sale_source_id, paid.referral_source_id) == (
         "7002",
@@ -104,11 +112,11 @@ def test_csv_and_unknown_files_are_refused():
 
 @pytest.mark.django_db
 def test_end_to_end_dry_run_run_and_rerun():
-    check_end_to_end("firstpromoter", files("firstpromoter"))
+    check_end_to_end("firstpromoter", files("firstpromoter"), currency="USD")
 
 
 def test_junk_rows_are_refused_never_raised():
-    check_junk("firstpromoter")
+    check_junk("firstpromoter", currency="USD")
 
 
 def test_the_fixture_files_are_what_the_builder_writes():
@@ -149,7 +157,7 @@ def _balances(program, platform="firstpromoter"):
 def test_published_v2_shapes_read_with_no_row_refused_given_the_currency():
     source = firstpromoter.read(files(API), currency="usd")
     assert source.refusals == []
-    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (3, 4, 4, 9)
+    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (4, 5, 5, 9)
     # The currency given, never original_sale_currency (302 and 304 were EUR sales before conversion).
     assert {c.currency for c in source.commissions if c.status != "void"} == {"USD"}
     statuses = {c.source_id: (c.status, c.held_reason) for c in source.commissions}
@@ -170,6 +178,7 @@ def test_published_v2_shapes_read_with_no_row_refused_given_the_currency():
         ("101", "ada.pay@example.net", "paypal"),
         ("102", "ben.wise@example.net", "wise"),
         ("103", "", ""),
+        ("104", "", ""),
     ]
     # One link per promoter campaign with a ref_token; a coupon-only campaign has none.
     assert [(link.code, link.partner_source_id) for link in source.links] == [
@@ -177,16 +186,59 @@ def test_published_v2_shapes_read_with_no_row_refused_given_the_currency():
         ("ben", "102"),
         ("ben-pro", "102"),
         ("cleo", "103"),
+        ("dev", "104"),
+    ]
+    # Dev's only campaign is blocked (POST /promoters/block): switched off; the others are accepted.
+    assert [(p.source_id, p.deactivated) for p in source.partners] == [
+        ("101", ""),
+        ("102", ""),
+        ("103", ""),
+        ("104", "blocked on FirstPromoter"),
+    ]
+    # The v2 promoter shows no owed-and-unpaid figure (`balances` is its earnings): nothing to compare.
+    assert all(p.reported_owed == () for p in source.partners)
+    # A referral FirstPromoter denied is skipped (a visitor to the engine); a signup is a lead.
+    assert [(r.source_id, r.status) for r in source.referrals] == [
+        ("201", "customer"),
+        ("202", "lead"),
+        ("203", "customer"),
+        ("204", "customer"),
+        ("205", "visitor"),
     ]
 
 
-def test_without_the_currency_each_cash_commission_is_refused_naming_the_option():
-    source = firstpromoter.read(files(API))
-    refused = [r for r in source.refusals if r.kind == "commission"]
-    assert len(refused) == 7 and len(source.refusals) == 7
-    assert all(r.reason == firstpromoter_reader.CURRENCY_MISSING and "--currency" in r.reason for r in refused)
-    # Denied and non-cash rows are skipped whatever the currency: they are not owed.
-    assert sorted(c.source_id for c in source.commissions) == ["305", "306"]
+def test_without_the_currency_the_commissions_file_is_refused_naming_the_option():
+    # One clear answer, not each of hundreds of rows refused alike.
+    with pytest.raises(ImportFileError) as refused:
+        firstpromoter.read(files(API))
+    assert refused.value.message == f"commissions-1.json: {firstpromoter_reader.CURRENCY_MISSING}"
+    assert "--currency" in refused.value.message
+    # Files with nothing owed in cash (denied, non-cash) need no currency: skipped by status.
+    content = (
+        b'[{"id": 1, "status": "denied", "unit": "cash", "amount": 900, "sale_amount": 4500, "promoter_id": 9},'
+        b' {"id": 2, "status": "approved", "unit": "points", "amount": 5, "sale_amount": 0, "promoter_id": 9}]'
+    )
+    source = firstpromoter.read([("commissions.json", content)])
+    assert [(c.source_id, c.status) for c in source.commissions] == [("1", "void"), ("2", "void")]
+    # Promoters, referrals and payout methods alone carry no money: read without a currency.
+    names = ("promoters.json", "referrals.json", "payout_methods.json")
+    assert firstpromoter.read(files(API, *names)).refusals == []
+
+
+def test_status_decides_before_amount_or_currency():
+    content = (
+        b'[{"id": 1, "status": "denied", "unit": "cash", "amount": "abc", "currency": "GBP", "sale_amount": "x",'
+        b' "promoter_id": 9},'
+        b' {"id": 2, "status": "approved", "unit": "credits", "amount": 12.5, "sale_amount": null, "promoter_id": 9},'
+        b' {"id": 3, "status": "approved", "unit": "cash", "amount": "abc", "sale_amount": 0, "promoter_id": 9},'
+        b' {"id": 4, "status": "paid", "unit": "cash", "amount": 100, "sale_amount": 0, "promoter_id": 9}]'
+    )
+    source = firstpromoter.read([("commissions.json", content)], currency="USD")
+    assert [(c.source_id, c.status) for c in source.commissions] == [("1", "void"), ("2", "void")]
+    assert refusals(source) == [
+        ("commissions.json item 3", "commission", "amount 'abc' is not a number"),
+        ("commissions.json item 4", "commission", "status 'paid' is not pending, approved or denied"),
+    ]
 
 
 def test_a_currency_some_rows_carry_is_the_default_and_a_rows_own_currency_wins():
@@ -244,9 +296,10 @@ def _command(*args):
 def test_the_command_refuses_without_currency_and_imports_exactly_with_it():
     program = ProgramFactory.create(hold_days=30)
     paths = [HERE / API / name for name, _ in files(API)]
-    out = _command("firstpromoter", *paths, "--program", program.pk, "--dry-run")
-    assert "  commissions: 0 to create, 0 matched, 2 skipped, 7 refused" in out
-    assert f"commissions-1.json item 1: {firstpromoter_reader.CURRENCY_MISSING}" in out
+    with pytest.raises(CommandError) as refused:
+        _command("firstpromoter", *paths, "--program", program.pk, "--dry-run")
+    assert str(refused.value) == f"commissions-1.json: {firstpromoter_reader.CURRENCY_MISSING}"
+    assert row_counts() == dict.fromkeys(row_counts(), 0)
     out = _command("firstpromoter", *paths, "--program", program.pk, "--currency", "usd")
     assert "  commissions: 7 created, 0 matched, 2 skipped, 0 refused" in out
     assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items()}
@@ -272,25 +325,123 @@ def test_the_import_page_currency_field_reaches_the_run(django_capture_on_commit
     run = ImportRun.objects.get()
     assert run.status == ImportRun.Status.COMPLETE and run.counts == upload.report["counts"]
     assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items()}
-    # An unknown currency is refused before anything is read.
+    # An unknown currency is refused before anything is read; no currency at all is refused by the reader, named.
     again = browser.post(page, {"platform": "firstpromoter", "currency": "XYZ", "files": uploads})
     assert again.status_code == 400 and ImportUpload.objects.count() == 1
+    uploads = [SimpleUploadedFile(name, content) for name, content in files(API)]
+    none = browser.post(page, {"platform": "firstpromoter", "currency": "", "files": uploads})
+    assert none.status_code == 400 and ImportUpload.objects.count() == 1
+    assert firstpromoter_reader.CURRENCY_MISSING in none.content.decode().replace("&#x27;", "'")
 
 
 def test_v1_promoters_bring_their_links_from_promotions_ref_id():
-    source = firstpromoter.read(files(V1))
+    source = firstpromoter.read(files(V1, "promoters.json"))
     assert source.refusals == []
     assert [(p.source_id, p.email, p.name, p.payout_email) for p in source.partners] == [
         ("8815216", "mintly@mailinator.com", "", ""),
         ("8815217", "dana@example.com", "Dana Reyes", "dana.pay@example.net"),
         ("8815218", "eli@example.com", "Eli Park", ""),
+        ("8815219", "finn@example.com", "Finn Cole", ""),
     ]
     assert [(link.code, link.partner_source_id) for link in source.links] == [
         ("heubv", "8815216"),
         ("dana", "8815217"),
         ("dana-yearly", "8815217"),
         ("eli7", "8815218"),
+        ("finn", "8815219"),
     ]
+    # status denied (the v1 Promoter schema's word): switched off.
+    assert [p.deactivated for p in source.partners] == ["", "", "", "denied on FirstPromoter"]
+    # current_balance.cash needs the account's currency to be named; without one there is nothing to compare.
+    assert all(p.reported_owed == () for p in source.partners)
+
+
+def test_v1_current_balance_is_what_each_promoter_is_shown_owed():
+    source = firstpromoter.read(files(V1, "promoters.json"), currency="usd")
+    # current_balance.cash, "Current unpaid balance"; null balances (the published example) show nothing.
+    assert [(p.source_id, p.reported_owed) for p in source.partners] == [
+        ("8815216", ()),
+        ("8815217", (("USD", 1500),)),
+        ("8815218", (("USD", 2500),)),
+        ("8815219", ()),
+    ]
+    junk = b'[{"id": 1, "email": "a@example.com", "promotions": [], "current_balance": {"cash": "15.00"}}]'
+    assert refusals(firstpromoter.read([("promoters.json", junk)], currency="USD")) == [
+        ("promoters.json item 1", "partner", "current_balance.cash '15.00' is not an amount in cents"),
+    ]
+
+
+def test_v1_leads_and_rewards_read_with_paid_rewards_told_by_paid_balance():
+    source = firstpromoter.read(files(V1), currency="USD")
+    assert source.refusals == []
+    assert [
+        (r.source_id, r.partner_source_id, r.status, r.processor_customer_id, r.link_code) for r in source.referrals
+    ] == [
+        ("5001", "8815217", "customer", "cus_V1001", "dana"),
+        ("5002", "8815217", "lead", "", "dana-yearly"),
+        ("5003", "8815218", "customer", "cus_V1003", "eli7"),
+        ("5004", "8815218", "visitor", "", "eli7"),  # denied by FirstPromoter: skipped
+    ]
+    rows = {c.source_id: c for c in source.commissions}
+    assert {key: (c.status, c.held_reason) for key, c in rows.items()} == {
+        "4001": ("paid", ""),  # Dana's oldest approved reward: her paid_balance.cash, 20.00
+        "4002": ("approved", ""),  # her current_balance.cash, 15.00
+        "4003": ("pending", firstpromoter_reader.HELD_REASON),
+        "4004": ("void", ""),  # denied
+        "4005": ("void", ""),  # credits
+        "4006": ("approved", ""),  # Eli was never paid (paid_balance null)
+    }
+    first_reward = rows["4001"]
+    assert (first_reward.referral_source_id, first_reward.sale_source_id, first_reward.sale_amount_minor) == (
+        "5001",
+        "in_V1Dana01",
+        10000,
+    )
+    assert {c.currency for c in source.commissions if c.status != "void"} == {"USD"}
+    with pytest.raises(ImportFileError, match=r"rewards.json: FirstPromoter's commissions carry no currency"):
+        firstpromoter.read(files(V1))
+
+
+def test_v1_rewards_whose_payment_cannot_be_told_are_refused_naming_paid_balance():
+    # Without the promoters list: nothing says which approved rewards were paid.
+    source = firstpromoter.read(files(V1, "rewards.json"), currency="USD")
+    assert {r.reason for r in source.refusals} == {firstpromoter_reader.V1_PAID_UNKNOWN}
+    assert sorted(r.where for r in source.refusals) == [f"rewards.json item {n}" for n in (1, 2, 6)]
+    # A paid balance no oldest rewards add up to (20.00 + 15.00 never makes 25.00): refused, not guessed.
+    promoters = files(V1, "promoters.json")[0][1].replace(
+        b'"paid_balance": {"cash": 2000}', b'"paid_balance": {"cash": 2500}'
+    )
+    source = firstpromoter.read(
+        [("promoters.json", promoters), *files(V1, "leads.json", "rewards.json")], currency="USD"
+    )
+    assert [(r.where, r.reason) for r in source.refusals] == [
+        ("rewards.json item 1", firstpromoter_reader.V1_PAID_UNKNOWN),
+        ("rewards.json item 2", firstpromoter_reader.V1_PAID_UNKNOWN),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("promoter", "deactivated"),
+    [
+        (
+            {"archived_at": "2025-03-01T10:00:00.000Z", "promoter_campaigns": [{"state": "accepted"}]},
+            "archived on FirstPromoter",
+        ),
+        ({"promoter_campaigns": [{"state": "rejected"}]}, "rejected on FirstPromoter"),
+        ({"promoter_campaigns": [{"state": "rejected"}, {"state": "blocked"}]}, "blocked on FirstPromoter"),
+        ({"promoter_campaigns": [{"state": "inactive"}]}, "inactive on FirstPromoter"),
+        # Blocked from one campaign, still accepted in another: still earning there.
+        ({"promoter_campaigns": [{"state": "blocked"}, {"state": "accepted"}]}, ""),
+        # An applicant not yet accepted was never switched off.
+        ({"promoter_campaigns": [{"state": "pending"}]}, ""),
+        ({"status": "blocked", "promotions": []}, "blocked on FirstPromoter"),  # v1, the webhooks' word
+        ({"status": "active", "promotions": []}, ""),
+    ],
+)
+def test_promoters_firstpromoter_switched_off_arrive_deactivated(promoter, deactivated):
+    item = {"id": 7, "email": "p@example.com", "profile": {}, **promoter}
+    source = firstpromoter.read([("promoters.json", json.dumps({"data": [item]}).encode())])
+    assert [p.deactivated for p in source.partners] == [deactivated]
 
 
 def test_a_promoter_with_neither_campaigns_nor_promotions_says_its_links_are_missing():
@@ -323,6 +474,37 @@ def test_a_click_on_an_imported_fpr_link_counts_for_the_partner(api_client, fold
     )
 
 
+# Every parameter FirstPromoter documents for a referral link ("The available query parameters are ?fpr, ?via,
+# ?fp_ref, ?deal, ?ref, ?_from, ?_by, ?_go", guides/tracking-without-fprjs.mdx), with the alias docs/import.md tells
+# the owner to turn on; via is the service's own. _from, _by and _go cannot be aliases (a name starts with a letter).
+LINK_FORMATS = [
+    ("fpr=ben-pro", ["fpr"]),
+    ("via=ben-pro", []),
+    ("fp_ref=ben-pro", ["fp_ref"]),
+    ("deal=ben-pro", ["deal"]),
+    ("ref=ben-pro", ["ref"]),
+    # A sub-id link is the same link with the promoter's sub-id beside the code.
+    ("fpr=ben-pro&sub_id=blog", ["fpr"]),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("query", "aliases"), LINK_FORMATS)
+def test_a_click_on_every_documented_link_format_counts_for_the_imported_promoter(api_client, query, aliases):
+    program = ProgramFactory.create(hold_days=30, link_aliases=aliases)
+    import_source(program, firstpromoter.read(files(API), currency="USD"), dry_run=False)
+    response = api_client.post(
+        "/api/v1/track/click",
+        {"affiliate_url": f"https://shop.example.com/pricing?{query}", "program_id": program.pk},
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    assert response.json()["partner_code"] == "ben-pro"
+    event = ClickEvent.objects.get(program=program)
+    assert event.partner_id == imported_ids(program, "firstpromoter", "partner")["102"]
+
+
 @pytest.mark.django_db
 def test_v1_end_to_end_dry_run_run_and_rerun():
-    check_end_to_end("firstpromoter", files(V1))
+    program = check_end_to_end("firstpromoter", files(V1), currency="USD")
+    assert _balances(program) == {"8815217": {"USD": 1500}, "8815218": {"USD": 2500}}
