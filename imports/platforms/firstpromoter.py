@@ -17,10 +17,11 @@ named below; tests/imports/fixtures/firstpromoter_api/README.md and firstpromote
   state, customer_since (nullable), created_at, promoter_campaign.promoter_id / .promoter.id.
 - v2 commissions, GET /api/v2/company/commissions (openapi-v2-commissions.json, Commission, a bare list): id,
   status (pending, approved, denied), is_paid, unit (cash or a non-cash reward), amount and sale_amount (integer
-  cents), event_id (nullable), created_at, promoter_campaign.promoter_id / .promoter.id, referral {id, email, uid}
-  (nullable). **No currency**: amounts are in the account's currency, which the API does not say; it is asked once
-  (`manage.py import --currency`, the Import page's Currency field). original_sale_currency (nullable) is the sale's
-  currency *before* conversion and is never read.
+  cents), event_id (nullable; the billing provider's invoice or charge id), created_at,
+  promoter_campaign.promoter_id / .promoter.id, referral {id, email, uid} (nullable). **No currency**: amounts
+  are in the account's currency, which the API does not say; it is asked once (`manage.py import --currency`, the
+  Import page's Currency field). original_sale_currency (nullable) is the sale's currency *before* conversion and
+  is never read.
 - v1 promoters, GET /v1/promoters/list (api-reference-v1/promoters-api/openapi-promoters.json, Promoter, a bare
   list): id, status (approved, pending, denied; the examples and webhooks also say active, blocked), email,
   created_at, profile.first_name/last_name/paypal_email, promotions[].id and .ref_id (the ?fpr= code),
@@ -79,6 +80,10 @@ CURRENCY_MISSING = (
     "give that currency with --currency (the Import page's Currency field)"
 )
 PAYOUT_RAILS = {"paypal": "paypal_email", "wise": "wise_email"}
+# event_id is the billing provider's id of the sale: for Stripe the invoice id (subscriptions) or the charge id
+# (one-time charges), per the v1 rewards API (PUT /rewards/update). Kept as the sale's payment id when it is
+# Stripe's, so a Stripe refund after the move finds the imported sale.
+STRIPE_PAYMENT_PREFIXES = ("in_", "ch_", "pi_", "py_")
 # A referral that has paid at least once is a customer; a signup or trial is a lead.
 CUSTOMER_STATES = {"subscribed", "active", "customer", "cancelled", "canceled", "refunded"}
 # A referral FirstPromoter denied is credited to no one there: skipped, like a visit that never signed up.
@@ -366,12 +371,14 @@ def _commission(
             raise RowRefused(V1_PAID_UNKNOWN)
         mapped = "paid" if source_id in paid else "approved"
     sale = first(item.get("sale_amount"), item.get("conversion_amount"), 0)
+    event_id = first(item.get("event_id"), dig(item, "sale", "id"))
     return CommissionRow(
         where=where,
         source_id=source_id,
         partner_source_id=partner_id,
         referral_source_id=referral[0],
-        sale_source_id=first(item.get("event_id"), dig(item, "sale", "id")),
+        sale_source_id=event_id,
+        processor_payment_id=event_id if event_id.startswith(STRIPE_PAYMENT_PREFIXES) else "",
         sale_amount_minor=money(sale, currency, given_in="minor"),
         commission_amount_minor=commission,
         currency=currency,

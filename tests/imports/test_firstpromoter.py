@@ -13,7 +13,7 @@ from commissions.approval import commissions_approve_due
 from commissions.models import Commission, CommissionReview, CommissionStatus
 from commissions.selectors import ledger_balances
 from imports.engine import import_source
-from imports.models import ImportRun, ImportUpload
+from imports.models import ImportedRecord, ImportRun, ImportUpload
 from imports.platforms import PLATFORMS
 from imports.platforms import firstpromoter as firstpromoter_reader
 from imports.records import ImportFileError
@@ -22,6 +22,8 @@ from tests.factories import MembershipFactory, ProgramFactory
 from tests.imports.fixtures.build import HERE, build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids, row_counts
 from tests.imports.platform_fuzz import check_junk
+from tests.imports.test_refunds_after_move import stripe_charge
+from tests.stripe_payloads import ACCOUNT, event, post_event
 from tracking.models import ClickEvent
 
 firstpromoter = PLATFORMS["firstpromoter"]
@@ -508,3 +510,35 @@ def test_a_click_on_every_documented_link_format_counts_for_the_imported_promote
 def test_v1_end_to_end_dry_run_run_and_rerun():
     program = check_end_to_end("firstpromoter", files(V1), currency="USD")
     assert _balances(program) == {"8815217": {"USD": 1500}, "8815218": {"USD": 2500}}
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("stripe_webhook_secret")
+def test_a_stripe_refund_of_the_invoice_behind_event_id_reverses_the_imported_commission(
+    client, django_capture_on_commit_callbacks
+):
+    # event_id is the billing provider's id of the sale: for a Stripe subscription, the invoice (v1 rewards API).
+    program = ProgramFactory.create(stripe_account_id=ACCOUNT, hold_days=0)
+    source = firstpromoter.read(files(API), currency="USD")
+    assert {c.source_id: c.processor_payment_id for c in source.commissions if c.status != "void"}["301"] == (
+        "in_1Ada0001"
+    )
+    assert {c.source_id: c.processor_payment_id for c in source.commissions}["309"] == ""  # a custom commission
+    import_source(program, source, dry_run=False)
+    record = ImportedRecord.objects.get(program=program, platform="firstpromoter", kind="commission", source_id="301")
+    commission = Commission.objects.select_related("sale").get(pk=record.object_id)
+    assert commission.sale.provider_payment_id == "in_1Ada0001"
+    charge = stripe_charge(
+        charge_id="ch_3FpAda0001",
+        amount=10000,
+        refunds=[("re_3FpAda0001", 10000)],
+        payment_intent="pi_3FpAda0001",
+        invoice="in_1Ada0001",
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_event(client, event("charge.refunded", charge))
+    assert response.status_code == 200, response.content
+    commission.refresh_from_db()
+    assert commission.status == "reversed"
+    # Ada's 20.00 is gone; the others' balances are untouched.
+    assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items() if key != "101"}
