@@ -476,3 +476,46 @@ def test_the_api_fixtures_are_json_pages_in_rewardfuls_envelope():
         assert set(payload) == {"pagination", "data"}, name
         assert payload["pagination"]["count"] == len(payload["data"]), name
     assert rewardful_reader.EXPECTED.startswith("Rewardful's")
+
+
+@pytest.mark.django_db
+def test_the_dry_run_sets_rewardfuls_unpaid_beside_what_arrives_and_every_currency_matches():
+    program = ProgramFactory.create(hold_days=30)
+    report = import_source(program, api_source(), dry_run=True)
+    figures = {b.currency: (b.expected_minor, b.reported_minor, b.mismatch_count) for b in report.balances}
+    # USD: Ada 45.00 (due and pending), Cleo 19.80, Dev 25.00; EUR: Ben 36.90.
+    assert figures == {"EUR": (3690, 3690, 0), "USD": (8980, 8980, 0)}
+
+
+@pytest.mark.parametrize(
+    "header, row",
+    [
+        # help.rewardful.com/en/articles/1988486, as it reads now ...
+        (
+            "stripe_customer_id,first_name,last_name,email,paypal_email,wise_email,token",
+            "cus_1,Sam,Lee,sam@example.com,pay@example.net,,sam",
+        ),
+        # ... as it read before (Imported ID, Wise Email) ...
+        (
+            "Imported ID,First Name,Last Name,Email,PayPal Email,Wise Email,Token",
+            "cus_1,Sam,Lee,sam@example.com,pay@example.net,,sam",
+        ),
+        # ... and first (Affiliate ... columns, no token).
+        (
+            "Stripe Customer ID,Affiliate Email,Affiliate First Name,Affiliate Last Name,Affiliate PayPal Email",
+            "cus_1,sam@example.com,Sam,Lee,pay@example.net",
+        ),
+    ],
+)
+def test_every_documented_spelling_of_rewardfuls_affiliate_template_reads(header, row):
+    source = rewardful.read([("affiliates.csv", f"{header}\n{row}\n".encode())])
+    assert source.refusals == []
+    [partner] = source.partners
+    assert (partner.email, partner.name, partner.payout_email, partner.payout_rail) == (
+        "sam@example.com",
+        "Sam Lee",
+        "pay@example.net",
+        "paypal",
+    )
+    assert [r.processor_customer_id for r in source.referrals] == ["cus_1"]
+    assert [link.code for link in source.links] == (["sam"] if "oken" in header else [])
