@@ -1,28 +1,41 @@
-"""Tolt: the v1 API's list answers saved as JSON, one file per page (docs/import.md, Tolt, has the curl lines):
-GET /v1/partners?expand[]=program, /v1/links?expand[]=partner, /v1/customers, /v1/transactions and
-/v1/commissions?expand[]=partner&expand[]=program.
+"""Tolt: the API's list answers saved as JSON, one file per page (docs/import.md, Tolt, has the curl lines), from v1
+(GET /v1/partners?expand[]=program, /v1/links?expand[]=partner, /v1/customers, /v1/transactions and
+/v1/commissions?expand[]=partner&expand[]=program) or v2 (GET /v2/programs, /v2/partners, /v2/links, /v2/customers,
+/v2/transactions, /v2/commissions); one import may mix them (v2 keeps v1's resources and ids). Only v1's partner
+carries payout_method and payout_details; v2's has neither.
 
 Every field read, and the docs.tolt.com page that documents it (tests/imports/fixtures/tolt/README.md has the table):
 
-- Envelopes: {"success", "has_more", "total_count", "data": [...]} (partners/list, links/list, transactions/list,
-  commissions/list); customers/list nests its list one level deeper, {"data": {"data": [...]}}. A bare list, and a
+- Envelopes: v1 {"success", "has_more", "total_count", "data": [...]} (partners/list, links/list, transactions/list,
+  commissions/list); v1 customers/list nests its list one level deeper, {"data": {"data": [...]}}; v2
+  {"success", "message", "data": [...], "has_more", "next_cursor", "prev_cursor"} for every list. A bare list, and a
   list of saved answers (pages joined with `jq -s`), are read too.
-- Partner (partners/list, partners/retrieve): id, email, first_name, last_name, company_name, created_at,
-  payout_method ("paypal", "wise", "crypto", "bank_transfer", "wire", "none") and payout_details.email, the payout
-  email of PayPal and Wise; program.currency_code with expand[]=program (Dub's Tolt importer reads the same field).
-- Link (links/list): id, value (the code in ?<param>=<value>), partner_id (or partner.id with expand[]=partner).
+- Program (v2 programs/list; v1 only expanded): id, currency_code.
+- Partner (partners/list, partners/retrieve): id, email, first_name, last_name, company_name, created_at, status
+  ("active", "pending", "suspended", "rejected"; v2 also suspended_at, rejected_at) and suspension_reason;
+  v1 only: payout_method ("paypal", "wise", "crypto", "bank_transfer", "wire", "none") and payout_details.email, the
+  payout email of PayPal and Wise; program.currency_code with expand[]=program.
+- Link (links/list): id, param (the link's own query parameter: "ref", "via", "aff" or the program's own), value
+  (the code in ?<param>=<value>), partner_id (or partner.id with expand[]=partner).
 - Customer (customers/list): id, email, customer_id (your id for the customer: a Stripe customer id when it starts
-  with cus_), partner_id, status ("lead", "trialing", "active", "canceled"), created_at.
+  with cus_), v2 identifier (what tolt.js signup was given), partner_id, status ("lead", "trialing", "active",
+  "canceled"; v2 also "suspended"), v2 active_at (set once the customer paid), created_at.
 - Transaction (transactions/list, transactions/create): id, amount (cents), currency, charge_id: they fill in a
   commission's revenue, currency and charge when the commission leaves them null.
-- Commission (commissions/list, /create, /update): id, amount (cents, a number or a string such as "1999"), revenue
-  (cents, nullable), currency (null when not set: the program's currency_code applies), customer_id, partner_id (or
-  partner.id), transaction_id, charge_id (nullable), status ("pending", "approved", "paid", "rejected", "refunded"),
-  type ("reward"; "refund" for a refund, which Tolt records with a negative amount), created_at,
-  scheduled_approval_date.
+- Commission (commissions/list, /create, /update): id, amount (cents, a number or a string such as "1999"; v2 always
+  a string), revenue (cents, nullable), currency (null when not set: the program's currency_code applies, by
+  program_id from the programs file), program_id, customer_id, partner_id (or partner.id), transaction_id, charge_id
+  (nullable), status ("pending", "approved", "paid", "rejected", "refunded"), type ("reward"; "refund" for a refund,
+  which Tolt records with a negative amount), created_at, scheduled_approval_date.
 
 Money is in cents (the lowest denomination of the currency). Status: pending -> pending, approved -> approved,
-paid -> paid, rejected and refunded -> void.
+paid -> paid, rejected, declined (v2's decline action) and refunded -> void, decided before the currency or the
+amount is read: a void row is skipped even in a currency this service does not keep or with an unreadable amount.
+A commission of amount 0 (v2 zeroes an unpaid commission whose transaction is refunded) owes nothing: void.
+
+A partner whose status is not "active" was switched off on Tolt and arrives deactivated ("suspended on Tolt",
+"rejected on Tolt", "pending approval on Tolt"). Neither version gives what a partner is owed (no balance field), so
+reported_owed stays ().
 
 A refund commission is netted here, so each partner's balance is Tolt's: its amount comes off the commissions of the
 same partner, currency and status, the refunded sale's own commission first (same charge_id or transaction_id), then
@@ -36,6 +49,7 @@ Sales keep Tolt's charge_id (a Stripe charge id when Tolt's Stripe app recorded 
 
 import json
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from imports.platforms.base import (
@@ -75,15 +89,21 @@ COMMISSION_STATUSES = {
     "approved": "approved",
     "paid": "paid",
     "rejected": "void",
+    # v2's decline action ("Marks a commission declined so it is left out of payouts").
+    "declined": "void",
     "refunded": "void",
 }
-# Tolt's customer statuses (customers/list): a paying ("active") customer, or one who paid and left ("canceled"),
-# is a customer; "lead" and "trialing" are leads. The other spellings are kept from earlier exports.
-CUSTOMER_STATUSES = {"active", "customer", "paying", "cancelled", "canceled", "churned", "refunded"}
+# Tolt's customer statuses (customers/list): a paying ("active") customer, one who paid and left ("canceled") or
+# whose subscription is suspended (v2), is a customer; "lead" and "trialing" are leads. The other spellings are kept
+# from earlier exports.
+CUSTOMER_STATUSES = {"active", "customer", "paying", "cancelled", "canceled", "churned", "refunded", "suspended"}
+# A partner status other than "active" (partners/update: "active", "pending", "suspended", "rejected"; v1's list
+# page also names "inactive"): the partner was not switched on at Tolt, in Tolt's word.
+PARTNER_OFF = {"pending": "pending approval on Tolt"}
 PAYOUT_RAILS = {"paypal": "paypal", "wise": "wise"}
 EXPECTED = (
-    "Tolt's partners, links, customers, transactions or commissions JSON "
-    "(GET /v1/partners, /v1/links, /v1/customers, /v1/transactions, /v1/commissions)"
+    "Tolt's programs, partners, links, customers, transactions or commissions JSON "
+    "(GET /v1 or /v2: /programs, /partners, /links, /customers, /transactions, /commissions)"
 )
 
 
@@ -107,16 +127,15 @@ def read(files: Files) -> Source:
             raise ImportFileError(f"{name}: Tolt files are the API's JSON answers; expected {EXPECTED}")
         items = _items(name, content)
         parsed.append((name, _kind(name, items), items))
-    # The program's currency, for commissions that carry neither a currency nor their program.
-    program_currency = next(
-        (
-            first(dig(item, "program", "currency_code"))
-            for _, kind, items in parsed
-            for item in items
-            if first(dig(item, "program", "currency_code"))
-        ),
-        "",
-    )
+    # Each program's currency (v2's programs file, v1's expanded programs), for commissions whose currency is null;
+    # the first one seen for a commission that names no program.
+    programs: dict[str, str] = {}
+    for _, kind, items in parsed:
+        for item in items:
+            program = item if kind == "programs" else obj(item.get("program"))
+            if text(program.get("currency_code")):
+                programs.setdefault(text(program.get("id")), text(program.get("currency_code")))
+    program_currency = next(iter(programs.values()), "")
     # A commission listed without its partner names its customer only: the customer's partner earned it.
     customer_partner = {
         text(item.get("id")): _partner_id(item) for _, kind, items in parsed if kind == "customers" for item in items
@@ -135,7 +154,7 @@ def read(files: Files) -> Source:
             elif kind == "customers":
                 builder.attempt(where, "referral", _customer, where, item)
             elif kind == "commissions":
-                context = (program_currency, customer_partner, transactions)
+                context = (program_currency, programs, customer_partner, transactions)
                 builder.attempt(where, "commission", _commission, where, item, context, refunds, sales_of)
     _net_refunds(builder, refunds, sales_of)
     return builder.finish()
@@ -185,6 +204,8 @@ def _kind(name: str, items: list[Item]) -> str:
         return "empty"
     sample = items[0]
     identifier = text(sample.get("id"))
+    if identifier.startswith("prg_") or ("currency_code" in sample and "email" not in sample):
+        return "programs"
     if identifier.startswith("txn_") or "billing_type" in sample:
         return "transactions"
     if "revenue" in sample or identifier.startswith("comm_") or "transaction_id" in sample:
@@ -207,6 +228,13 @@ def _partner_id(item: Item) -> str:
 def _partner(where: str, item: Item) -> PartnerRow:
     method = text(item.get("payout_method")).lower()
     payout_email = email_of(dig(item, "payout_details", "email"), required=False)
+    status = text(item.get("status")).lower()
+    if not status:
+        # v2 stamps the moment a partner was suspended or rejected.
+        status = "suspended" if text(item.get("suspended_at")) else "rejected" if text(item.get("rejected_at")) else ""
+    deactivated = "" if status in ("", "active") else PARTNER_OFF.get(status, f"{status} on Tolt")
+    if deactivated and text(item.get("suspension_reason")):
+        deactivated += f" ({text(item.get('suspension_reason'))})"
     return PartnerRow(
         where=where,
         source_id=required(item.get("id"), "partner id"),
@@ -215,6 +243,7 @@ def _partner(where: str, item: Item) -> PartnerRow:
         payout_email=payout_email,
         payout_rail=PAYOUT_RAILS.get(method, "") if payout_email else "",
         created_at=time_or_epoch(item.get("created_at")),
+        deactivated=deactivated,
     )
 
 
@@ -229,11 +258,12 @@ def _link(where: str, item: Item) -> LinkRow:
 
 
 def _customer(where: str, item: Item) -> ReferralRow:
-    own_id = text(item.get("customer_id"))
+    own_id = first(item.get("customer_id"), item.get("identifier"))
     email = email_of(item.get("email"), required=False)
     if not email and not own_id:
         raise RowRefused("no customer: neither an email nor a customer_id")
     status = text(item.get("status")).lower()
+    paid = status in CUSTOMER_STATUSES or bool(text(item.get("active_at")))
     return ReferralRow(
         where=where,
         source_id=required(item.get("id"), "customer id"),
@@ -242,32 +272,50 @@ def _customer(where: str, item: Item) -> ReferralRow:
         # Tolt's customer_id is the owner's id for the customer, a Stripe customer id when billing is Stripe.
         customer_key="" if own_id.startswith("cus_") else own_id,
         processor_customer_id=own_id if own_id.startswith("cus_") else "",
-        status="customer" if status in CUSTOMER_STATUSES else "lead",
+        status="customer" if paid else "lead",
         link_code=first(dig(item, "link", "value")),
         created_at=time_or_epoch(item.get("created_at")),
     )
 
 
-Context = tuple[str, dict[str, str], dict[str, Item]]
+Context = tuple[str, dict[str, str], dict[str, str], dict[str, Item]]
 
 
 def _commission(
     where: str, item: Item, context: Context, refunds: list[_Refund], sales_of: dict[str, frozenset[str]]
 ) -> CommissionRow | None:
-    program_currency, customer_partner, transactions = context
+    program_currency, programs, customer_partner, transactions = context
     status = text(item.get("status")).lower()
     if status not in COMMISSION_STATUSES:
-        raise RowRefused(f"status {status!r} is not pending, approved, paid, rejected or refunded")
+        raise RowRefused(f"status {status!r} is not pending, approved, paid, rejected, declined or refunded")
     transaction_id = text(item.get("transaction_id"))
     transaction = obj(transactions.get(transaction_id)) if transaction_id else {}
-    currency = known_currency(
-        first(
-            item.get("currency"),
-            transaction.get("currency"),
-            dig(item, "program", "currency_code"),
-            program_currency,
-        )
+    customer = first(dig(item, "customer", "id"), item.get("customer_id"))
+    source_id = required(item.get("id"), "commission id")
+    partner = required(_partner_id(item) or customer_partner.get(customer, ""), "partner")
+    charge_id = first(item.get("charge_id"), transaction.get("charge_id"))
+    sales = frozenset(key for key in (charge_id, transaction_id) if key)
+    code = first(
+        item.get("currency"),
+        transaction.get("currency"),
+        dig(item, "program", "currency_code"),
+        programs.get(text(item.get("program_id")), ""),
+        program_currency,
     )
+    if COMMISSION_STATUSES[status] == "void":
+        # Not owed on Tolt: skipped, whatever its currency or amount says.
+        sales_of[source_id] = sales
+        return CommissionRow(
+            where=where,
+            source_id=source_id,
+            partner_source_id=partner,
+            referral_source_id=customer,
+            sale_source_id=first(charge_id, transaction_id),
+            currency=code.upper(),
+            status="void",
+            created_at=_time_or_none(item.get("created_at")),
+        )
+    currency = known_currency(code)
     amount = item.get("amount")
     if amount is None or text(amount) == "":
         raise RowRefused("amount is missing")
@@ -275,11 +323,6 @@ def _commission(
         raise RowRefused("amount is not a number")
     refund = text(item.get("type")).lower() == "refund" or text(amount).startswith("-")
     amount_minor = money(text(amount).removeprefix("-") if refund else amount, currency, given_in="minor")
-    customer = first(dig(item, "customer", "id"), item.get("customer_id"))
-    source_id = required(item.get("id"), "commission id")
-    partner = required(_partner_id(item) or customer_partner.get(customer, ""), "partner")
-    charge_id = first(item.get("charge_id"), transaction.get("charge_id"))
-    sales = frozenset(key for key in (charge_id, transaction_id) if key)
     if refund:
         refunds.append(
             _Refund(
@@ -309,10 +352,19 @@ def _commission(
         sale_amount_minor=money(first(revenue, 0), currency, given_in="minor"),
         commission_amount_minor=amount_minor,
         currency=currency,
-        status=COMMISSION_STATUSES[status],
+        # An amount of 0 owes nothing (v2 zeroes an unpaid commission whose transaction was refunded).
+        status=COMMISSION_STATUSES[status] if amount_minor else "void",
         created_at=time_or_epoch(item.get("created_at")),
         due_at=time_or_epoch(item.get("scheduled_approval_date")),
     )
+
+
+def _time_or_none(value: Any) -> datetime | None:
+    """A skipped row's time, or None when it cannot be read: nothing of a skipped row is refused."""
+    try:
+        return time_or_epoch(value)
+    except RowRefused:
+        return None
 
 
 def _net_refunds(builder: SourceBuilder, refunds: list[_Refund], sales_of: dict[str, frozenset[str]]) -> None:

@@ -1,7 +1,6 @@
 """Tolt's reader on fixtures in the shape of docs.tolt.com's v1 reference (tests/imports/fixtures/tolt/README.md names
-each field's page). The fixtures replaced the earlier ones, which had a flat customers list, a `paypal_email` Tolt
-does not send and no refunds. Not found in the published reference: the negative amount of a refund commission
-(issue 38's report of real exports), and the name `currency_code` of the program's currency (Dub's Tolt importer)."""
+each field's page) and of its v2 reference (tests/imports/fixtures/tolt_v2/README.md). The v1 fixtures replaced the
+earlier ones, which had a flat customers list, a `paypal_email` Tolt does not send and no refunds."""
 
 import json
 import random
@@ -13,11 +12,15 @@ from typing import Any
 import pytest
 
 from commissions.selectors import ledger_balances
+from imports.engine import import_source
 from imports.platforms import PLATFORMS
 from imports.records import ImportFileError, Source
-from tests.imports.fixtures.build import build, files
+from programs.models import ReferralLink
+from tests.factories import ProgramFactory
+from tests.imports.fixtures.build import TOLT_PARTNER_STATUS, build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids
 from tests.imports.platform_fuzz import WHERE, mutate
+from tracking.models import ClickEvent
 
 tolt = PLATFORMS["tolt"]
 REFUSED_COMMISSIONS = {"comm_gbp", "comm_decimals", "comm_ghost"}
@@ -43,17 +46,17 @@ def test_platform_entry():
 
 def test_counts_and_every_bad_row():
     source = tolt.read(files("tolt"))
-    # 150 sales, a renewal and four refunds (kept as void rows of nothing, counted as skipped).
+    # 150 sales, a renewal, four refunds (kept as void rows of nothing, counted as skipped) and two rejected rows.
     assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (
         40,
         40,
         120,
-        155,
+        157,
     )
     assert refusals(source) == [
         ("commissions-1.json item 31", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)"),
-        ("commissions-1.json item 71", "commission", "amount 1234.5 in minor units has decimals"),
-        ("commissions-1.json item 111", "commission", "partner part_ghost is not in the partners file"),
+        ("commissions-1.json item 72", "commission", "amount 1234.5 in minor units has decimals"),
+        ("commissions-1.json item 113", "commission", "partner part_ghost is not in the partners file"),
         ("customers-1.json item 61", "referral", "no customer: neither an email nor a customer_id"),
         ("links-1.json item 11", "link", "code 'ada0' is already the code of partner part_0000 (links-1.json item 1)"),
         ("links-1.json item 31", "link", "partner part_noemail was refused (partners-1.json item 21)"),
@@ -199,7 +202,7 @@ def test_a_refund_of_a_rejected_sale_takes_nothing_more():
     )
     assert source.refusals == []
     assert [(row.source_id, row.status, row.commission_amount_minor) for row in source.commissions] == [
-        ("a", "void", 1000),
+        ("a", "void", 0),  # a void row's amount is not read
         ("b", "approved", 700),
         ("r", "void", 0),
     ]
@@ -295,3 +298,170 @@ def test_the_docs_curl_lines_write_the_fixture_files():
 
 def test_the_fixture_files_are_what_the_builder_writes():
     assert build()["tolt"] == dict(files("tolt", *build()["tolt"]))
+
+
+def test_rejected_rows_are_skipped_by_status_before_currency_or_amount():
+    source = tolt.read(files("tolt"))
+    rows = by_id(source)
+    # In the fixtures: a rejected commission in GBP and one whose amount is "n/a"; neither is refused.
+    assert (rows["comm_void_gbp"].status, rows["comm_void_junk"].status) == ("void", "void")
+    assert not [r for r in source.refusals if "comm_void" in r.reason]
+    junk = [
+        reward("x1", "??", status="rejected", currency="XYZ"),
+        reward("x2", {"cents": 3}, status="refunded", currency=None),
+        reward("x3", "-500", status="rejected", type="refund", currency="GBP"),
+        reward("x4", "500", status="declined", created_at="not a time"),
+        reward("x5", "1000", currency="GBP"),  # approved: read, and refused by its currency
+    ]
+    source = tolt.read([commission_file(*junk)])
+    assert [(row.source_id, row.status) for row in source.commissions] == [(f"x{n}", "void") for n in range(1, 5)]
+    assert refusals(source) == [
+        ("commissions.json item 5", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)")
+    ]
+
+
+def test_a_commission_of_nothing_is_void():
+    # v2 zeroes an unpaid commission whose transaction was refunded (transactions/refund).
+    source = tolt.read([commission_file(reward("z", "0"), reward("n", 0, status="pending"))])
+    assert [(row.status, row.commission_amount_minor) for row in source.commissions] == [("void", 0), ("void", 0)]
+
+
+def test_partners_switched_off_on_tolt_arrive_deactivated_in_toltes_word():
+    source = tolt.read(files("tolt"))
+    off = {row.source_id: row.deactivated for row in source.partners if row.deactivated}
+    assert off == {
+        "part_0005": "suspended on Tolt (Self-referrals)",
+        "part_0007": "rejected on Tolt",
+        "part_0009": "pending approval on Tolt",
+    }
+    assert set(TOLT_PARTNER_STATUS) == {5, 7, 9}
+    # Neither API version says what a partner is owed: nothing reported.
+    assert all(row.reported_owed == () for row in source.partners)
+    v2 = tolt.read(files(V2))
+    assert {row.source_id: row.deactivated for row in v2.partners} == {
+        "part_v2ada": "",
+        "part_v2ben": "",
+        "part_v2cleo": "suspended on Tolt",
+        "part_v2dev": "rejected on Tolt",
+        "part_v2eli": "pending approval on Tolt",
+    }
+    # A v2 partner without a status, stamped suspended_at, is suspended.
+    stamped = {"id": "part_s", "email": "s@example.com", "first_name": "S", "suspended_at": "2025-09-01T00:00:00Z"}
+    answer = {"success": True, "message": "Success", "data": [stamped], "has_more": False}
+    [partner] = tolt.read([("partners.json", json.dumps(answer).encode())]).partners
+    assert partner.deactivated == "suspended on Tolt"
+
+
+# v2's list answers (fields and sources: fixtures/tolt_v2/README.md).
+V2 = "tolt_v2"
+# What Tolt shows each v2 partner as owed (approved, unpaid, refunds netted), per currency, in minor units.
+V2_OWED = {("part_v2ada", "USD"): 980, ("part_v2ben", "EUR"): 1980, ("part_v2cleo", "USD"): 1500 - 1200}
+
+
+def test_v2_answers_read_with_no_row_refused():
+    source = tolt.read(files(V2))
+    assert source.refusals == []
+    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (5, 5, 4, 10)
+    rows = by_id(source)
+    # Currency null: the program's, by the commission's program_id (programs-1.json); not the first program's.
+    assert (rows["comm_v2_01"].currency, rows["comm_v2_05"].currency) == ("USD", "EUR")
+    # Revenue null: the transaction's; money as strings.
+    assert (rows["comm_v2_01"].sale_amount_minor, rows["comm_v2_01"].processor_payment_id) == (4900, "ch_v2a1")
+    assert rows["comm_v2_03"].status == "void"  # zeroed by its refunded transaction
+    # The paid commission's negative reversal comes off what the partner is owed next, as on Tolt.
+    assert (rows["comm_v2_06"].commission_amount_minor, rows["comm_v2_07"].status) == (300, "paid")
+    assert (rows["comm_v2_08"].status, rows["comm_v2_09"].status, rows["comm_v2_10"].status) == ("void",) * 3
+    owed: dict[tuple[str, str], int] = {}
+    for row in source.commissions:
+        if row.status == "approved":
+            key = (row.partner_source_id, row.currency)
+            owed[key] = owed.get(key, 0) + row.commission_amount_minor
+    assert owed == V2_OWED
+    customers = {row.source_id: row for row in source.referrals}
+    assert (customers["cus_v2a1"].processor_customer_id, customers["cus_v2a1"].status) == ("cus_StripeA1", "customer")
+    # No customer_id: v2's identifier (what tolt.js signup was given) is the customer key.
+    assert (customers["cus_v2a2"].customer_key, customers["cus_v2a2"].status) == ("user-42", "lead")
+    assert customers["cus_v2b1"].status == "customer"  # suspended: it paid (active_at)
+    # v2's partner has no payout fields.
+    assert all(row.payout_email == "" for row in source.partners)
+
+
+@pytest.mark.django_db
+def test_v2_end_to_end_balances_are_toltes_and_a_rerun_creates_nothing():
+    program = check_end_to_end("tolt", files(V2))
+    partners = imported_ids(program, "tolt", "partner")
+    balances = ledger_balances(partner_ids=partners.values())
+    got = {(pid, currency): amount for pid, by in balances.items() for currency, amount in by.items() if amount}
+    assert got == {(partners[p], currency): amount for (p, currency), amount in V2_OWED.items()}
+
+
+def click(api_client: Any, program: Any, query: str) -> Any:
+    return api_client.post(
+        "/api/v1/track/click",
+        {"affiliate_url": f"https://shop.example.com/pricing?{query}", "program_id": program.pk},
+        format="json",
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fixtures", "clicks"),
+    [
+        # Partner 0's ?ref= link, partner 4's ?via= link, partner 8's ?aff= link (links-1.json's param).
+        ("tolt", [("ref=ada0", "part_0000"), ("via=eli4", "part_0004"), ("aff=ivo8", "part_0008")]),
+        ("tolt_v2", [("ref=ada", "part_v2ada"), ("via=ada-yt", "part_v2ada"), ("aff=ben", "part_v2ben")]),
+    ],
+    ids=["v1", "v2"],
+)
+def test_a_click_on_every_link_format_counts_for_the_imported_partner(api_client, fixtures, clicks):
+    # docs/import.md: turn on the alias ref; via and aff are always read.
+    program = ProgramFactory.create(hold_days=30, link_aliases=["ref"])
+    import_source(program, tolt.read(files(fixtures)), dry_run=False)
+    partners = imported_ids(program, "tolt", "partner")
+    for query, _ in clicks:
+        response = click(api_client, program, f"{query}&utm_source=partner")
+        assert response.status_code == 200, (query, response.json())
+        assert response.json()["partner_code"] == query.partition("=")[2]
+    events = ClickEvent.objects.filter(program=program).order_by("pk")
+    assert [event.partner_id for event in events] == [partners[partner] for _, partner in clicks]
+
+
+@pytest.mark.django_db
+def test_a_deactivated_partners_links_arrive_off_and_count_no_click(api_client):
+    program = ProgramFactory.create(hold_days=30, link_aliases=["ref"])
+    import_source(program, tolt.read(files(V2)), dry_run=False)
+    assert not ReferralLink.objects.get(program=program, short_link="cleo").is_active
+    assert click(api_client, program, "ref=cleo").status_code != 200
+    assert not ClickEvent.objects.filter(program=program).exists()
+
+
+@pytest.mark.django_db
+def test_a_link_on_the_programs_own_parameter_counts_with_that_alias(api_client):
+    # A link's param is the program's choice (links/create: "The tracking parameter name"): its alias is that name.
+    links = {"success": True, "data": [{"id": "lnk_1", "param": "partner", "value": "p7", "partner_id": "part_7"}]}
+    uploads = [
+        ("partners.json", json.dumps({"success": True, "data": [PARTNER]}).encode()),
+        ("links.json", json.dumps(links).encode()),
+    ]
+    program = ProgramFactory.create(hold_days=30, link_aliases=["partner"])
+    import_source(program, tolt.read(uploads), dry_run=False)
+    response = click(api_client, program, "partner=p7")
+    assert response.status_code == 200, response.json()
+    assert ClickEvent.objects.get(program=program).partner_id == imported_ids(program, "tolt", "partner")["part_7"]
+
+
+def test_the_docs_v2_curl_lines_write_the_v2_fixture_files():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "import.md").read_text()
+    section = docs[docs.index("### Tolt (`tolt`)") : docs.index("### PartnerStack")]
+    lines = re.findall(r'"\$T2/(\w+)\?([^"]+)" > (\S+\.json)', section)
+    assert {endpoint for endpoint, _, _ in lines} == {
+        "programs",
+        "partners",
+        "links",
+        "customers",
+        "transactions",
+        "commissions",
+    }
+    written = {name for _, _, name in lines}
+    assert written == {f"{endpoint}-1.json" for endpoint, _, _ in lines}
+    assert written <= {name for name, _ in files(V2)}
