@@ -1,4 +1,5 @@
 import json
+import random
 from collections import Counter
 from datetime import timedelta
 from io import StringIO
@@ -21,7 +22,7 @@ from programs.models import Role
 from tests.factories import MembershipFactory, ProgramFactory
 from tests.imports.fixtures.build import HERE, build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids, row_counts
-from tests.imports.platform_fuzz import check_junk
+from tests.imports.platform_fuzz import WHERE, check_junk, mutate
 from tests.imports.test_refunds_after_move import stripe_charge
 from tests.stripe_payloads import ACCOUNT, event, post_event
 from tracking.models import ClickEvent
@@ -542,3 +543,22 @@ def test_a_stripe_refund_of_the_invoice_behind_event_id_reverses_the_imported_co
     assert commission.status == "reversed"
     # Ada's 20.00 is gone; the others' balances are untouched.
     assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items() if key != "101"}
+
+
+@pytest.mark.parametrize("folder", [API, V1])
+def test_junk_in_the_published_shapes_is_refused_never_raised(folder):
+    rng = random.Random(f"{folder}-junk")
+    originals = [(name, json.loads(content)) for name, content in files(folder)]
+    for _ in range(60):
+        uploaded = []
+        for name, payload in originals:
+            rows = payload["data"] if isinstance(payload, dict) else payload
+            uploaded.append((name, json.dumps([mutate(r, rng) if rng.random() < 0.4 else r for r in rows]).encode()))
+        for currency in ("USD", ""):
+            try:
+                source = firstpromoter.read(uploaded, currency=currency)
+            except ImportFileError:
+                continue
+            for rows in (source.partners, source.links, source.referrals, source.commissions, source.refusals):
+                assert all(WHERE.match(row.where) for row in rows)
+            assert all(row.commission_amount_minor >= 0 and row.sale_amount_minor >= 0 for row in source.commissions)
