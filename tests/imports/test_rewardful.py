@@ -10,7 +10,6 @@ from commissions.models import Commission
 from commissions.selectors import ledger_balances
 from imports.engine import import_source
 from imports.platforms import PLATFORMS
-from imports.platforms import rewardful as rewardful_reader
 from imports.records import CommissionRow, ImportFileError
 from programs.models import Partner, ReferralLink
 from tests.factories import ProgramFactory
@@ -470,12 +469,20 @@ def test_a_stripe_refund_of_an_imported_sales_charge_reverses_its_commission(
     assert ledger_balances(partner_ids=[ada])[ada].get("USD", 0) == 0
 
 
-def test_the_api_fixtures_are_json_pages_in_rewardfuls_envelope():
+def test_the_api_fixtures_are_every_page_of_each_list_in_rewardfuls_envelope():
+    pages: dict[str, list[dict[str, Any]]] = {}
     for name, content in files(API):
         payload = json.loads(content)
         assert set(payload) == {"pagination", "data"}, name
         assert payload["pagination"]["count"] == len(payload["data"]), name
-    assert rewardful_reader.EXPECTED.startswith("Rewardful's")
+        pages.setdefault(name.rsplit("-", 1)[0], []).append(payload["pagination"])
+    for kind, chain in pages.items():
+        # Page n names n-1 and n+1; the last names none (the curl lines stop there); the counts add up.
+        assert [(p["previous_page"], p["current_page"], p["next_page"]) for p in chain] == [
+            (None, 1, 2),
+            (1, 2, None),
+        ], kind
+        assert sum(p["count"] for p in chain) == chain[0]["total_count"], kind
 
 
 @pytest.mark.django_db
