@@ -30,7 +30,7 @@ PLATFORMS: dict[str, Platform] = {
             export_help=(
                 "FirstPromoter API v2: GET /api/v2/company/promoters, /referrals, /commissions (and /payout_methods "
                 "for payout emails) saved as JSON, with the account's currency (its commissions carry none); or v1 "
-                "GET /v1/promoters/list"
+                "GET /v1/promoters/list, /v1/leads/list and /v1/rewards/list"
             ),
             reader=firstpromoter.read,
             asks_currency=True,
