@@ -25,6 +25,7 @@ from .approval import (
     commission_approve_early,
     commission_event_emit,
     commission_insert,
+    ledger_credit,
     review_entry,
     review_new,
 )
@@ -540,6 +541,45 @@ def commission_void(
         if still_credited > 0:
             _deduct(commission, amount=still_credited, memo=memo[:255])
         commission_event_emit(commission, EventType.COMMISSION_REVERSED)
+    return commission
+
+
+def commission_paid_elsewhere(*, commission_id: int, memo: str, now: datetime | None = None) -> Commission:
+    """Marks paid a commission another system paid (the platform an import came from paid it after the import):
+    credited first if it was not yet, then a payout entry for all of it, and status paid, in one transaction, so it
+    is never paid here too. Refused (CommissionActionRefused, nothing changed) unless it is pending or approved, not
+    held, untouched by refunds and covered by no payout here that has left or may leave (paid_out_checks); a draft
+    payout or open withdrawal that then asks more than the balance is reduced to fit, as after a clawback. Nothing
+    is announced: the payment happened elsewhere."""
+    with transaction.atomic():
+        commission = Commission.objects.select_for_update().get(pk=commission_id)
+        if commission.status not in (CommissionStatus.PENDING, CommissionStatus.APPROVED):
+            raise CommissionActionRefused(f"it is {commission.get_status_display().lower()} here")
+        if commission.held_at is not None:
+            raise CommissionActionRefused("it is held for review here")
+        if commission.deducted_cents or commission.sale_refunded_cents:
+            raise CommissionActionRefused("a refund was applied to it here")
+        if any(check(commission) for check in paid_out_checks):
+            raise CommissionActionRefused("a payout here covers it already")
+        Partner.objects.select_for_update().filter(pk=commission.partner_id).first()
+        if not commission.credited:
+            ledger_credit(commission)
+            commission.credited = True
+            commission.approved_at = now or timezone.now()
+        commission.status = CommissionStatus.PAID
+        commission.save(update_fields=["credited", "approved_at", "status", "updated_at"])
+        LedgerEntry.objects.create(
+            partner_id=commission.partner_id,
+            program_id=commission.program_id,
+            commission=commission,
+            kind=LedgerEntry.Kind.PAYOUT,
+            amount_cents=-commission.amount_cents,
+            currency=commission.currency,
+            memo=memo[:255],
+        )
+        for fit in balance_fitters:
+            fit(partner_id=commission.partner_id, currency=commission.currency)
+        withdrawals_fit_balance(partner_id=commission.partner_id, currency=commission.currency)
     return commission
 
 

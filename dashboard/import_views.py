@@ -175,6 +175,7 @@ def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> 
             balances=upload.report.get("balances", []),
             deactivated=upload.report.get("deactivated", []),
             link_steps=upload.report.get("link_steps", []),
+            changes=upload.report.get("changes", []),
             refusals=refusals[:REFUSALS_SHOWN],
             refusals_more=max(0, len(refusals) - REFUSALS_SHOWN),
         ),

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from commissions.approval import review_new
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
+from commissions.services import CommissionActionRefused, commission_paid_elsewhere, commission_void
 from core.currency import Currency
 from core.money import money
 from programs.link_aliases import RESERVED_LINK_PARAMS, link_aliases_of
@@ -136,6 +137,9 @@ class ImportReport:
     balances: list[BalanceCheck] = field(default_factory=list)
     deactivated: list[str] = field(default_factory=list)
     link_steps: list[str] = field(default_factory=list)
+    # Commissions imported before whose status changed on the old platform since: what the run does (or, dry,
+    # would do) about each, or why it leaves one to the owner.
+    changes: list[str] = field(default_factory=list)
 
     def refuse(self, where: str, kind: str, reason: str) -> None:
         self.refusals.append(Refusal(where=where, kind=kind, reason=reason))
@@ -165,6 +169,9 @@ class ImportReport:
         if self.link_steps:
             lines.append("To keep the imported links working:")
             lines.extend(f"  {step}" for step in self.link_steps)
+        if self.changes:
+            lines.append(f"Changed on {self.label or self.platform} since imported ({len(self.changes)}):")
+            lines.extend(f"  {change}" for change in self.changes)
         if self.refusals:
             lines.append(f"Refused rows ({len(self.refusals)}):")
             lines.extend(f"{refusal.where}: {refusal.reason}" for refusal in self.refusals)
@@ -176,6 +183,7 @@ class ImportReport:
             "balances": [balance.as_dict() for balance in self.balances],
             "deactivated": self.deactivated,
             "link_steps": self.link_steps,
+            "changes": self.changes,
         }
 
 
@@ -337,6 +345,8 @@ class _Importer:
         self.click_ids: dict[int, str] = {}
         self.gone: dict[str, set[int]] = {}
         self.deactivated_sources = {row.source_id for row in source.partners if row.deactivated}
+        # Commission rows imported before, with the Commission each became (for what changed since).
+        self.known_commissions: list[tuple[CommissionRow, int]] = []
         # (partner source id, currency) -> minor units owed on arrival: pending and approved, not paid.
         self.owed: dict[tuple[str, str], int] = {}
 
@@ -680,6 +690,7 @@ class _Importer:
             if row.source_id in known:
                 self._count_known(COMMISSION, known[row.source_id])
                 self._owed_add(row)
+                self.known_commissions.append((row, known[row.source_id].object_id))
                 seen.add(row.source_id)
                 continue
             if row.source_id in seen:
@@ -729,6 +740,81 @@ class _Importer:
         if row.status in ("pending", "approved") and row.commission_amount_minor > 0:
             key = (row.partner_source_id, row.currency)
             self.owed[key] = self.owed.get(key, 0) + row.commission_amount_minor
+
+    # What changed on the old platform since an earlier import ------------------------------------------------
+
+    def plan_changes(self) -> list[tuple[CommissionRow, int, str, str]]:
+        """Commissions imported before that the old platform has paid or voided since, while here they are still
+        pending or approved, to mark paid (so they are never paid here too) or void: (row, commission id, "paid" |
+        "void", ""). One the old platform changed otherwise is named for the owner and left: (row, id, "", why).
+        In the rows' order; a dry run reports each as it would go."""
+        ids = [commission_id for _, commission_id in self.known_commissions]
+        here: dict[int, tuple[str, int]] = {}
+        for chunk in _chunks(ids, READ_CHUNK):
+            rows = Commission.objects.filter(pk__in=list(chunk)).values_list("pk", "status", "amount_cents")
+            here.update((pk, (status, amount)) for pk, status, amount in rows)
+        open_here = (CommissionStatus.PENDING, CommissionStatus.APPROVED)
+        planned: list[tuple[CommissionRow, int, str, str]] = []
+        for row, commission_id in self.known_commissions:
+            if commission_id not in here:
+                continue
+            status, amount = here[commission_id]
+            named = f"{row.where}: commission {row.source_id}"
+            if row.status in ("paid", "void") and status in open_here:
+                planned.append((row, commission_id, row.status, ""))
+                if self.dry_run:
+                    action = "mark it paid here" if row.status == "paid" else "void it here"
+                    self.report.changes.append(f"{self._changed(row)}: would {action}")
+            elif row.status == "void" and status == CommissionStatus.PAID:
+                planned.append(
+                    (
+                        row,
+                        commission_id,
+                        "",
+                        f"{named} is void on {self.label}, and paid here: left as it is (refund the sale here if the "
+                        "money should come back)",
+                    )
+                )
+            elif row.status in ("pending", "approved", "paid") and row.commission_amount_minor != amount:
+                planned.append(
+                    (
+                        row,
+                        commission_id,
+                        "",
+                        f"{named} is {money(row.commission_amount_minor, row.currency)} on {self.label}, "
+                        f"{money(amount, row.currency)} here: left as it is",
+                    )
+                )
+            else:
+                continue
+            if self.dry_run and planned[-1][3]:
+                self.report.changes.append(planned[-1][3])
+        return planned
+
+    def _changed(self, row: CommissionRow) -> str:
+        return f"{row.where}: commission {row.source_id} is {row.status} on {self.label} since it was imported"
+
+    def write_changes(self, planned: list[tuple[CommissionRow, int, str, str]]) -> None:
+        """Each change in its own transaction (the service's), decided again under the commission's lock: a rerun
+        finds it done and does nothing."""
+        for row, commission_id, change, note in planned:
+            if not change:
+                self.report.changes.append(note)
+                continue
+            try:
+                if change == "paid":
+                    commission_paid_elsewhere(commission_id=commission_id, memo=PAID_MEMO.format(label=self.label))
+                    done = "marked paid here"
+                else:
+                    commission_void(
+                        commission_id=commission_id,
+                        reason=f"voided on {self.label} after the import",
+                        actor=f"import:{self.platform}"[:200],
+                    )
+                    done = "voided here"
+            except CommissionActionRefused as refused:
+                done = f"left as it is ({refused})"
+            self.report.changes.append(f"{self._changed(row)}: {done}")
 
     # The money and the links, before confirming -------------------------------------------------------------
 
@@ -917,6 +1003,9 @@ class _Importer:
         commissions = self.plan_commissions()
         if not self.dry_run:
             self.write_commissions(commissions)
+        changes = self.plan_changes()
+        if not self.dry_run:
+            self.write_changes(changes)
         self.report.label = self.label
         self.report.balances = self.check_balances()
         link_count = self.report.counts[LINK].created + self.report.counts[LINK].matched
@@ -990,8 +1079,9 @@ def import_source(
     run.finished_at = timezone.now()
     run.counts = report.counts_dict()
     run.refusals = [[r.where, r.kind, r.reason] for r in report.refusals]
+    run.changes = report.changes
     run.batches_done = importer.batches
-    run.save(update_fields=["status", "finished_at", "counts", "refusals", "batches_done", "updated_at"])
+    run.save(update_fields=["status", "finished_at", "counts", "refusals", "changes", "batches_done", "updated_at"])
     report.run_id = run.pk
     report.status = run.status
     return report

@@ -32,6 +32,9 @@ class ImportRun(models.Model):
     counts = models.JSONField(default=dict, blank=True)
     # [[where, kind, reason], ...] of the last pass over the files (parser's and engine's).
     refusals = models.JSONField(default=list, blank=True)
+    # What the run did about commissions imported before that the old platform paid or voided since (engine
+    # ImportReport.changes), one line each.
+    changes = models.JSONField(default=list, blank=True)
     batches_done = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     actor = models.ForeignKey(

@@ -10,13 +10,18 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
+from commissions import services
+from commissions.models import Commission, CommissionStatus
+from commissions.selectors import ledger_balances
 from imports.engine import import_source, link_param_steps
+from imports.models import ImportedRecord, ImportRun
 from imports.platforms import PLATFORMS
 from imports.platforms.base import Platform
 from imports.readiness import import_check
 from programs.models import Partner, ReferralLink, Role
 from programs.services import partner_reactivate
 from tests.factories import MembershipFactory, PartnerFactory, ProgramFactory
+from tests.helpers import run_together
 from tests.imports.engine_sources import small_source
 
 pytestmark = [pytest.mark.django_db]
@@ -226,3 +231,121 @@ class TestShownToTheOwner:
         assert "Owed to partners, per currency:" in text and "  USD: 90.12 USD owed on arrival" in text
         assert "Arriving deactivated, their links off (1):" in text
         assert "To keep the imported links working:" in text
+
+
+def with_statuses(source, changes: dict[str, dict]):
+    commissions = [
+        dataclasses.replace(row, **changes[row.source_id]) if row.source_id in changes else row
+        for row in source.commissions
+    ]
+    return dataclasses.replace(source, commissions=commissions)
+
+
+def commission_of(program, source_id: str) -> Commission:
+    record = ImportedRecord.objects.get(program=program, kind="commission", source_id=source_id)
+    return Commission.objects.get(pk=record.object_id)
+
+
+def balances_of(program) -> dict[str, dict[str, int]]:
+    partners = {p.pk: p.name for p in Partner.objects.filter(workspace=program.workspace)}
+    return {partners[pk]: money for pk, money in ledger_balances(partner_ids=list(partners)).items()}
+
+
+class TestChangedSinceImported:
+    """The owner exports again after the old platform paid or voided commissions already imported: a paid one is
+    marked paid here (never paid twice), a voided one voided; anything else is named and left."""
+
+    def test_paid_and_voided_there_since_are_paid_and_voided_here(self, program):
+        first = source_with()
+        import_source(program, first, dry_run=False)
+        assert balances_of(program)["Partner 1"] == {"USD": 2001, "EUR": 777}
+        later = with_statuses(
+            first,
+            {
+                "c1-1": {"status": "paid"},  # pending here: credited and paid
+                "c1-2": {"status": "paid"},  # approved here
+                "c2-2": {"status": "void"},  # approved and credited here: taken back
+                "c3-1": {"status": "void"},  # pending here
+                "c3-2": {"commission_amount_minor": 999},  # another change: named, left
+            },
+        )
+        dry = import_source(program, later, dry_run=True)
+        assert dry.changes == [
+            "commissions.csv line 5: commission c1-1 is paid on Fake since it was imported: would mark it paid here",
+            "commissions.csv line 6: commission c1-2 is paid on Fake since it was imported: would mark it paid here",
+            "commissions.csv line 10: commission c2-2 is void on Fake since it was imported: would void it here",
+            "commissions.csv line 13: commission c3-1 is void on Fake since it was imported: would void it here",
+            "commissions.csv line 14: commission c3-2 is 9.99 USD on Fake, 20.03 USD here: left as it is",
+        ]
+        assert commission_of(program, "c1-1").status == CommissionStatus.PENDING, "the dry run writes nothing"
+
+        report = import_source(program, later, dry_run=False)
+        assert report.counts["commission"].created == 0
+        assert [change.rsplit(": ", 1)[1] for change in report.changes] == [
+            "marked paid here",
+            "marked paid here",
+            "voided here",
+            "voided here",
+            "left as it is",
+        ]
+        paid = commission_of(program, "c1-1")
+        assert (paid.status, paid.credited) == (CommissionStatus.PAID, True)
+        assert list(paid.ledger_entries.order_by("pk").values_list("kind", "amount_cents", "memo")) == [
+            ("credit", 1001, f"Commission #{paid.pk} approved"),
+            ("payout", -1001, "Paid on Fake before the move"),
+        ]
+        assert commission_of(program, "c2-2").status == CommissionStatus.REVERSED
+        assert commission_of(program, "c3-1").status == CommissionStatus.REVERSED
+        assert commission_of(program, "c3-2").amount_cents == 2003
+        balances = balances_of(program)
+        assert balances["Partner 1"] == {"USD": 0, "EUR": 777}
+        assert balances["Partner 2"] == {"USD": 0}
+        assert ImportRun.objects.order_by("-pk").first().changes == report.changes
+
+        again = import_source(program, later, dry_run=False)
+        assert again.changes == [
+            "commissions.csv line 14: commission c3-2 is 9.99 USD on Fake, 20.03 USD here: left as it is"
+        ]
+        assert balances_of(program) == balances
+
+    def test_one_held_for_review_here_or_covered_by_a_payout_here_is_left_to_the_owner(self, program, monkeypatch):
+        first = source_with()
+        first = with_statuses(first, {"c1-1": {"held_reason": "held for review on Fake"}})
+        import_source(program, first, dry_run=False)
+        monkeypatch.setattr(services, "paid_out_checks", [lambda commission: commission.amount_cents == 2002])
+        report = import_source(
+            program, with_statuses(first, {"c1-1": {"status": "paid"}, "c2-2": {"status": "paid"}}), dry_run=False
+        )
+        assert report.changes == [
+            "commissions.csv line 5: commission c1-1 is paid on Fake since it was imported: left as it is (it is "
+            "held for review here)",
+            "commissions.csv line 10: commission c2-2 is paid on Fake since it was imported: left as it is (a payout "
+            "here covers it already)",
+        ]
+        assert commission_of(program, "c2-2").status == CommissionStatus.APPROVED
+
+    def test_voided_there_and_paid_here_is_named_and_left(self, program):
+        first = source_with()
+        import_source(program, first, dry_run=False)
+        report = import_source(program, with_statuses(first, {"c1-3": {"status": "void"}}), dry_run=True)
+        assert report.changes == [
+            "commissions.csv line 7: commission c1-3 is void on Fake, and paid here: left as it is (refund the sale "
+            "here if the money should come back)"
+        ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_reruns_at_once_pay_a_commission_once(program):
+    first = source_with()
+    import_source(program, first, dry_run=False)
+    commission = commission_of(program, "c1-2")
+
+    def mark(_: int) -> str:
+        try:
+            services.commission_paid_elsewhere(commission_id=commission.pk, memo="Paid on Fake before the move")
+        except services.CommissionActionRefused as refused:
+            return str(refused)
+        return "paid"
+
+    assert sorted(run_together(4, mark)) == ["it is paid out here"] * 3 + ["paid"]
+    assert commission.ledger_entries.filter(kind="payout").count() == 1
