@@ -1,13 +1,42 @@
-"""Dub: the API's lists saved as JSON, one file each: GET /partners (with each partner's links), /links, /customers
-(?includeExpandedFields=true, for the customer's link and partner) and /commissions.
+"""Dub: the API's list answers saved as JSON, one file per page: GET /partners (each enrolled partner with its
+links), /links, /customers?includeExpandedFields=true (the customer's link and partner) and /commissions. Each is a
+bare JSON array (dubinc/dub apps/web/lib/openapi/*: `z.array(...)`); /partners and /links page by `page` and
+`pageSize` (at most 100), /customers and /commissions by `startingAfter=<last id>` (their `page` is deprecated).
 
-Dub's partner links are short links on Dub's domain or the owner's short domain (go.example.com/<key>), not a query
-parameter on the site: the key becomes the partner's code here (?via=<key> works at once; the short domain keeps
-answering only while it points at Dub). Amounts are cents: a commission's `amount` is the sale, `earnings` the
-partner's commission. Status: pending and hold -> pending, processed -> approved (owed, in a payout not yet paid),
-paid -> paid, refunded, duplicate, fraud and canceled -> void. A commission's sale keeps its invoiceId (the Stripe
-invoice id with Dub's Stripe integration), so a Stripe refund of that invoice after the move reverses the commission."""
+Every field read, and the dubinc/dub zod schema that documents it (tests/imports/fixtures/dub_api/README.md has the
+table):
 
+- Partner (EnrolledPartnerSchema, partners.ts with ProgramEnrollmentSchema, programs.ts): id (partnerId too), email
+  (nullable: a partner without one is refused), name, companyName, paypalEmail (nullable), createdAt (the
+  enrolment's), status (ProgramEnrollmentStatus) and bannedReason, links (ProgramPartnerLinkSchema, nullable).
+- Link (LinkSchema, links.ts): id, key (the code), domain, partnerId (null for the workspace's own links), externalId
+  (the owner's id for the link: it does not make the row a customer).
+- Customer (CustomerEnrichedSchema, customers.ts): id, externalId (the customer key), email, stripeCustomerId,
+  sales, saleAmount, firstSaleAt, createdAt, link {id, key} and partner {id}, both nullish (null: no partner referred
+  the customer, who is then not a referral and is left out).
+- Commission (CommissionEnrichedSchema, commissions.ts): id, type, amount (the sale, cents; 0 for click, lead and
+  custom commissions), earnings (the partner's commission, cents; negative for a clawback), currency (lower case;
+  Dub converts sales to USD and keeps the original currency only when it has no rate), status (CommissionStatus),
+  invoiceId (nullable), createdAt, partner {id}, customer {id} (nullish).
+
+Enrolment status: approved, archived (Dub's ACTIVE_ENROLLMENT_STATUSES) and invited (commission-eligible) arrive
+active; banned, deactivated and rejected (Dub's INACTIVE_ENROLLMENT_STATUSES), pending (an application never
+approved) and declined (an invitation turned down) arrive deactivated, their links off, with the reason.
+
+Commission status, decided before any amount or currency is read: pending -> pending; hold (Dub's fraud hold) ->
+pending and held for review; processed (due, in a payout not yet paid) -> approved; paid -> paid; refunded,
+duplicate, fraud and canceled -> void (skipped). A clawback (custom commission with negative earnings) that is still
+owed nets against the same partner's owed commissions of its currency (same status first, latest first), so the
+balance here is Dub's; one already paid out changed nothing owed and is skipped.
+
+What Dub shows as owed is not in these answers: a partner's totalCommissions sums pending, processed and paid
+earnings of every currency (sync-total-commissions.ts) and payouts list only commissions past the holding period, so
+PartnerRow.reported_owed stays empty.
+
+A commission's invoiceId is the Stripe invoice id with Dub's Stripe integration (or the id the owner gave Dub's
+track-sale call): kept as the sale's payment id, so a Stripe refund of that invoice after the move finds the sale."""
+
+from dataclasses import dataclass, replace
 from typing import Any
 
 from imports.platforms.base import (
@@ -40,6 +69,7 @@ from imports.records import (
 )
 
 PLATFORM = "dub"
+# CommissionStatus, apps/web/prisma/schema/commission.prisma.
 COMMISSION_STATUSES = {
     "pending": "pending",
     "hold": "pending",
@@ -50,7 +80,40 @@ COMMISSION_STATUSES = {
     "fraud": "void",
     "canceled": "void",
 }
-EXPECTED = "Dub's partners, links, customers or commissions JSON (GET /partners, /links, /customers, /commissions)"
+HELD_ON_DUB = "held for fraud review on Dub"
+# ProgramEnrollmentStatus, apps/web/prisma/schema/program.prisma.
+ACTIVE_ENROLMENTS = ("approved", "archived", "invited")
+INACTIVE_ENROLMENTS = {
+    "banned": "banned on Dub",
+    "deactivated": "deactivated on Dub",
+    "rejected": "application rejected on Dub",
+    "pending": "application pending on Dub, never approved",
+    "declined": "declined the invitation on Dub",
+}
+# BAN_PARTNER_REASONS, apps/web/lib/zod/schemas/partners.ts.
+BAN_REASONS = {
+    "tos_violation": "Terms of Service Violation",
+    "inappropriate_content": "Inappropriate or Offensive Content",
+    "fake_traffic": "Artificial Traffic Generation",
+    "fraud": "Fraudulent Activity",
+    "spam": "Spam or Misleading Content",
+    "brand_abuse": "Brand Abuse or Trademark Violations",
+}
+EXPECTED = (
+    "Dub's partners, links, customers or commissions JSON "
+    "(GET /partners, /links, /customers?includeExpandedFields=true, /commissions)"
+)
+
+
+@dataclass(frozen=True)
+class _Clawback:
+    where: str
+    source_id: str
+    partner_source_id: str
+    referral_source_id: str
+    amount_minor: int
+    currency: str
+    status: str
 
 
 def read(files: Files) -> Source:
@@ -70,49 +133,85 @@ def read(files: Files) -> Source:
             if kind == "partners":
                 for link in seq(item.get("links")):
                     if isinstance(link, dict) and text(link.get("id")):
-                        link_partner[text(link.get("id"))] = text(item.get("id"))
+                        link_partner[text(link.get("id"))] = _partner_id(item)
+    clawbacks: list[_Clawback] = []
     for name, kind, items in parsed:
         if kind == "partners":
             builder.saw_partner_file = True
         for where, item in items_with_where(name, items):
             if kind == "partners":
-                builder.attempt(where, "partner", _partner, where, item, partner_id=text(item.get("id")))
+                builder.attempt(where, "partner", _partner, where, item, partner_id=_partner_id(item))
                 for link in seq(item.get("links")):
-                    builder.attempt(where, "link", _link, where, link, text(item.get("id")))
+                    builder.attempt(where, "link", _link, where, link, _partner_id(item))
             elif kind == "links":
                 builder.attempt(where, "link", _link, where, item, text(item.get("partnerId")))
             elif kind == "customers":
                 builder.attempt(where, "referral", _customer, where, item, link_partner)
             elif kind == "commissions":
-                builder.attempt(where, "commission", _commission, where, item)
+                builder.attempt(where, "commission", _commission, where, item, clawbacks)
+    _net_clawbacks(builder, clawbacks)
     return builder.finish()
 
 
 def _kind(name: str, items: list[Item]) -> str:
+    """Which list the answer is, by the fields only that list's objects carry. A link carries `externalId` too (the
+    owner's id for it), so links are told by `key` and `domain` before customers by `externalId`."""
     if not items:
         return "empty"
     sample = items[0]
     if "earnings" in sample:
         return "commissions"
-    if "externalId" in sample or "stripeCustomerId" in sample:
-        return "customers"
     if "key" in sample and "domain" in sample:
+        if "partnerId" not in sample:
+            # GET /partners/links answers one partner's links without naming the partner.
+            raise ImportFileError(
+                f"{name}: these links name no partner (GET /partners/links answers one partner's links); "
+                "save GET /links, or the partners' own links in GET /partners"
+            )
         return "links"
-    if "email" in sample and ("links" in sample or "paypalEmail" in sample or "status" in sample):
+    if "externalId" in sample or "stripeCustomerId" in sample or "firstSaleAt" in sample:
+        if not any("link" in item or "partner" in item for item in items):
+            raise ImportFileError(
+                f"{name}: these customers name neither their link nor their partner; save "
+                "GET /customers?includeExpandedFields=true"
+            )
+        return "customers"
+    if "periodStart" in sample:
+        raise ImportFileError(f"{name}: Dub's payouts are not read (a paid commission says it was paid); {EXPECTED}")
+    if "email" in sample and ("status" in sample or "links" in sample or "paypalEmail" in sample):
         return "partners"
     raise unknown_file(name, EXPECTED)
 
 
+def _partner_id(item: Item) -> str:
+    return first(item.get("id"), item.get("partnerId"))
+
+
+def _deactivated(item: Item) -> str:
+    status = text(item.get("status")).lower()
+    if not status:
+        raise RowRefused("status is missing (Dub's enrolment status)")
+    if status in ACTIVE_ENROLMENTS:
+        return ""
+    if status not in INACTIVE_ENROLMENTS:
+        known = ", ".join((*ACTIVE_ENROLMENTS, *INACTIVE_ENROLMENTS))
+        raise RowRefused(f"status {status!r} is not one of {known}")
+    reason = BAN_REASONS.get(text(item.get("bannedReason")), "")
+    return f"{INACTIVE_ENROLMENTS[status]} ({reason})" if status == "banned" and reason else INACTIVE_ENROLMENTS[status]
+
+
 def _partner(where: str, item: Item) -> PartnerRow:
+    deactivated = _deactivated(item)
     paypal = email_of(item.get("paypalEmail"), required=False)
     return PartnerRow(
         where=where,
-        source_id=required(item.get("id"), "partner id"),
+        source_id=required(_partner_id(item), "partner id"),
         email=email_of(item.get("email"), required=True),
         name=first(item.get("name"), item.get("companyName")),
         payout_email=paypal,
         payout_rail="paypal" if paypal else "",
         created_at=time_or_epoch(first(item.get("createdAt"), item.get("enrolledAt"))),
+        deactivated=deactivated,
     )
 
 
@@ -125,47 +224,140 @@ def _link(where: str, link: Any, partner_id: str) -> LinkRow | None:
     return LinkRow(where=where, source_id=first(link.get("id"), code), partner_source_id=partner_id, code=code)
 
 
-def _customer(where: str, item: Item, link_partner: dict[str, str]) -> ReferralRow:
+def _paid_something(item: Item) -> bool | None:
+    """Whether Dub counts a sale of the customer; None when the answer has none of the fields that say it."""
+    if not any(key in item for key in ("sales", "saleAmount", "firstSaleAt")):
+        return None
+    counts = (item.get("sales"), item.get("saleAmount"))
+    counted = any(isinstance(n, int | float) and not isinstance(n, bool) and n > 0 for n in counts)
+    return counted or bool(text(item.get("firstSaleAt")))
+
+
+def _customer(where: str, item: Item, link_partner: dict[str, str]) -> ReferralRow | None:
+    for field in ("link", "partner"):
+        if item.get(field) is not None and not isinstance(item.get(field), dict):
+            raise RowRefused(f"{field} is not an object")
+    link_id = first(dig(item, "link", "id"), item.get("linkId"))
+    partner = first(dig(item, "partner", "id"), item.get("partnerId"), link_partner.get(link_id, ""))
+    if not partner and not link_id:
+        return None  # no partner referred this customer (CustomerEnrichedSchema: link and partner null)
     stripe_id = text(item.get("stripeCustomerId"))
     external = text(item.get("externalId"))
     email = email_of(item.get("email"), required=False)
     if not email and not external and not stripe_id:
         raise RowRefused("no customer: neither an email, an externalId nor a stripeCustomerId")
-    link_id = first(dig(item, "link", "id"), item.get("linkId"))
-    partner = first(dig(item, "partner", "id"), item.get("partnerId"), link_partner.get(link_id, ""))
+    paid = _paid_something(item)
     return ReferralRow(
         where=where,
         source_id=required(item.get("id"), "customer id"),
-        partner_source_id=required(partner, "partner"),
+        partner_source_id=required(partner, "partner (the customer's link names none)"),
         email=email,
         customer_key=external,
         processor_customer_id=stripe_id,
-        status="customer" if stripe_id or text(item.get("firstSaleAt")) or (item.get("sales") or 0) else "lead",
+        status="customer" if (paid if paid is not None else bool(stripe_id)) else "lead",
         link_code=first(dig(item, "link", "key")),
         created_at=time_or_epoch(item.get("createdAt")),
     )
 
 
-def _commission(where: str, item: Item) -> CommissionRow:
+def _cents(item: Item, field: str, currency: str, *, negative: bool = False) -> int:
+    """A cents field (an integer in Dub's schemas) in minor units, refused by the field's name."""
+    value = item.get(field)
+    if value is None or text(value) == "":
+        raise RowRefused(f"{field} is missing")
+    if isinstance(value, bool | dict | list):
+        raise RowRefused(f"{field} is not a number")
+    written = text(value)
+    if negative:
+        written = written.removeprefix("-")
+    try:
+        return money(written, currency, given_in="minor")
+    except RowRefused as refused:
+        raise RowRefused(f"{field}: {refused.reason}") from None
+
+
+def _commission(where: str, item: Item, clawbacks: list[_Clawback]) -> CommissionRow | None:
     status = text(item.get("status")).lower()
     if status not in COMMISSION_STATUSES:
         raise RowRefused(f"status {status!r} is not one of {', '.join(COMMISSION_STATUSES)}")
+    mapped = COMMISSION_STATUSES[status]
+    source_id = required(item.get("id"), "commission id")
+    partner = required(first(dig(item, "partner", "id"), item.get("partnerId")), "partner")
+    customer = first(dig(item, "customer", "id"), item.get("customerId"))
+    if mapped == "void":
+        # Not owed: skipped by its status, whatever its amount or currency says.
+        return CommissionRow(
+            where=where, source_id=source_id, partner_source_id=partner, referral_source_id=customer, status="void"
+        )
     currency = known_currency(text(item.get("currency")))
-    earnings = item.get("earnings")
-    if earnings is None or text(earnings) == "":
-        raise RowRefused("earnings are missing")
+    clawback = text(item.get("earnings")).startswith("-")
+    earnings = _cents(item, "earnings", currency, negative=clawback)
+    if clawback:
+        clawbacks.append(_Clawback(where, source_id, partner, customer, earnings, currency, mapped))
+        return None
+    invoice = first(item.get("invoiceId"))
     return CommissionRow(
         where=where,
-        source_id=required(item.get("id"), "commission id"),
-        partner_source_id=required(first(dig(item, "partner", "id"), item.get("partnerId")), "partner"),
-        referral_source_id=first(dig(item, "customer", "id"), item.get("customerId")),
-        sale_source_id=first(item.get("invoiceId")),
+        source_id=source_id,
+        partner_source_id=partner,
+        referral_source_id=customer,
+        sale_source_id=invoice,
         # invoiceId (nullable in Dub's CommissionSchema) is the Stripe invoice id with Dub's Stripe integration, or
         # the owner's invoice id given to Dub's track-sale call: a Stripe refund of that invoice finds the sale.
-        processor_payment_id=first(item.get("invoiceId")),
-        sale_amount_minor=money(first(item.get("amount"), 0), currency, given_in="minor"),
-        commission_amount_minor=money(earnings, currency, given_in="minor"),
+        processor_payment_id=invoice,
+        sale_amount_minor=_cents(item, "amount", currency) if item.get("amount") is not None else 0,
+        commission_amount_minor=earnings,
         currency=currency,
-        status=COMMISSION_STATUSES[status],
+        status=mapped,
         created_at=time_or_epoch(item.get("createdAt")),
+        held_reason=HELD_ON_DUB if status == "hold" else "",
     )
+
+
+def _net_clawbacks(builder: SourceBuilder, clawbacks: list[_Clawback]) -> None:
+    """Each clawback still owed comes off the partner's owed commissions of its currency (see the module's
+    docstring); the clawback row is kept as a void row of nothing, so the report counts it as skipped."""
+    rows = builder.commissions
+    for clawback in clawbacks:
+        remaining = clawback.amount_minor if clawback.status in ("pending", "approved") else 0
+        candidates = [
+            index
+            for index, row in enumerate(rows)
+            if row.partner_source_id == clawback.partner_source_id
+            and row.currency == clawback.currency
+            and row.status in ("pending", "approved")
+            and not row.held_reason
+            and row.commission_amount_minor > 0
+        ]
+        # Same status first, then the latest (Dub lists newest first, so by time, not by place in the file).
+        candidates.sort(key=lambda index: (rows[index].status != clawback.status, -_moment(rows[index]), -index))
+        for index in candidates:
+            if remaining == 0:
+                break
+            row = rows[index]
+            taken = min(remaining, row.commission_amount_minor)
+            left = row.commission_amount_minor - taken
+            rows[index] = replace(row, commission_amount_minor=left, status=row.status if left else "void")
+            remaining -= taken
+        if remaining:
+            builder.refuse(
+                clawback.where,
+                "commission",
+                f"clawback {clawback.source_id}: earnings {remaining} {clawback.currency} (minor units) more than "
+                f"partner {clawback.partner_source_id} is owed in {clawback.currency}; not carried over",
+            )
+            continue
+        rows.append(
+            CommissionRow(
+                where=clawback.where,
+                source_id=clawback.source_id,
+                partner_source_id=clawback.partner_source_id,
+                referral_source_id=clawback.referral_source_id,
+                currency=clawback.currency,
+                status="void",
+            )
+        )
+
+
+def _moment(row: CommissionRow) -> float:
+    return row.created_at.timestamp() if row.created_at else 0.0

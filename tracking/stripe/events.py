@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import stripe
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -226,6 +228,43 @@ def _sales_for_payment(program: Program, *ids: str | None) -> list[SaleEvent]:
     return list(imported.order_by("pk"))
 
 
+def _invoice_sales_known(program: Program) -> bool:
+    """Whether any live sale of the program is known by a Stripe invoice id: imported ones by the invoice the old
+    platform kept (Dub's invoiceId), recorded ones by the invoice itself (an invoice with no payment intent on it)."""
+    sales = SaleEvent.objects.filter(program=program, is_test=False)
+    return (
+        sales.filter(provider__startswith=IMPORTED_PROVIDER_PREFIX, provider_payment_id__startswith="in_").exists()
+        or sales.filter(processor_event_id__startswith="in_").exists()
+    )
+
+
+def _sales_for_invoices_paid_by(program: Program, payment_intent: Any) -> list[SaleEvent]:
+    """The sales known by an invoice the payment intent paid. From Stripe API version 2025-03-31 ("basil") a Charge
+    no longer names its invoice and a Refund never did: Stripe's InvoicePayment objects map payments to invoices, so
+    the program's connected account is asked GET /v1/invoice_payments?payment[type]=payment_intent&
+    payment[payment_intent]=<id>. Asked only when a sale of the program is known by an invoice id and this
+    installation holds the platform key. A Stripe error raises: the event rolls back whole and is retried (nothing
+    was applied; a refund applied on a later attempt is applied once, by its refund id)."""
+    if not isinstance(payment_intent, str) or not payment_intent.startswith("pi_"):
+        return []
+    if not settings.STRIPE_SECRET_KEY or not program.stripe_account_id or not _invoice_sales_known(program):
+        return []
+    found = stripe.InvoicePayment.list(
+        payment={"type": "payment_intent", "payment_intent": payment_intent},
+        status="paid",
+        limit=100,
+        api_key=settings.STRIPE_SECRET_KEY,
+        stripe_account=program.stripe_account_id,
+    )
+    invoices: list[str] = []
+    for invoice_payment in found.auto_paging_iter():
+        invoice = invoice_payment.invoice
+        invoice_id = invoice if isinstance(invoice, str) else getattr(invoice, "id", None)
+        if isinstance(invoice_id, str) and invoice_id not in invoices:
+            invoices.append(invoice_id)
+    return _sales_for_payment(program, *invoices)
+
+
 def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
     result = refund_apply(sale=sale, amount=amount, refund_id=refund_id, reason=reason)
     if result.status in ("reversed", "refunded"):
@@ -263,6 +302,9 @@ def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: b
     if not livemode:
         return ignored("test payment refund")
     sales = _sales_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
+    if not sales and "invoice" not in charge:
+        # API versions from 2025-03-31 send no Charge.invoice (older ones send null when there is none).
+        sales = _sales_for_invoices_paid_by(program, charge.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
     return _outcome(sales, [_charge_refunds(sale, charge) for sale in sales])
@@ -274,6 +316,9 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
     if refund.get("status") not in (None, "succeeded", "pending"):
         return ignored(f"refund {refund.get('status')}")
     sales = _sales_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
+    if not sales:
+        # A Refund names its charge and payment intent only, on every API version: the invoice is asked of Stripe.
+        sales = _sales_for_invoices_paid_by(program, refund.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
     reason = refund.get("reason") or ""
