@@ -15,9 +15,9 @@ PLATFORMS: dict[str, Platform] = {
             # Rewardful's Stripe integration writes the referral id on the customer as metadata "referral".
             stripe_metadata_keys=("referral",),
             export_help=(
-                "Rewardful API: GET /v1/affiliates?expand[]=links, /v1/referrals?expand[]=affiliate and "
-                "/v1/commissions?expand[]=sale saved as JSON, or the affiliate CSV (first_name, last_name, email, "
-                "token)"
+                "Rewardful API: GET /v1/affiliates?expand[]=links&expand[]=commission_stats, "
+                "/v1/referrals?expand[]=affiliate and /v1/commissions?expand[]=sale saved as JSON, every page, or "
+                "the affiliate CSV of Rewardful's import template (first_name, last_name, email, token)"
             ),
             reader=rewardful.read,
         ),
