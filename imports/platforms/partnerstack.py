@@ -29,7 +29,13 @@ that currency (the charge's amount when the charge is in it, else the charge's a
 else the reward's amount). Reward status: pending -> pending, hold -> pending held for review (PartnerStack holds a
 reward for suspicious activity or a longer review: it arrives in the review queue, never credited by an approval run),
 approved and scheduled -> approved (owed, not yet paid), paid -> paid, declined -> void. Test customers (test: true)
-and rewards of test customers or test transactions are skipped: nothing is owed on them."""
+and rewards of test customers or test transactions are skipped: nothing is owed on them. Both are decided before the
+reward's currency or amount is read: a declined or test reward is skipped whatever its currency or amount says.
+
+An archived partnership (archived: true, listed with ?include_archived=true; is_archived in the partner API's copy of
+the list) arrives deactivated, "archived on PartnerStack". No balance or amount owed is documented on a partnership
+(Dub's partnerStackPartner, Airbyte's partnerships schema and the List Partnerships example carry none): reported_owed
+stays ()."""
 
 from collections.abc import Collection
 
@@ -65,6 +71,7 @@ from imports.records import (
 
 PLATFORM = "partnerstack"
 HELD_REASON = "held for review on PartnerStack (reward_status hold)"
+ARCHIVED = "archived on PartnerStack"
 REWARD_STATUSES = {
     "hold": "pending",
     "pending": "pending",
@@ -155,6 +162,7 @@ def _partnership(where: str, item: Item) -> PartnerRow:
         email=email_of(item.get("email"), required=True),
         name=name_of(item.get("first_name"), item.get("last_name")),
         created_at=time_or_epoch(item.get("created_at")),
+        deactivated=ARCHIVED if item.get("archived") is True or item.get("is_archived") is True else "",
     )
 
 
@@ -209,24 +217,11 @@ def _reward(
     status = text(item.get("reward_status") or item.get("status")).lower()
     if status not in REWARD_STATUSES:
         raise RowRefused(f"reward status {status!r} is not hold, pending, approved, scheduled, paid or declined")
-    currency = known_currency(text(item.get("currency")))
-    amount = item.get("amount")
-    if amount is None or text(amount) == "":
-        raise RowRefused("amount is missing")
     transaction = obj(item.get("transaction"))
     transaction_key = first(transaction.get("key"), item.get("transaction_key"))
     if not transaction and transaction_key in transactions:
         transaction = transactions[transaction_key]
     full_transaction = transactions.get(transaction_key, {}) if transaction_key else {}
-    sale_minor = 0
-    if transaction:
-        sale_currency = text(transaction.get("currency")).upper() or currency
-        if sale_currency == currency:
-            sale_minor = money(first(transaction.get("amount"), 0), currency, given_in="minor")
-        elif currency == "USD":
-            # Rewards are paid in USD whatever the charge's currency: the sale in USD when the charge says it.
-            usd = first(transaction.get("amount_usd"), full_transaction.get("amount_usd"))
-            sale_minor = money(usd, currency, given_in="minor") if usd else 0
     customer_key = first(
         dig(item, "customer", "key"),
         customer_keys.get(text(dig(item, "customer", "external_key")), ""),
@@ -241,9 +236,34 @@ def _reward(
         item.get("partnership_key"),
         partner_by_email.get(text(dig(item, "partnership", "email")).lower(), ""),
     )
+    source_id = required(item.get("key"), "reward key")
+    if mapped == "void":
+        # Not owed on PartnerStack: skipped, whatever its currency or amount says.
+        return CommissionRow(
+            where=where,
+            source_id=source_id,
+            partner_source_id=required(partner, "partnership"),
+            referral_source_id=customer_key,
+            sale_source_id=transaction_key,
+            currency=text(item.get("currency")).upper(),
+            status="void",
+        )
+    currency = known_currency(text(item.get("currency")))
+    amount = item.get("amount")
+    if amount is None or text(amount) == "":
+        raise RowRefused("amount is missing")
+    sale_minor = 0
+    if transaction:
+        sale_currency = text(transaction.get("currency")).upper() or currency
+        if sale_currency == currency:
+            sale_minor = money(first(transaction.get("amount"), 0), currency, given_in="minor")
+        elif currency == "USD":
+            # Rewards are paid in USD whatever the charge's currency: the sale in USD when the charge says it.
+            usd = first(transaction.get("amount_usd"), full_transaction.get("amount_usd"))
+            sale_minor = money(usd, currency, given_in="minor") if usd else 0
     return CommissionRow(
         where=where,
-        source_id=required(item.get("key"), "reward key"),
+        source_id=source_id,
         partner_source_id=required(partner, "partnership"),
         referral_source_id=customer_key,
         sale_source_id=transaction_key,

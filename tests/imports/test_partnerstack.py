@@ -13,6 +13,7 @@ from imports.platforms import PLATFORMS
 from imports.platforms import partnerstack as partnerstack_reader
 from imports.platforms.base import gspk
 from imports.records import ImportFileError
+from programs.models import ReferralLink
 from tests.factories import ProgramFactory
 from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids, row_counts
@@ -38,7 +39,7 @@ def test_counts_and_every_bad_row():
         41,
         40,
         120,
-        150,
+        151,
     )
     assert refusals(source) == [
         ("customers.json item 61", "referral", "no customer: neither an email, a customer_key nor a provider_key"),
@@ -50,8 +51,8 @@ def test_counts_and_every_bad_row():
             "code 'ada0' is already the code of partner pship_0000 (partnerships.json item 1)",
         ),
         ("rewards.json item 31", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)"),
-        ("rewards.json item 71", "commission", "amount 1234.5 in minor units has decimals"),
-        ("rewards.json item 111", "commission", "partner pship_ghost is not in the partners file"),
+        ("rewards.json item 72", "commission", "amount 1234.5 in minor units has decimals"),
+        ("rewards.json item 112", "commission", "partner pship_ghost is not in the partners file"),
     ]
 
 
@@ -67,7 +68,7 @@ def test_codes_are_the_partner_keys_gspk_carries_and_statuses_map():
     assert (paying.processor_customer_id, paying.customer_key, paying.status) == ("cus_T00000", "user-0", "customer")
     assert (lead.processor_customer_id, lead.status) == ("", "lead")
     # hold -> pending, scheduled -> approved, declined -> void.
-    assert Counter(c.status for c in source.commissions) == {"approved": 75, "pending": 25, "paid": 25, "void": 25}
+    assert Counter(c.status for c in source.commissions) == {"approved": 75, "pending": 25, "paid": 25, "void": 26}
     # A reward listed without its transaction takes the sale from the transactions file.
     first = source.commissions[0]
     assert first.sale_source_id == "txn_0000" and first.sale_amount_minor > 0
@@ -114,16 +115,16 @@ def test_a_reward_naming_its_customer_by_external_key_or_email_finds_it():
 # Files written from PartnerStack's published API v2 shapes (fields and sources: fixtures/partnerstack_api/README.md).
 API = "partnerstack_api"
 # What PartnerStack says each partner is owed (approved and scheduled, not paid), in USD cents.
-OWED = {"part_ada001": 1980 + 1062, "part_ben002": 4315, "part_cleo03": 5000}
+OWED = {"part_ada001": 1980 + 1062, "part_ben002": 4315, "part_cleo03": 5000, "part_dee004": 1250}
 
 
 def test_published_shapes_read_with_no_row_refused():
     source = partnerstack.read(files(API))
     assert source.refusals == []
-    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (3, 3, 7, 10)
-    assert [link.code for link in source.links] == ["ada_k", "ben_k", "cleo_k"]
+    assert (len(source.partners), len(source.links), len(source.referrals), len(source.commissions)) == (4, 4, 7, 13)
+    assert [link.code for link in source.links] == ["ada_k", "ben_k", "cleo_k", "dee_k"]
     # Rewards are in USD whatever the charge's currency (EUR charges included); none refused.
-    assert {c.currency for c in source.commissions} == {"USD"}
+    assert {c.currency for c in source.commissions if c.status != "void"} == {"USD"}
     by_key = {c.source_id: c for c in source.commissions}
     assert by_key["rwrd_0001"].sale_amount_minor == 9900  # a USD charge: its amount
     assert by_key["rwrd_0004"].sale_amount_minor == 0  # an EUR charge with no amount_usd: the sale at the reward's
@@ -140,6 +141,9 @@ def test_published_shapes_read_with_no_row_refused():
         "rwrd_0008": ("approved", False),
         "rwrd_0009": ("pending", True),
         "rwrd_0010": ("void", False),
+        "rwrd_0011": ("approved", False),  # the archived partner's, still owed
+        "rwrd_0012": ("void", False),  # declined, in GBP
+        "rwrd_0013": ("void", False),  # a test customer's, with no amount or currency
     }
     # The manual reward (no customer, no transaction) is the partner's, found by the partnership's email.
     assert (by_key["rwrd_0008"].partner_source_id, by_key["rwrd_0008"].referral_source_id) == ("part_cleo03", "")
@@ -182,7 +186,8 @@ def test_published_shapes_import_exact_balances_per_currency_and_a_rerun_creates
     program = ProgramFactory.create(hold_days=30)
     dry = import_source(program, source, dry_run=True).counts_dict()
     assert dry["referral"] == {"created": 4, "matched": 0, "skipped": 3, "refused": 0}  # 3 test customers skipped
-    assert dry["commission"] == {"created": 8, "matched": 0, "skipped": 2, "refused": 0}  # declined, test reward
+    # Declined (one in GBP) and test customers' rewards (one with no amount): skipped, none refused.
+    assert dry["commission"] == {"created": 9, "matched": 0, "skipped": 4, "refused": 0}
     done = import_source(program, source, dry_run=False).counts_dict()
     assert done == dry
     assert _balances(program) == {key: {"USD": amount} for key, amount in OWED.items()}
@@ -191,7 +196,7 @@ def test_published_shapes_import_exact_balances_per_currency_and_a_rerun_creates
     rerun = import_source(program, source, dry_run=False).counts_dict()
     assert row_counts() == counts
     assert all(rerun[kind]["created"] == 0 for kind in rerun)
-    assert rerun["commission"]["matched"] == 8
+    assert rerun["commission"]["matched"] == 9
 
 
 @pytest.mark.django_db
@@ -230,3 +235,76 @@ def test_a_click_with_the_partner_key_in_base64_counts_for_the_imported_partner(
     assert response.json()["partner_code"] == "ben_k"
     event = ClickEvent.objects.get(program=program)
     assert event.partner_id == ben
+
+
+def test_archived_partnerships_arrive_deactivated_and_no_balance_is_reported():
+    api = partnerstack.read(files(API))
+    assert {row.source_id: row.deactivated for row in api.partners} == {
+        "part_ada001": "",
+        "part_ben002": "",
+        "part_cleo03": "",
+        "part_dee004": "archived on PartnerStack",
+    }
+    generated = partnerstack.read(files("partnerstack"))
+    assert [row.source_id for row in generated.partners if row.deactivated] == ["pship_0006"]
+    # The partner API's copy of the list names the flag is_archived.
+    answer = b'{"data": {"items": [{"key": "p1", "email": "a@example.com", "partner_key": "a", "is_archived": true}]}}'
+    [partner] = partnerstack.read([("partnerships.json", answer)]).partners
+    assert partner.deactivated == "archived on PartnerStack"
+    # No balance is documented on a partnership: nothing reported.
+    assert all(row.reported_owed == () for row in api.partners + generated.partners)
+
+
+def test_declined_and_test_rewards_are_skipped_by_status_before_currency_or_amount():
+    customers = b'{"data": {"items": [{"key": "ct", "customer_key": "t", "partnership_key": "p1", "test": true}]}}'
+    transactions = (
+        b'{"data": {"items": [{"key": "tt", "amount": 100, "currency": "usd", "test": true, "customer": {}}]}}'
+    )
+    rewards = (
+        b'{"data": {"items": ['
+        b'{"key": "r1", "amount": "a lot", "currency": "XYZ", "reward_status": "declined",'
+        b' "partnership": {"key": "p1"}},'
+        b'{"key": "r2", "amount": null, "currency": null, "reward_status": "approved", "partnership": {"key": "p1"},'
+        b' "customer": {"external_key": "t"}},'
+        b'{"key": "r3", "amount": 1.5, "currency": "GBP", "reward_status": "paid", "partnership": {"key": "p1"},'
+        b' "transaction": {"key": "tt"}},'
+        b'{"key": "r4", "amount": 500, "currency": "GBP", "reward_status": "approved", "partnership": {"key": "p1"}}]}}'
+    )
+    source = partnerstack.read(
+        [("customers.json", customers), ("transactions.json", transactions), ("rewards.json", rewards)]
+    )
+    assert [(row.source_id, row.status) for row in source.commissions] == [(f"r{n}", "void") for n in (1, 2, 3)]
+    # Owed (approved), so read: refused by its currency.
+    assert refusals(source) == [("rewards.json item 4", "commission", "unknown currency 'GBP' (known: USD, EUR, VND)")]
+
+
+@pytest.mark.django_db
+def test_every_documented_link_format_counts_with_the_aliases_the_docs_name(api_client):
+    # docs/import.md: turn on ps_partner_key, and gspk for older links.
+    program = ProgramFactory.create(hold_days=30, link_aliases=["ps_partner_key", "gspk"])
+    import_source(program, partnerstack.read(files(API)), dry_run=False)
+    partners = imported_ids(program, "partnerstack", "partner")
+    url_safe = base64.urlsafe_b64encode(b"cleo_k").decode().rstrip("=")
+    clicks = [
+        (f"ps_partner_key={gspk('ada_k')}&ps_xid=c1", "part_ada001"),
+        (f"gspk={gspk('ben_k')}&gsxid=c2", "part_ben002"),
+        (f"ps_partner_key={url_safe}&ps_xid=c3", "part_cleo03"),
+    ]
+    for query, _ in clicks:
+        response = api_client.post(
+            "/api/v1/track/click",
+            {"affiliate_url": f"https://shop.example.com/?{query}", "program_id": program.pk},
+            format="json",
+        )
+        assert response.status_code == 200, (query, response.json())
+    events = ClickEvent.objects.filter(program=program).order_by("pk")
+    assert [event.partner_id for event in events] == [partners[partner] for _, partner in clicks]
+    # The archived partner's link arrives off: its clicks count for no one.
+    assert not ReferralLink.objects.get(program=program, short_link="dee_k").is_active
+    response = api_client.post(
+        "/api/v1/track/click",
+        {"affiliate_url": f"https://shop.example.com/?ps_partner_key={gspk('dee_k')}", "program_id": program.pk},
+        format="json",
+    )
+    assert response.status_code != 200
+    assert ClickEvent.objects.filter(program=program).count() == len(clicks)
