@@ -26,12 +26,13 @@ from imports.models import ImportedRecord
 from imports.platforms import PLATFORMS
 from imports.records import ImportFileError
 from programs.models import ReferralLink
-from tests.factories import ProgramFactory
+from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids
 from tests.imports.platform_fuzz import check_junk
 from tests.stripe_fake.fixtures import PROXY_VARIABLES
 from tests.stripe_payloads import ACCOUNT, event, post_event
+from tests.stripe_payloads import invoice as stripe_invoice
 from tracking.models import ClickEvent, ProcessorEvent
 from tracking.stripe.events import processor_event_attempt
 from tracking.stripe.services import processor_events_replay
@@ -691,3 +692,22 @@ class TestRefundsOnBasil:
             event("charge.refunded", {**basil_charge(amount=10000, amount_refunded=10000), "invoice": None})
         )
         assert older.outcome == "no recorded sale for this payment" and invoice_payments.requests == []
+
+    def test_a_sale_recorded_here_by_its_basil_invoice_is_found_the_same_way(self, invoice_payments, deliver):
+        # A basil invoice names no payment intent, so its sale is recorded by the invoice id: the same lookup finds it.
+        program = ProgramFactory(stripe_account_id=ACCOUNT, hold_days=0, commission_rate=20)
+        customer = CustomerFactory.create(
+            link=ReferralLinkFactory(program=program), processor_customer_id="cus_QRenew1"
+        )
+        paid = {key: value for key, value in stripe_invoice(amount=5000, customer="cus_QRenew1").items()}
+        del paid["payment_intent"]
+        recorded = deliver(basil(event("invoice.payment_succeeded", paid)))
+        sale = recorded.sale
+        assert sale is not None and sale.processor_event_id == paid["id"] and sale.customer_id == customer.pk
+        commission = Commission.objects.get(sale=sale)
+
+        invoice_payments.payments.append(invoice_payment(paid["id"], "pi_3RenewPaymentIntent00001", amount=5000))
+        refund = {**basil_refund("re_3RenewRefund0000000001", 5000), "payment_intent": "pi_3RenewPaymentIntent00001"}
+        processed = deliver(basil(event("refund.created", {**refund, "charge": "ch_3RenewCharge0000000001"})))
+        commission.refresh_from_db()
+        assert processed.sale_id == sale.pk and commission.status == "reversed"
