@@ -42,8 +42,8 @@ PLATFORMS: dict[str, Platform] = {
             # Tolt's Stripe app reads metadata "tolt_referral" on the checkout session and customer.
             stripe_metadata_keys=("tolt_referral",),
             export_help=(
-                "Tolt API: GET /v1/partners?expand[]=program, /v1/links?expand[]=partner, "
-                "/v1/customers?expand[]=partner and /v1/commissions?expand[]=partner&expand[]=program saved as JSON"
+                "Tolt API v2: GET /v2/programs, /partners, /links, /customers, /transactions, /commissions saved as "
+                "JSON (and v1's GET /v1/partners?expand[]=program for payout emails), or the same lists from v1"
             ),
             reader=tolt.read,
         ),
