@@ -465,3 +465,22 @@ def test_the_docs_v2_curl_lines_write_the_v2_fixture_files():
     written = {name for _, _, name in lines}
     assert written == {f"{endpoint}-1.json" for endpoint, _, _ in lines}
     assert written <= {name for name, _ in files(V2)}
+
+
+def test_v1_partners_with_v2_lists_bring_the_payout_emails():
+    # docs/import.md: v2's lists, and v1's partners list for payout emails (v2's partner has no payout fields).
+    v2 = dict(files(V2))
+    partners = [item for name in ("partners-1.json", "partners-2.json") for item in json.loads(v2.pop(name))["data"]]
+    v1 = [
+        {key: item[key] for key in ("id", "email", "first_name", "last_name", "company_name", "status", "created_at")}
+        | {"payout_method": "paypal" if item["id"] == "part_v2ada" else "none"}
+        | {"payout_details": {"email": "ada.pay@example.net"} if item["id"] == "part_v2ada" else {}}
+        for item in partners
+    ]
+    answer = {"success": True, "has_more": False, "total_count": len(v1), "data": v1}
+    source = tolt.read([("partners-v1.json", json.dumps(answer).encode()), *v2.items()])
+    assert source.refusals == []
+    assert {row.source_id: (row.payout_email, row.payout_rail) for row in source.partners if row.payout_email} == {
+        "part_v2ada": ("ada.pay@example.net", "paypal")
+    }
+    assert len(source.commissions) == len(tolt.read(files(V2)).commissions)
