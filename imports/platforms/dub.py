@@ -7,8 +7,9 @@ Every field read, and the dubinc/dub zod schema that documents it (tests/imports
 table):
 
 - Partner (EnrolledPartnerSchema, partners.ts with ProgramEnrollmentSchema, programs.ts): id (partnerId too), email
-  (nullable: a partner without one is refused), name, companyName, paypalEmail (nullable), createdAt (the
-  enrolment's), status (ProgramEnrollmentStatus) and bannedReason, links (ProgramPartnerLinkSchema, nullable).
+  (nullable: a partner without one is refused), name, companyName, paypalEmail (nullable) and defaultPayoutMethod,
+  createdAt (the enrolment's), status (ProgramEnrollmentStatus) and bannedReason, links (ProgramPartnerLinkSchema,
+  nullable).
 - Link (LinkSchema, links.ts): id, key (the code), domain, partnerId (null for the workspace's own links), externalId
   (the owner's id for the link: it does not make the row a customer).
 - Customer (CustomerEnrichedSchema, customers.ts): id, externalId (the customer key), email, stripeCustomerId,
@@ -209,7 +210,8 @@ def _partner(where: str, item: Item) -> PartnerRow:
         email=email_of(item.get("email"), required=True),
         name=first(item.get("name"), item.get("companyName")),
         payout_email=paypal,
-        payout_rail="paypal" if paypal else "",
+        # A PayPal email is the payout rail unless the partner's default method is another (connect, stablecoin).
+        payout_rail="paypal" if paypal and text(item.get("defaultPayoutMethod")) in ("", "paypal") else "",
         created_at=time_or_epoch(first(item.get("createdAt"), item.get("enrolledAt"))),
         deactivated=deactivated,
     )

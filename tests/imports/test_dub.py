@@ -217,6 +217,15 @@ def test_partners_not_active_on_dub_arrive_deactivated():
     assert all(row.reported_owed == () for row in source.partners)
 
 
+def test_a_paypal_email_is_the_payout_rail_unless_another_method_is_the_default():
+    ada = api_items("partners-1.json")[0]
+    connect = {**ada, "defaultPayoutMethod": "connect"}
+    row = dub.read([jsonfile("partners.json", [connect])]).partners[0]
+    assert (row.payout_email, row.payout_rail) == ("ada.payouts@example.net", "")
+    unset = {**ada, "defaultPayoutMethod": None}
+    assert dub.read([jsonfile("partners.json", [unset])]).partners[0].payout_rail == "paypal"
+
+
 @pytest.mark.parametrize(
     ("status", "reason"),
     [
