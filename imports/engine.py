@@ -697,14 +697,14 @@ class _Importer:
                 self.report.refuse(row.where, COMMISSION, f"commission {row.source_id} appears twice")
                 continue
             seen.add(row.source_id)
+            if row.status == "void":  # nothing owed: skipped by its status, whoever it names
+                self.report.counts[COMMISSION].skipped += 1
+                continue
             partner = self.partners.get(row.partner_source_id)
             if partner is None:
                 self.report.refuse(
                     row.where, COMMISSION, f"commission for partner {row.partner_source_id}, who is not imported"
                 )
-                continue
-            if row.status == "void":
-                self.report.counts[COMMISSION].skipped += 1
                 continue
             if row.currency not in Currency.values:
                 self.report.refuse(row.where, COMMISSION, f"unknown currency {row.currency!r}")

@@ -295,8 +295,11 @@ class SourceBuilder:
             row for row in self.referrals if self._partner_ok(row.where, "referral", row.partner_source_id, known)
         ]
         referrals = self._unique_ids(referrals, "referral")
+        # A void commission is skipped by its status (the engine counts it), whoever it names.
         commissions = [
-            row for row in self.commissions if self._partner_ok(row.where, "commission", row.partner_source_id, known)
+            row
+            for row in self.commissions
+            if row.status == "void" or self._partner_ok(row.where, "commission", row.partner_source_id, known)
         ]
         commissions = self._unique_ids(commissions, "commission")
         refusals = sorted(self.refusals, key=_where_key)
