@@ -9,7 +9,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-LINK_ALIAS_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
+# One leading underscore is allowed: FirstPromoter's links also come as ?_from=, ?_by= and ?_go=.
+LINK_ALIAS_PATTERN = re.compile(r"(?:[a-z][a-z0-9_]{0,31}|_[a-z][a-z0-9_]{0,30})")
 MAX_LINK_ALIASES = 5
 # The spec's own parameters: always accepted, never an alias.
 RESERVED_LINK_PARAMS = ("aff", "via")
@@ -17,7 +18,8 @@ RESERVED_LINK_PARAMS = ("aff", "via")
 ALIASES_NOT_A_LIST = "link_aliases must be a list of query parameter names"
 ALIASES_TOO_MANY = f"link_aliases holds at most {MAX_LINK_ALIASES} names"
 ALIAS_INVALID = (
-    "{name!r} is not a usable link alias: a lowercase letter, then up to 31 lowercase letters, digits or underscores"
+    "{name!r} is not a usable link alias: a lowercase letter (after one optional underscore), then lowercase letters, "
+    "digits or underscores, 32 characters at most"
 )
 ALIAS_RESERVED = "{name!r} is always accepted: aff and via are the spec's own parameters, not aliases"
 ALIAS_DUPLICATE = "{name!r} is listed twice in link_aliases"

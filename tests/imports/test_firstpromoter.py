@@ -479,13 +479,16 @@ def test_a_click_on_an_imported_fpr_link_counts_for_the_partner(api_client, fold
 
 # Every parameter FirstPromoter documents for a referral link ("The available query parameters are ?fpr, ?via,
 # ?fp_ref, ?deal, ?ref, ?_from, ?_by, ?_go", guides/tracking-without-fprjs.mdx), with the alias docs/import.md tells
-# the owner to turn on; via is the service's own. _from, _by and _go cannot be aliases (a name starts with a letter).
+# the owner to turn on; via is the service's own.
 LINK_FORMATS = [
     ("fpr=ben-pro", ["fpr"]),
     ("via=ben-pro", []),
     ("fp_ref=ben-pro", ["fp_ref"]),
     ("deal=ben-pro", ["deal"]),
     ("ref=ben-pro", ["ref"]),
+    ("_from=ben-pro", ["_from"]),
+    ("_by=ben-pro", ["_by"]),
+    ("_go=ben-pro", ["_go"]),
     # A sub-id link is the same link with the promoter's sub-id beside the code.
     ("fpr=ben-pro&sub_id=blog", ["fpr"]),
 ]

@@ -1,5 +1,5 @@
 """Program.link_aliases' rule (programs.link_aliases) wherever a program is saved through a form or full_clean:
-names `[a-z][a-z0-9_]{0,31}`, at most 5, never aff or via, none twice; off (an empty list) by default."""
+names `[a-z][a-z0-9_]{0,31}` or `_[a-z][a-z0-9_]{0,30}`, at most 5, never aff or via, none twice; off (an empty list) by default."""
 
 import json
 
@@ -22,6 +22,8 @@ pytestmark = pytest.mark.django_db
         ([], ""),
         (["fpr", "ref", "gspk", "a", "z_9"], ""),
         (["a" + "b" * 31], ""),
+        (["_from", "_by", "_go"], ""),
+        (["_a" + "b" * 30], ""),
         (["a" + "b" * 32], "is not a usable link alias"),
         ("fpr", "must be a list"),
         ({"fpr": 1}, "must be a list"),
@@ -30,7 +32,9 @@ pytestmark = pytest.mark.django_db
         (["via"], "always accepted"),
         (["fpr", "fpr"], "listed twice"),
         (["Fpr"], "is not a usable link alias"),
-        (["_fpr"], "is not a usable link alias"),
+        (["__fpr"], "is not a usable link alias"),
+        (["_"], "is not a usable link alias"),
+        (["_" + "a" * 32], "is not a usable link alias"),
         (["fp-r"], "is not a usable link alias"),
         ([""], "is not a usable link alias"),
         ([None], "is not a usable link alias"),

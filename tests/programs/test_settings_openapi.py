@@ -35,7 +35,7 @@ def test_it_describes_every_setting_of_the_patch_with_its_type_and_bounds(schema
     assert patch["minProperties"] == 1
     aliases = patch["properties"]["link_aliases"]
     assert (aliases["type"], aliases["maxItems"], aliases["uniqueItems"]) == ("array", 5, True)
-    assert aliases["items"] == {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
+    assert aliases["items"] == {"type": "string", "pattern": "^(?:[a-z][a-z0-9_]{0,31}|_[a-z][a-z0-9_]{0,30})$"}
 
 
 def test_it_lists_the_four_required_fields_of_svc_init(schemas):

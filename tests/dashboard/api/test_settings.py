@@ -172,13 +172,13 @@ class TestPatch:
             ({"link_aliases": ["a", "b", "c", "d", "e", "f"]}, "link_aliases holds at most 5 names"),
             (
                 {"link_aliases": ["Fpr"]},
-                "'Fpr' is not a usable link alias: a lowercase letter, then up to 31 lowercase letters, digits or "
-                "underscores",
+                "'Fpr' is not a usable link alias: a lowercase letter (after one optional underscore), then lowercase "
+                "letters, digits or underscores, 32 characters at most",
             ),
             (
                 {"link_aliases": [7]},
-                "7 is not a usable link alias: a lowercase letter, then up to 31 lowercase "
-                "letters, digits or underscores",
+                "7 is not a usable link alias: a lowercase letter (after one optional underscore), then lowercase "
+                "letters, digits or underscores, 32 characters at most",
             ),
             (
                 {"link_aliases": ["via"]},
