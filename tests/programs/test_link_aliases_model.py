@@ -1,5 +1,6 @@
 """Program.link_aliases' rule (programs.link_aliases) wherever a program is saved through a form or full_clean:
-names `[a-z][a-z0-9_]{0,31}` or `_[a-z][a-z0-9_]{0,30}`, at most 5, never aff or via, none twice; off (an empty list) by default."""
+names `[a-z][a-z0-9_]{0,31}` or `_[a-z][a-z0-9_]{0,30}`, at most 5, never aff or via, none twice; off (an empty
+list) by default."""
 
 import json
 
