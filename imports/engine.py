@@ -236,21 +236,27 @@ def platform_label(platform: str) -> str:
     return str(getattr(entry, "label", platform)) if entry is not None else platform
 
 
-def link_param_steps(program: Program, *, platform: str, links: int) -> list[str]:
-    """What keeps the platform's links already out there answering: each of its link parameters the program does
-    not accept yet, to turn on, with how many imported links it keeps working; for a platform whose links are
-    short links on its own domain, where to point them."""
+def link_param_steps(
+    program: Program, *, platform: str, links: int, by_param: dict[str, int] | None = None
+) -> list[str]:
+    """What keeps the platform's links already out there answering: each link parameter the program does not
+    accept yet, to turn on, with how many imported links it keeps working; for a platform whose links are short
+    links on its own domain, where to point them. `by_param`: how many of the links carry each parameter, where the
+    export says per link (Tolt); otherwise every link counts for each of the platform's parameters."""
     entry = platforms().get(platform)
     if entry is None or not links:
         return []
     label = entry.label
-    if not entry.link_params:
-        return [f"Point the {label} short links at your landing page with ?via=<code> so they keep answering"]
+    counts = dict(by_param or {})
+    if not counts:
+        if not entry.link_params:
+            return [f"Point the {label} short links at your landing page with ?via=<code> so they keep answering"]
+        counts = dict.fromkeys(entry.link_params, links)
     accepted = set(RESERVED_LINK_PARAMS) | set(link_aliases_of(program.link_aliases))
     return [
-        f"Turn on ?{param}= (Overview → Link parameters → Also accept) to keep the {links} imported {label} "
-        f"link{'' if links == 1 else 's'} working"
-        for param in entry.link_params
+        f"Turn on ?{param}= (Overview → Link parameters → Also accept) to keep the {count} imported {label} "
+        f"link{'' if count == 1 else 's'} working"
+        for param, count in counts.items()
         if param not in accepted
     ]
 
@@ -741,6 +747,21 @@ class _Importer:
             key = (row.partner_source_id, row.currency)
             self.owed[key] = self.owed.get(key, 0) + row.commission_amount_minor
 
+    def link_params_used(self) -> dict[str, int]:
+        """Per query parameter, how many of the links here (created or matched) carry their code in it, when the
+        export names each link's parameter; {} when it names none. Most used first."""
+        arrived = {row.code for row in self.source.links if row.code in self.links_by_code}
+        if not any(row.param for row in self.source.links):
+            return {}
+        main = next(iter(platforms()[self.platform].link_params), "") if self.platform in platforms() else ""
+        counts: dict[str, int] = {}
+        for row in self.source.links:
+            param = row.param or main
+            if row.code in arrived and param:
+                counts[param] = counts.get(param, 0) + 1
+                arrived.discard(row.code)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
     # What changed on the old platform since an earlier import ------------------------------------------------
 
     def plan_changes(self) -> list[tuple[CommissionRow, int, str, str]]:
@@ -1009,7 +1030,9 @@ class _Importer:
         self.report.label = self.label
         self.report.balances = self.check_balances()
         link_count = self.report.counts[LINK].created + self.report.counts[LINK].matched
-        self.report.link_steps = link_param_steps(self.program, platform=self.platform, links=link_count)
+        self.report.link_steps = link_param_steps(
+            self.program, platform=self.platform, links=link_count, by_param=self.link_params_used()
+        )
         return self.report
 
 

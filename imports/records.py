@@ -55,6 +55,9 @@ class LinkRow:
     source_id: str
     partner_source_id: str
     code: str  # exactly as in the wild (?via=code ...)
+    # The query parameter this link carries its code in, where the platform says per link (Tolt's link `param`:
+    # ref, via, aff or a program's own); "" for the platform's usual one (Platform.link_params).
+    param: str = ""
 
 
 @dataclass(frozen=True)

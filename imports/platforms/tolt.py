@@ -254,6 +254,7 @@ def _link(where: str, item: Item) -> LinkRow:
         source_id=first(item.get("id"), code),
         partner_source_id=required(_partner_id(item), "partner"),
         code=code,
+        param=text(item.get("param")).lower(),
     )
 
 

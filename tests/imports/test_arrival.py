@@ -4,6 +4,7 @@ old platform showed, and names the link parameters to turn on so the links alrea
 
 import dataclasses
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -25,6 +26,8 @@ from tests.helpers import run_together
 from tests.imports.engine_sources import small_source
 
 pytestmark = [pytest.mark.django_db]
+
+TOLT = Path(__file__).resolve().parent / "fixtures" / "tolt"
 
 EXPORT = b"fake export\n"
 
@@ -183,6 +186,29 @@ class TestLinkSteps:
             "Turn on ?fk= (Overview → Link parameters → Also accept) to keep the 1 imported Fake link working"
         ]
         assert link_param_steps(program, platform="fake", links=0) == []
+
+    def test_links_that_name_their_own_parameter_are_counted_by_it(self, program):
+        source = source_with()
+        links = [
+            dataclasses.replace(row, param=param)
+            for row, param in zip(source.links, ("ref", "via", "partner_code"), strict=True)
+        ]
+        report = import_source(program, dataclasses.replace(source, links=links), dry_run=True)
+        assert report.link_steps == [
+            "Turn on ?partner_code= (Overview → Link parameters → Also accept) to keep the 1 imported Fake link "
+            "working",
+            "Turn on ?ref= (Overview → Link parameters → Also accept) to keep the 1 imported Fake link working",
+        ], "via is always read; a link without a parameter of its own counts for the platform's main one"
+
+    def test_tolt_links_name_theirs(self, program):
+        files = [(path.name, path.read_bytes()) for path in sorted(TOLT.glob("*.json"))]
+        source = PLATFORMS["tolt"].read(files)
+        params = {row.param for row in source.links}
+        assert "ref" in params
+        report = import_source(program, source, dry_run=True)
+        ref_links = sum(1 for row in source.links if row.param in ("ref", ""))
+        assert report.link_steps[0].startswith("Turn on ?ref= ")
+        assert f"keep the {ref_links} imported Tolt link" in report.link_steps[0]
 
     def test_every_registered_platform_names_its_parameters(self, program):
         steps = {name: link_param_steps(program, platform=name, links=2) for name in PLATFORMS if name != "fake"}
