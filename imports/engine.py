@@ -73,7 +73,8 @@ MISMATCHES_NAMED = 20
 class BalanceCheck:
     """One currency's money, before confirming: what the import leaves partners owed (pending and approved
     commissions not yet paid, summed over the partners it brings); and, over the partners whose export says what
-    the old platform showed them owed, that figure beside what arrives for them here, and who differs. `reported_minor`
+    the old platform showed them owed, that figure beside what arrives for them here (their approved commissions
+    only, where the figure leaves pending ones out), and who differs. `reported_minor`
     is None when no partner's export says it."""
 
     currency: str
@@ -355,6 +356,7 @@ class _Importer:
         self.known_commissions: list[tuple[CommissionRow, int]] = []
         # (partner source id, currency) -> minor units owed on arrival: pending and approved, not paid.
         self.owed: dict[tuple[str, str], int] = {}
+        self.owed_approved: dict[tuple[str, str], int] = {}  # of which approved (past their hold)
 
     # Reading what is already here ----------------------------------------------------------------------------
 
@@ -746,6 +748,8 @@ class _Importer:
         if row.status in ("pending", "approved") and row.commission_amount_minor > 0:
             key = (row.partner_source_id, row.currency)
             self.owed[key] = self.owed.get(key, 0) + row.commission_amount_minor
+            if row.status == "approved":
+                self.owed_approved[key] = self.owed_approved.get(key, 0) + row.commission_amount_minor
 
     def link_params_used(self) -> dict[str, int]:
         """Per query parameter, how many of the links here (created or matched) carry their code in it, when the
@@ -852,10 +856,11 @@ class _Importer:
             if not row.reported_owed:
                 continue
             reported = dict(row.reported_owed)
-            for currency in sorted(set(reported) | {c for (p, c) in self.owed if p == row.source_id}):
+            owed = self.owed if row.reported_owed_counts_pending else self.owed_approved
+            for currency in sorted(set(reported) | {c for (p, c) in owed if p == row.source_id}):
                 check = checks[currency]
                 shown = reported.get(currency, 0)
-                here = self.owed.get((row.source_id, currency), 0)
+                here = owed.get((row.source_id, currency), 0)
                 check.reported_minor = (check.reported_minor or 0) + shown
                 check.compared_expected_minor += here
                 check.compared_partners += 1

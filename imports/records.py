@@ -47,6 +47,9 @@ class PartnerRow:
     # ((currency, amount), ...), where its export says it; () when it does not. The dry run sets it beside the
     # balance the import arrives at, so an owner sees before confirming whether the money matches.
     reported_owed: tuple[tuple[str, int], ...] = ()
+    # Whether that figure counts commissions still pending (in their hold), or approved ones only (FirstPromoter
+    # v1's current_balance, its "payable balance"): the dry run compares it with the same here.
+    reported_owed_counts_pending: bool = True
 
 
 @dataclass(frozen=True)

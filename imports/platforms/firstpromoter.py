@@ -280,6 +280,8 @@ def _promoter(where: str, item: Item, payout_methods: dict[str, Item], currency:
         created_at=time_or_epoch(first(item.get("joined_at"), item.get("created_at"))),
         deactivated=_deactivated(item),
         reported_owed=_reported_owed(item, currency),
+        # current_balance is the payable balance: approved rewards, not those still pending.
+        reported_owed_counts_pending=False,
     )
 
 

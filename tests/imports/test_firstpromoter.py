@@ -565,3 +565,16 @@ def test_junk_in_the_published_shapes_is_refused_never_raised(folder):
             for rows in (source.partners, source.links, source.referrals, source.commissions, source.refusals):
                 assert all(WHERE.match(row.where) for row in rows)
             assert all(row.commission_amount_minor >= 0 and row.sale_amount_minor >= 0 for row in source.commissions)
+
+
+@pytest.mark.django_db
+def test_v1_dry_run_sets_the_payable_balance_beside_the_approved_rewards_only():
+    # current_balance.cash is the payable balance (approved rewards): a reward still pending is not in it, so the
+    # dry run compares it with what arrives approved, and the pending one does not show as a difference.
+    program = ProgramFactory.create(hold_days=30)
+    source = firstpromoter.read(files(V1), currency="USD")
+    assert any(row.reported_owed for row in source.partners)
+    report = import_source(program, source, dry_run=True)
+    usd = next(check for check in report.balances if check.currency == "USD")
+    assert usd.reported_minor is not None and usd.compared_partners > 0
+    assert (usd.mismatch_count, usd.difference_minor) == (0, 0), usd.mismatches
