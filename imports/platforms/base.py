@@ -9,7 +9,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -244,6 +244,34 @@ def email_of(value: Any, *, required: bool) -> str:
 def gspk(partner_key: str) -> str:
     """PartnerStack's ?gspk= value: the partner key, Base64-encoded (PartnerStackJS decodes it)."""
     return base64.b64encode(partner_key.encode()).decode("ascii")
+
+
+def amount_take(rows: list[CommissionRow], indexes: list[int], amount: int) -> int:
+    """Takes `amount` (minor units) off the commissions at `indexes`, in that order, each down to nothing at most
+    (a commission taken to nothing becomes void): a refund or clawback netted against what it reverses. Answers what
+    was left to take."""
+    for index in indexes:
+        if amount == 0:
+            break
+        row = rows[index]
+        taken = min(amount, row.commission_amount_minor)
+        left = row.commission_amount_minor - taken
+        rows[index] = replace(row, commission_amount_minor=left, status=row.status if left else "void")
+        amount -= taken
+    return amount
+
+
+def netted_row(*, where: str, source_id: str, partner_source_id: str, referral_source_id: str, currency: str) -> Any:
+    """What stays of a refund or clawback row once netted: a void row of nothing, so the report counts it as
+    skipped and a rerun knows its id."""
+    return CommissionRow(
+        where=where,
+        source_id=source_id,
+        partner_source_id=partner_source_id,
+        referral_source_id=referral_source_id,
+        currency=currency,
+        status="void",
+    )
 
 
 @dataclass

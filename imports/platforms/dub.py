@@ -37,13 +37,14 @@ PartnerRow.reported_owed stays empty.
 A commission's invoiceId is the Stripe invoice id with Dub's Stripe integration (or the id the owner gave Dub's
 track-sale call): kept as the sale's payment id, so a Stripe refund of that invoice after the move finds the sale."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from imports.platforms.base import (
     Files,
     Item,
     SourceBuilder,
+    amount_take,
     code_of,
     dig,
     email_of,
@@ -52,6 +53,7 @@ from imports.platforms.base import (
     json_items,
     looks_like_json,
     money,
+    netted_row,
     required,
     seq,
     text,
@@ -333,14 +335,7 @@ def _net_clawbacks(builder: SourceBuilder, clawbacks: list[_Clawback]) -> None:
         ]
         # Same status first, then the latest (Dub lists newest first, so by time, not by place in the file).
         candidates.sort(key=lambda index: (rows[index].status != clawback.status, -_moment(rows[index]), -index))
-        for index in candidates:
-            if remaining == 0:
-                break
-            row = rows[index]
-            taken = min(remaining, row.commission_amount_minor)
-            left = row.commission_amount_minor - taken
-            rows[index] = replace(row, commission_amount_minor=left, status=row.status if left else "void")
-            remaining -= taken
+        remaining = amount_take(rows, candidates, remaining)
         if remaining:
             builder.refuse(
                 clawback.where,
@@ -350,13 +345,12 @@ def _net_clawbacks(builder: SourceBuilder, clawbacks: list[_Clawback]) -> None:
             )
             continue
         rows.append(
-            CommissionRow(
+            netted_row(
                 where=clawback.where,
                 source_id=clawback.source_id,
                 partner_source_id=clawback.partner_source_id,
                 referral_source_id=clawback.referral_source_id,
                 currency=clawback.currency,
-                status="void",
             )
         )
 

@@ -48,7 +48,7 @@ paid commissions only and changes no balance.
 Sales keep Tolt's charge_id (a Stripe charge id when Tolt's Stripe app recorded it), else the transaction_id."""
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +56,7 @@ from imports.platforms.base import (
     Files,
     Item,
     SourceBuilder,
+    amount_take,
     code_of,
     decode,
     dig,
@@ -66,6 +67,7 @@ from imports.platforms.base import (
     looks_like_json,
     money,
     name_of,
+    netted_row,
     obj,
     required,
     text,
@@ -390,14 +392,7 @@ def _net_refunds(builder: SourceBuilder, refunds: list[_Refund], sales_of: dict[
             and row.commission_amount_minor > 0
         ]
         candidates.sort(key=lambda index: (index not in own, -index))
-        for index in candidates:
-            if remaining == 0:
-                break
-            row = rows[index]
-            taken = min(remaining, row.commission_amount_minor)
-            left = row.commission_amount_minor - taken
-            rows[index] = replace(row, commission_amount_minor=left, status=row.status if left else "void")
-            remaining -= taken
+        remaining = amount_take(rows, candidates, remaining)
         if remaining and refund.status != "paid":
             builder.refuse(
                 refund.where,
@@ -407,12 +402,11 @@ def _net_refunds(builder: SourceBuilder, refunds: list[_Refund], sales_of: dict[
             )
             continue
         rows.append(
-            CommissionRow(
+            netted_row(
                 where=refund.where,
                 source_id=refund.source_id,
                 partner_source_id=refund.partner_source_id,
                 referral_source_id=refund.referral_source_id,
                 currency=refund.currency,
-                status="void",
             )
         )
