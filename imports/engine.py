@@ -816,6 +816,26 @@ class _Importer:
                 self.report.changes.append(planned[-1][3])
         return planned
 
+    def payment_ids_backfill(self) -> int:
+        """Sales imported before their platform's processor payment id was kept (they hold the platform's own sale
+        id) get it now, so a Stripe refund after the move finds them; a sale whose payment id was changed since is
+        left. Answers how many were updated."""
+        wanted = [
+            (commission_id, row.processor_payment_id[:255], row.sale_source_id[:255])
+            for row, commission_id in self.known_commissions
+            if row.processor_payment_id and row.processor_payment_id != row.sale_source_id
+        ]
+        updated = 0
+        for chunk in _chunks(wanted, READ_CHUNK):
+            with transaction.atomic():
+                for commission_id, payment_id, sale_id in chunk:
+                    updated += SaleEvent.objects.filter(
+                        commission__pk=commission_id,
+                        provider=f"{IMPORTED_PROVIDER_PREFIX}{self.platform}"[:32],
+                        provider_payment_id=sale_id,
+                    ).update(provider_payment_id=payment_id)
+        return updated
+
     def _changed(self, row: CommissionRow) -> str:
         return f"{row.where}: commission {row.source_id} is {row.status} on {self.label} since it was imported"
 
@@ -1032,6 +1052,7 @@ class _Importer:
         changes = self.plan_changes()
         if not self.dry_run:
             self.write_changes(changes)
+            self.payment_ids_backfill()
         self.report.label = self.label
         self.report.balances = self.check_balances()
         link_count = self.report.counts[LINK].created + self.report.counts[LINK].matched

@@ -24,6 +24,7 @@ from programs.services import partner_reactivate
 from tests.factories import MembershipFactory, PartnerFactory, ProgramFactory
 from tests.helpers import run_together
 from tests.imports.engine_sources import small_source
+from tracking.models import SaleEvent
 
 pytestmark = [pytest.mark.django_db]
 
@@ -375,3 +376,28 @@ def test_two_reruns_at_once_pay_a_commission_once(program):
 
     assert sorted(run_together(4, mark)) == ["it is paid out here"] * 3 + ["paid"]
     assert commission.ledger_entries.filter(kind="payout").count() == 1
+
+
+def test_a_rerun_gives_sales_imported_before_their_processor_payment_id(program):
+    """An installation that imported before the processor's payment id was kept: its sales hold the platform's own
+    sale id; the next rerun gives them the charge id, so a Stripe refund finds them. One changed since is left."""
+    first = source_with()
+    import_source(program, first, dry_run=False)
+    sale_of = {c: commission_of(program, c).sale for c in ("c1-1", "c1-2", "c2-2")}
+    assert sale_of["c1-1"].provider_payment_id == "s1-1"
+    SaleEvent.objects.filter(pk=sale_of["c2-2"].pk).update(provider_payment_id="ch_set_by_hand")
+    later = with_statuses(
+        first,
+        {
+            "c1-1": {"processor_payment_id": "ch_1"},
+            "c1-2": {"processor_payment_id": "ch_2"},
+            "c2-2": {"processor_payment_id": "ch_3"},
+        },
+    )
+    import_source(program, later, dry_run=True)
+    assert SaleEvent.objects.get(pk=sale_of["c1-1"].pk).provider_payment_id == "s1-1", "the dry run writes nothing"
+    import_source(program, later, dry_run=False)
+    ids = dict(
+        SaleEvent.objects.filter(pk__in=[s.pk for s in sale_of.values()]).values_list("pk", "provider_payment_id")
+    )
+    assert [ids[sale_of[c].pk] for c in ("c1-1", "c1-2", "c2-2")] == ["ch_1", "ch_2", "ch_set_by_hand"]
