@@ -490,11 +490,13 @@ def basil(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 class InvoicePayments:
-    """GET /v1/invoice_payments of a Stripe account, answered in Stripe's list shape; every request is kept (query,
-    Stripe-Account, key). `fail` answers the next requests with Stripe's api_error 500."""
+    """GET /v1/invoice_payments and GET /v1/refunds?charge= of a Stripe account, answered in Stripe's list shape;
+    every request is kept (query, Stripe-Account, key). `fail` answers the next requests with Stripe's api_error
+    500."""
 
     def __init__(self) -> None:
         self.payments: list[dict[str, Any]] = []
+        self.refunds: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.fail = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -508,6 +510,9 @@ class InvoicePayments:
         if self.fail:
             self.fail -= 1
             return 500, {"error": {"type": "api_error", "message": "An unknown error occurred"}}
+        if path == "/v1/refunds":
+            listed = [r for r in self.refunds if r["charge"] == query.get("charge")]
+            return 200, {"object": "list", "data": listed, "has_more": False, "url": "/v1/refunds"}
         if path != "/v1/invoice_payments":
             return 404, {"error": {"type": "invalid_request_error", "message": f"Unrecognized request URL ({path})"}}
         found = [
@@ -603,6 +608,7 @@ class TestRefundsOnBasil:
         self, dub_program, invoice_payments, deliver, django_capture_on_commit_callbacks
     ):
         invoice_payments.payments.append(invoice_payment(INVOICE, PAYMENT_INTENT))
+        invoice_payments.refunds.append(basil_refund("re_3MtHbFLkdIwHu7ix0i2Pq8dd", 10000))
         commission = invoice_commission(dub_program)
         assert (commission.sale.provider_payment_id, usd_balance(commission)) == (INVOICE, 2450)
 
@@ -612,7 +618,9 @@ class TestRefundsOnBasil:
         assert processed.status == "processed" and processed.sale_id == commission.sale_id
         assert processed.outcome == f"reversed: commission #{commission.pk} reduced by 2000"
         assert (commission.status, usd_balance(commission)) == ("reversed", 450)
-        # Asked of the program's connected account, by the charge's payment intent, with the platform's key.
+        assert commission.applied_refund_ids == ["re_3MtHbFLkdIwHu7ix0i2Pq8dd"]
+        # Asked of the program's connected account, with the platform's key: the invoices by the charge's payment
+        # intent, then the charge's refunds (a charge carries none on this API version).
         assert invoice_payments.requests == [
             {
                 "path": "/v1/invoice_payments",
@@ -624,7 +632,13 @@ class TestRefundsOnBasil:
                 },
                 "authorization": f"Bearer {SECRET_KEY}",
                 "stripe_account": ACCOUNT,
-            }
+            },
+            {
+                "path": "/v1/refunds",
+                "query": {"charge": CHARGE, "limit": "100"},
+                "authorization": f"Bearer {SECRET_KEY}",
+                "stripe_account": ACCOUNT,
+            },
         ]
 
         # A redelivery stores nothing; a replay reverses nothing more.
@@ -633,19 +647,20 @@ class TestRefundsOnBasil:
             processor_events_replay(event_pks=[processed.pk])
         processed.refresh_from_db()
         commission.refresh_from_db()
-        assert processed.outcome == "refund already applied"
+        assert processed.outcome == "already reversed"
         assert (commission.refund_count, usd_balance(commission)) == (1, 450)
 
     def test_a_refund_created_refunds_the_imported_commission_in_proportion_once(
         self, dub_program, invoice_payments, deliver
     ):
         invoice_payments.payments.append(invoice_payment(INVOICE, PAYMENT_INTENT))
+        invoice_payments.refunds.append(basil_refund("re_3MtHbFLkdIwHu7ix0i2Pq8dd", 2500))
         commission = invoice_commission(dub_program)
         refund = deliver(basil(event("refund.created", basil_refund("re_3MtHbFLkdIwHu7ix0i2Pq8dd", 2500))))
         commission.refresh_from_db()
         assert refund.outcome == f"refunded: commission #{commission.pk} reduced by 500"
         assert (commission.status, commission.deducted_cents, usd_balance(commission)) == ("refunded", 500, 1950)
-        # charge.refunded then reports the same 25.00 refunded: nothing more.
+        # charge.refunded then reports the same 25.00 refunded, Stripe lists that refund: nothing more.
         charge = deliver(basil(event("charge.refunded", basil_charge(amount=10000, amount_refunded=2500))))
         commission.refresh_from_db()
         assert charge.outcome == "refund already applied"

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from commissions.models import Commission
 from commissions.services import refund_apply
 from core.errors import BadRequestError, ConflictError
 from programs.models import Program
@@ -272,23 +273,83 @@ def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
     return result.reason or result.message or result.status
 
 
-def _charge_refunds(sale: SaleEvent, charge: dict[str, Any]) -> str:
-    refunds = sorted((charge.get("refunds") or {}).get("data") or [], key=lambda r: r.get("created") or 0)
-    if refunds:
-        results = [
-            _apply(sale, amount=int(r["amount"]), refund_id=r["id"], reason=r.get("reason") or "")
-            for r in refunds
-            if r.get("status") in (None, "succeeded", "pending")
-        ]
-        return "; ".join(results) or "no applicable refunds"
-    # Without the refund list, refund what Stripe reports beyond what we already applied.
-    commission = getattr(sale, "commission", None)
-    already = commission.sale_refunded_cents if commission else 0
-    delta = int(charge.get("amount_refunded") or 0) - already
-    if delta <= 0:
-        return "refund already applied"
-    refund_id = f"{charge['id']}:{charge.get('amount_refunded')}"
-    return _apply(sale, amount=delta, refund_id=refund_id, reason="")
+# A Refund's statuses that take money back; requires_action, failed and canceled ones do not.
+APPLICABLE_REFUND_STATUSES = (None, "succeeded", "pending")
+
+
+def _charge_refund_list(program: Program, charge: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Every refund of the charge, or None when it is not known. Since Stripe API version 2022-11-15 a Charge no
+    longer includes its `refunds` list (and an included one may be cut short, `has_more` telling): the program's
+    connected account is then asked GET /v1/refunds?charge=<id>, every page, when this installation holds the
+    platform key. A Stripe error raises: the event rolls back whole and is retried (nothing was applied)."""
+    included = charge.get("refunds")
+    included = included if isinstance(included, dict) else {}
+    data = included.get("data")
+    listed = [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+    if listed and not included.get("has_more"):
+        return listed
+    charge_id = charge.get("id")
+    if not settings.STRIPE_SECRET_KEY or not program.stripe_account_id or not isinstance(charge_id, str):
+        return listed or None
+    found = stripe.Refund.list(
+        charge=charge_id, limit=100, api_key=settings.STRIPE_SECRET_KEY, stripe_account=program.stripe_account_id
+    )
+    return [refund.to_dict() for refund in found.auto_paging_iter()]
+
+
+def _total_id_prefix(charge_id: str) -> str:
+    # A refund applied by the charge's refunded total is recorded as "<charge id>:<amount_refunded>".
+    return f"{charge_id}:"
+
+
+def _counted_by_total(commission: Commission | None, charge_id: Any) -> bool:
+    """Whether the charge's refunds were applied to the commission by its refunded total (a charge.refunded with
+    no refund list). Its refunds are then told apart by that total only, never by their ids: which ids a total
+    covered is not known, so applying one by its id could take back what the total already did."""
+    if commission is None or not isinstance(charge_id, str) or not charge_id:
+        return False
+    prefix = _total_id_prefix(charge_id)
+    return any(isinstance(i, str) and i.startswith(prefix) for i in commission.applied_refund_ids)
+
+
+def _locked_commission(sale: SaleEvent) -> Commission | None:
+    # Held until the event commits: refund_apply locks the same row, so a concurrent event's refund of this sale
+    # waits and then sees what this one applied.
+    return Commission.objects.select_for_update().filter(sale_id=sale.pk).first()
+
+
+def _charge_refunds(sale: SaleEvent, charge: dict[str, Any], refunds: list[dict[str, Any]] | None) -> str:
+    with transaction.atomic():
+        commission = _locked_commission(sale)
+        if refunds is not None and not _counted_by_total(commission, charge.get("id")):
+            # Each refund by its own id, as refund.created applies it: the two events apply a refund once in any
+            # order.
+            results = [
+                _apply(sale, amount=int(r["amount"]), refund_id=r["id"], reason=r.get("reason") or "")
+                for r in sorted(refunds, key=lambda r: r.get("created") or 0)
+                if r.get("status") in APPLICABLE_REFUND_STATUSES
+            ]
+            return "; ".join(results) or "no applicable refunds"
+        # Without the refund list, refund what Stripe reports beyond what was already applied (read under the
+        # lock, so a refund.created applied meanwhile is counted).
+        already = commission.sale_refunded_cents if commission else 0
+        delta = int(charge.get("amount_refunded") or 0) - already
+        if delta <= 0:
+            return "refund already applied"
+        refund_id = f"{_total_id_prefix(charge['id'])}{charge.get('amount_refunded')}"
+        return _apply(sale, amount=delta, refund_id=refund_id, reason="")
+
+
+def _refund(sale: SaleEvent, refund: dict[str, Any]) -> str:
+    with transaction.atomic():
+        commission = _locked_commission(sale)
+        charge_id = refund.get("charge")
+        applied = commission.applied_refund_ids if commission else []
+        if _counted_by_total(commission, charge_id) and refund["id"] not in applied:
+            # The charge's refunded total counted every refund made before it; a later one is counted by the
+            # charge.refunded Stripe sends for it, with the new total.
+            return f"counted by charge {charge_id}'s refunded total (charge.refunded)"
+        return _apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=refund.get("reason") or "")
 
 
 def _outcome(sales: list[SaleEvent], results: list[str]) -> Outcome:
@@ -307,13 +368,14 @@ def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: b
         sales = _sales_for_invoices_paid_by(program, charge.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
-    return _outcome(sales, [_charge_refunds(sale, charge) for sale in sales])
+    refunds = _charge_refund_list(program, charge)
+    return _outcome(sales, [_charge_refunds(sale, charge, refunds) for sale in sales])
 
 
 def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bool) -> Outcome:
     if not livemode:
         return ignored("test payment refund")
-    if refund.get("status") not in (None, "succeeded", "pending"):
+    if refund.get("status") not in APPLICABLE_REFUND_STATUSES:
         return ignored(f"refund {refund.get('status')}")
     sales = _sales_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
     if not sales:
@@ -321,10 +383,7 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
         sales = _sales_for_invoices_paid_by(program, refund.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
-    reason = refund.get("reason") or ""
-    return _outcome(
-        sales, [_apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=reason) for sale in sales]
-    )
+    return _outcome(sales, [_refund(sale, refund) for sale in sales])
 
 
 def handle_customer_saved(program: Program, stripe_customer: dict[str, Any], livemode: bool) -> Outcome:
