@@ -270,7 +270,9 @@ def without_seconds_left(answer: dict[str, Any]) -> dict[str, Any]:
     """A 429's seconds to wait tick down between the two calls compared: their numbers are left out."""
     headers = {name: value for name, value in answer["headers"].items() if name != "Retry-After"}
     body = answer["body"] if isinstance(answer["body"], str) else json.dumps(answer["body"])
-    return {**answer, "by_drf": None, "headers": headers, "body": re.sub(r"\d+", "N", body)}
+    log = [{**row, "message": re.sub(r"\d+", "N", row.get("message") or "")} for row in answer.get("log", [])]
+    seconds_left = {"by_drf": None, "headers": headers, "body": re.sub(r"\d+", "N", body)}
+    return {**answer, **seconds_left, **({"log": log} if "log" in answer else {})}
 
 
 def test_an_unexpected_failure_is_a_logged_500_in_the_envelope(caplog):
