@@ -251,6 +251,19 @@ class TestWithThePlatformKey:
         assert sale.clawed_back() == (500, 5000, "refunded")
         assert (sale.commission.refund_count, sale.commission.applied_refund_ids) == (1, [REFUND_A])
 
+    def test_a_key_stripe_refuses_applies_the_refunded_total_instead_of_failing(
+        self, sale, refunds_server, deliver, settings
+    ):
+        # A revoked key (401 authentication_error): asking again would fail the same way, and the refund must still
+        # be taken back.
+        refunds_server.refunds.append(sale.refund(REFUND_A, 5000))
+        settings.STRIPE_SECRET_KEY = "sk_test_revoked"
+        charge = deliver(sale.charge_refunded(5000))
+        assert charge.status == "processed" and charge.outcome.endswith("reduced by 500")
+        assert len(refunds_server.requests) == 1
+        assert sale.clawed_back() == (500, 5000, "refunded")
+        assert sale.commission.applied_refund_ids == [f"{sale.charge_id}:5000"]
+
     def test_refund_created_then_charge_refunded_claws_back_once(self, sale, refunds_server, deliver):
         refunds_server.refunds.append(sale.refund(REFUND_A, 5000))
         assert deliver(sale.refund_created(REFUND_A, 5000)).outcome.endswith("reduced by 500")

@@ -291,10 +291,19 @@ def _charge_refund_list(program: Program, charge: dict[str, Any]) -> list[dict[s
     charge_id = charge.get("id")
     if not settings.STRIPE_SECRET_KEY or not program.stripe_account_id or not isinstance(charge_id, str):
         return listed or None
-    found = stripe.Refund.list(
-        charge=charge_id, limit=100, api_key=settings.STRIPE_SECRET_KEY, stripe_account=program.stripe_account_id
-    )
-    return [refund.to_dict() for refund in found.auto_paging_iter()]
+    try:
+        found = stripe.Refund.list(
+            charge=charge_id, limit=100, api_key=settings.STRIPE_SECRET_KEY, stripe_account=program.stripe_account_id
+        )
+        return [refund.to_dict() for refund in found.auto_paging_iter()]
+    except (stripe.AuthenticationError, stripe.PermissionError, stripe.InvalidRequestError) as error:
+        # Asking again will not help (a revoked key, an account that no longer grants access): the refunded total
+        # is applied instead, so the refund is still taken back. Stripe being down or slow raises, and is retried.
+        logger.warning(
+            "stripe.refund_list_refused",
+            extra={"program_id": program.pk, "charge": charge_id, "error": type(error).__name__},
+        )
+        return listed or None
 
 
 def _total_id_prefix(charge_id: str) -> str:
