@@ -1,21 +1,11 @@
+"""The imports in the admin, read-only: they are written by the engine only (manage.py import, the dashboard's Import
+page)."""
+
 from django.contrib import admin
-from django.db.models import Model
-from django.http import HttpRequest
+
+from core.admin import ReadOnlyAdmin
 
 from .models import ImportedRecord, ImportRun
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Imports are written by the engine only (manage.py import, the dashboard's Import page)."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
 
 
 @admin.register(ImportRun)
