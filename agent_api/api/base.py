@@ -68,7 +68,7 @@ class AgentApi(BaseApi):
         return response
 
 
-def query_of(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+def query_of(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     """The validated query parameters (400 invalid_request naming the first bad one)."""
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
@@ -84,7 +84,7 @@ def id_filter(invalid: str, help_text: str) -> QueryIntegerField:
 
 
 def body_of(
-    serializer_class: type[serializers.Serializer], request: Request, *, object_required: bool = True
+    serializer_class: type[serializers.Serializer[Any]], request: Request, *, object_required: bool = True
 ) -> dict[str, Any]:
     """The validated JSON body (400 invalid_request naming the first bad field). A body that is not a JSON object
     is refused (400 BODY_NOT_OBJECT), or, with `object_required` False, read as an empty object, so the answer
@@ -131,8 +131,8 @@ class AgentListApi(AgentApi):
     `output_serializer`. A list view declares those and overrides only the hooks its answer needs. Combine with
     AgentWriteApi (listed first) for a route that also creates."""
 
-    query_serializer: ClassVar[type[serializers.Serializer]] = PageQuerySerializer
-    output_serializer: ClassVar[type[serializers.Serializer]]
+    query_serializer: ClassVar[type[serializers.Serializer[Any]]] = PageQuerySerializer
+    output_serializer: ClassVar[type[serializers.Serializer[Any]]]
     # Functions, each wrapped in staticmethod (mypy reads a Callable class attribute as a method, hence `...`).
     # selector: (owner, **filters) -> the rows. older_than: (rows, cursor id) -> the older rows, for rows that keep
     # an order of their own (pagination.page_of); None: the page is ordered by id.
@@ -156,7 +156,7 @@ class AgentListApi(AgentApi):
         """What the answer's `data` renders from the page's rows."""
         return page
 
-    def page_serializer(self, query: dict[str, Any]) -> type[serializers.Serializer]:
+    def page_serializer(self, query: dict[str, Any]) -> type[serializers.Serializer[Any]]:
         return self.output_serializer
 
     def output_context(self, page: list[Any]) -> dict[str, Any]:

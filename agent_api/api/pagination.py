@@ -32,7 +32,7 @@ def cursor_decode(cursor: str) -> int | None:
     return integer_parse(number, minimum=1) if prefix == "id" else None
 
 
-class PageQuerySerializer(serializers.Serializer):
+class PageQuerySerializer(serializers.Serializer[Any]):
     cursor = serializers.CharField(required=False, help_text="next_cursor of the previous page")
     limit = serializers.CharField(
         required=False, help_text=f"Items per page, 1 to {LIMIT_MAX} (default {LIMIT_DEFAULT})"

@@ -32,8 +32,8 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 def page_serializer(
-    name: str, item: type[serializers.Serializer] | serializers.BaseSerializer
-) -> type[serializers.Serializer]:
+    name: str, item: type[serializers.Serializer[Any]] | serializers.BaseSerializer[Any]
+) -> type[serializers.Serializer[Any]]:
     """The body of a list route, {"data": [item, ...], "next_cursor": ...}, rendered from
     {"data": rows, "next_cursor": cursor}; `name` is its schema component. `item` is the item serializer class, or a
     serializer of many items."""
@@ -48,7 +48,7 @@ def page_serializer(
     return type(f"{name}Serializer", (serializers.Serializer,), {**fields, "__module__": module})
 
 
-def result_serializer(name: str, item: serializers.Serializer) -> type[serializers.Serializer]:
+def result_serializer(name: str, item: serializers.Serializer[Any]) -> type[serializers.Serializer[Any]]:
     """The body of a route answering one object, {"data": item}, rendered from {"data": row}; `name` is its schema
     component."""
     return type(f"{name}Serializer", (serializers.Serializer,), {"data": item, "__module__": type(item).__module__})

@@ -20,7 +20,7 @@ class CommissionRateField(serializers.FloatField):
         return rate_number(value)
 
 
-class CliProgramSerializer(serializers.Serializer):
+class CliProgramSerializer(serializers.Serializer[Any]):
     """A program as `svc init` and `svc programs` show it, its keys masked."""
 
     id = serializers.IntegerField(source="pk")
@@ -57,7 +57,7 @@ class CliProgramListedSerializer(CliProgramSerializer):
         return self.context["roles"][program.workspace_id]
 
 
-class CliAuthStartDataSerializer(serializers.Serializer):
+class CliAuthStartDataSerializer(serializers.Serializer[Any]):
     state = serializers.CharField()
     login_url = serializers.URLField()
     user_code = serializers.CharField()
@@ -66,17 +66,17 @@ class CliAuthStartDataSerializer(serializers.Serializer):
     interval = serializers.IntegerField()
 
 
-class CliAuthCallbackDataSerializer(serializers.Serializer):
+class CliAuthCallbackDataSerializer(serializers.Serializer[Any]):
     status = serializers.CharField()
 
 
-class CliPollUserSerializer(serializers.Serializer):
+class CliPollUserSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     username = serializers.CharField()
     email = serializers.CharField()
 
 
-class CliAuthPollDataSerializer(serializers.Serializer):
+class CliAuthPollDataSerializer(serializers.Serializer[Any]):
     """Pending: status, expires_at and interval. Complete (once): the login token and its account instead of the
     interval."""
 
@@ -89,39 +89,39 @@ class CliAuthPollDataSerializer(serializers.Serializer):
     user = CliPollUserSerializer(required=False)
 
 
-class CliAuthLogoutDataSerializer(serializers.Serializer):
+class CliAuthLogoutDataSerializer(serializers.Serializer[Any]):
     revoked = serializers.BooleanField()
 
 
-class CliInitDataSerializer(serializers.Serializer):
+class CliInitDataSerializer(serializers.Serializer[Any]):
     program = CliProgramSerializer()
     api_key = serializers.CharField(help_text="Shown once")
     test_api_key = serializers.CharField(help_text="Shown once")
 
 
-class CliStatusProgramSerializer(serializers.Serializer):
+class CliStatusProgramSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     name = serializers.CharField()
     domain = serializers.CharField()
 
 
-class CliStatusKeySerializer(serializers.Serializer):
+class CliStatusKeySerializer(serializers.Serializer[Any]):
     mode = serializers.CharField()
     masked = serializers.CharField()
 
 
-class CliStatusDataSerializer(serializers.Serializer):
+class CliStatusDataSerializer(serializers.Serializer[Any]):
     program = CliStatusProgramSerializer()
     key = CliStatusKeySerializer()
     readiness = ReadinessVerdictSerializer(help_text="The readiness verdict (tracking.insight.readiness)")
 
 
-class CliTestEventLimitSerializer(serializers.Serializer):
+class CliTestEventLimitSerializer(serializers.Serializer[Any]):
     runs_per_hour = serializers.IntegerField()
     runs_remaining = serializers.IntegerField()
 
 
-class CliTestEventDataSerializer(serializers.Serializer):
+class CliTestEventDataSerializer(serializers.Serializer[Any]):
     """The verification run (tracking.services.verification.verification_run) and the hourly limit; click_id and
     customer_key come once a click was recorded."""
 
@@ -135,7 +135,7 @@ class CliTestEventDataSerializer(serializers.Serializer):
     limit = CliTestEventLimitSerializer()
 
 
-class CliWebhookEventSerializer(serializers.Serializer):
+class CliWebhookEventSerializer(serializers.Serializer[Any]):
     """One event of the program's stream (a WebhookEvent)."""
 
     cursor = serializers.IntegerField(
@@ -146,7 +146,7 @@ class CliWebhookEventSerializer(serializers.Serializer):
     )
 
 
-class CliWebhookEventsMetaSerializer(serializers.Serializer):
+class CliWebhookEventsMetaSerializer(serializers.Serializer[Any]):
     cursor = serializers.IntegerField()
     has_more = serializers.BooleanField()
 

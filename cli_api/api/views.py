@@ -282,7 +282,7 @@ class CliExplainApi(CliProgramKeyApi):
 
 
 @extend_schema_field(OpenApiTypes.STR)
-class WebhookEventTypesField(serializers.Field):
+class WebhookEventTypesField(serializers.Field[frozenset[str], str, str, Any]):
     """A comma-separated list of event types (sale.created,lead.created): each must be a known type."""
 
     def to_internal_value(self, data: Any) -> frozenset[str]:

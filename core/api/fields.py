@@ -6,7 +6,7 @@ import copy
 import threading
 from collections.abc import Hashable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -16,6 +16,11 @@ from core.ids import integer_parse
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
+
+
+# A field of any kind, as a serializer's fields mapping holds several: DRF's Field is generic in its value, data,
+# representation and instance types.
+AnyField: TypeAlias = serializers.Field[Any, Any, Any, Any]
 
 
 def spec_messages(message: str) -> "dict[str, StrOrPromise]":
@@ -80,7 +85,7 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 @extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string", "pattern": "^[0-9]+$"}]})
-class IdField(serializers.Field):
+class IdField(serializers.Field[str | int, object, str | int, Any]):
     """A string or an integer (numeric strings are accepted), kept as given for the service."""
 
     default_error_messages = {"invalid": "must be a string or an integer"}
@@ -95,18 +100,18 @@ class IdField(serializers.Field):
 
 
 class JsonObjectField(serializers.DictField):
-    def to_internal_value(self, data: Any) -> dict:
+    def to_internal_value(self, data: Any) -> dict[Any, Any]:
         if not isinstance(data, dict):
             self.fail("not_a_dict", input_type=type(data).__name__)
         return data
 
 
-class LeanSerializer(serializers.Serializer):
+class LeanSerializer(serializers.Serializer[Any]):
     """DRF deep-copies every declared field for every serializer instance (about a millisecond for a dozen
     fields). Our input fields keep no per-request state beyond what bind() sets on the copy, so a shallow
     copy per instance is enough; nested serializers are not used with it."""
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, AnyField]:
         return {name: copy.copy(field) for name, field in self._declared_fields.items()}
 
 

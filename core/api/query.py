@@ -65,7 +65,7 @@ def parse_day(raw: Any) -> date | None:
 
 
 @extend_schema_field({"type": "integer", "minimum": 1})
-class QueryIntegerField(serializers.Field):
+class QueryIntegerField(serializers.Field[int, str, int, Any]):
     """A whole number written in plain digits, within [min_value, max_value]."""
 
     def __init__(
@@ -97,7 +97,7 @@ class QueryIdAfterField(QueryIntegerField):
 
 
 @extend_schema_field({"type": "string", "format": "date-time", "description": "ISO 8601 date or date-time"})
-class InstantField(serializers.Field):
+class InstantField(serializers.Field[Instant, str, Instant, Any]):
     """An ISO 8601 date (a whole UTC day) or date-time (naive = UTC)."""
 
     def __init__(self, *, message: str, **kwargs: Any) -> None:
@@ -115,7 +115,7 @@ class InstantField(serializers.Field):
 
 
 @extend_schema_field({"type": "string", "format": "date"})
-class DayField(serializers.Field):
+class DayField(serializers.Field[date, str, date, Any]):
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         self.message = message
         super().__init__(**kwargs)

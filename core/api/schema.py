@@ -14,7 +14,7 @@ from rest_framework import serializers
 
 from core import limits
 from core.api.envelopes import TYPED
-from core.api.fields import LeanSerializer
+from core.api.fields import AnyField, LeanSerializer
 
 
 class DashboardSessionScheme(OpenApiAuthenticationExtension):
@@ -34,7 +34,7 @@ class DashboardSessionScheme(OpenApiAuthenticationExtension):
 
 
 @extend_schema_field({"type": "null"})
-class AlwaysNullField(serializers.Field):
+class AlwaysNullField(serializers.Field[None, None, None, Any]):
     """`data` of an error: always JSON null."""
 
 
@@ -186,7 +186,7 @@ class ApiAutoSchema(AutoSchema):
                     parameter["schema"] = {"anyOf": [parameter["schema"], {"type": "string", "maxLength": 0}]}
         return parameters
 
-    def _map_basic_serializer(self, serializer: serializers.Serializer, direction: Direction) -> dict[str, Any]:
+    def _map_basic_serializer(self, serializer: serializers.Serializer[Any], direction: Direction) -> dict[str, Any]:
         schema = super()._map_basic_serializer(serializer, direction)
         # A serializer may declare how many fields the route needs at least (an empty PATCH is refused).
         min_properties = getattr(serializer, "min_properties", None)
@@ -195,7 +195,7 @@ class ApiAutoSchema(AutoSchema):
         return schema
 
     def _map_serializer_field(
-        self, field: serializers.Field, direction: Direction, bypass_extensions: bool = False
+        self, field: AnyField, direction: Direction, bypass_extensions: bool = False
     ) -> dict[str, Any]:
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         # DRF refuses "" for a CharField without allow_blank; say so where the caller sends it.

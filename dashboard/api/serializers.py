@@ -71,14 +71,14 @@ class AbsentOrNullCharField(serializers.CharField):
         return super().get_attribute(instance)
 
 
-class KeyRotationSerializer(serializers.Serializer):
+class KeyRotationSerializer(serializers.Serializer[Any]):
     flagged = serializers.BooleanField()
     marked_at = serializers.DateTimeField(allow_null=True)
     deadline = serializers.DateTimeField(allow_null=True)
     retired = serializers.BooleanField()
 
 
-class StripeStateSerializer(serializers.Serializer):
+class StripeStateSerializer(serializers.Serializer[Any]):
     connected = serializers.BooleanField()
     account_id = serializers.CharField()
     connected_at = serializers.DateTimeField(allow_null=True)
@@ -98,13 +98,13 @@ TrackingStatusProgramSerializer = output_serializer(
 )
 
 
-class LastEventAtSerializer(serializers.Serializer):
+class LastEventAtSerializer(serializers.Serializer[Any]):
     click = serializers.DateTimeField(allow_null=True)
     lead = serializers.DateTimeField(allow_null=True)
     sale = serializers.DateTimeField(allow_null=True)
 
 
-class TrackingStatusSerializer(serializers.Serializer):
+class TrackingStatusSerializer(serializers.Serializer[Any]):
     program = TrackingStatusProgramSerializer()
     role = serializers.ChoiceField(choices=["owner", "admin", "member"])
     actions = serializers.ListField(child=serializers.CharField())
@@ -126,7 +126,7 @@ class HasValueField(serializers.BooleanField):
 
 # The events list's items (tracking.selectors.events): each type's row of values() renders through its type's
 # serializer, keys in this order.
-class ClickEventSerializer(serializers.Serializer):
+class ClickEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     event_type = serializers.ChoiceField(choices=["click"])
     timestamp = IsoDateTimeField(source="click_timestamp")
@@ -144,7 +144,7 @@ class ClickEventSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
-class LeadEventSerializer(serializers.Serializer):
+class LeadEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     event_type = serializers.ChoiceField(choices=["lead"])
     timestamp = IsoDateTimeField(source="lead_timestamp")
@@ -156,7 +156,7 @@ class LeadEventSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
-class ConversionEventSerializer(serializers.Serializer):
+class ConversionEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     event_type = serializers.ChoiceField(choices=["conversion"])
     timestamp = IsoDateTimeField(source="sale_date")
@@ -170,7 +170,7 @@ class ConversionEventSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
-TRACKING_EVENT_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
+TRACKING_EVENT_SERIALIZERS: dict[str, type[serializers.Serializer[Any]]] = {
     "click": ClickEventSerializer,
     "lead": LeadEventSerializer,
     "conversion": ConversionEventSerializer,
@@ -184,7 +184,7 @@ TRACKING_EVENT_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
         resource_type_field_name="event_type",
     )
 )
-class TrackingEventField(serializers.Field):
+class TrackingEventField(serializers.Field[Mapping[str, Any], Any, Any, Any]):
     """Output only: an item of the events list, rendered by its type's serializer."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -195,14 +195,14 @@ class TrackingEventField(serializers.Field):
         return self.renderers[value["event_type"]].to_representation(value)
 
 
-class PaginationSerializer(serializers.Serializer):
+class PaginationSerializer(serializers.Serializer[Any]):
     page = serializers.IntegerField()
     pageSize = serializers.IntegerField()
     pageCount = serializers.IntegerField()
     total = serializers.IntegerField()
 
 
-class TrackingEventsMetaSerializer(serializers.Serializer):
+class TrackingEventsMetaSerializer(serializers.Serializer[Any]):
     pagination = PaginationSerializer()
 
 
@@ -219,7 +219,7 @@ TrackingReadinessResultSerializer = output_serializer(
 )
 
 
-class VerificationStepSerializer(serializers.Serializer):
+class VerificationStepSerializer(serializers.Serializer[Any]):
     step = serializers.CharField(help_text="click, lead or sale")
     ok = serializers.BooleanField()
     event_id = serializers.IntegerField(required=False)
@@ -227,7 +227,7 @@ class VerificationStepSerializer(serializers.Serializer):
     message = serializers.CharField(required=False)
 
 
-class VerificationRunSerializer(serializers.Serializer):
+class VerificationRunSerializer(serializers.Serializer[Any]):
     success = serializers.BooleanField(help_text="Every step passed")
     run_id = serializers.CharField()
     program_id = serializers.IntegerField()
@@ -243,7 +243,7 @@ VerificationResultSerializer = output_serializer("VerificationResultSerializer",
 
 # One test event sent (tracking.services.verification.synthetic_event_send): each type has its own fields, in this
 # order.
-class TestEventSerializer(serializers.Serializer):
+class TestEventSerializer(serializers.Serializer[Any]):
     event_type = serializers.CharField(help_text="click, lead or sale")
     program_id = serializers.IntegerField()
     test_mode = serializers.BooleanField()
@@ -260,19 +260,19 @@ class TestEventSerializer(serializers.Serializer):
 TestEventResultSerializer = output_serializer("TestEventResultSerializer", {"data": TestEventSerializer()})
 
 
-class TestEventArrivalsSerializer(serializers.Serializer):
+class TestEventArrivalsSerializer(serializers.Serializer[Any]):
     count = serializers.IntegerField()
     last_at = serializers.DateTimeField(allow_null=True)
     last_event_id = serializers.IntegerField(allow_null=True)
 
 
-class TestEventsByTypeSerializer(serializers.Serializer):
+class TestEventsByTypeSerializer(serializers.Serializer[Any]):
     click = TestEventArrivalsSerializer()
     lead = TestEventArrivalsSerializer()
     sale = TestEventArrivalsSerializer()
 
 
-class CheckTestEventsSerializer(serializers.Serializer):
+class CheckTestEventsSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField()
     since = serializers.DateTimeField()
     checked_at = serializers.DateTimeField()

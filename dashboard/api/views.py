@@ -35,7 +35,7 @@ from tracking.services.verification import synthetic_event_send, verification_ru
 from . import serializers as s
 
 
-def _validated(serializer: serializers.Serializer) -> dict[str, Any]:
+def _validated(serializer: serializers.Serializer[Any]) -> dict[str, Any]:
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 

@@ -82,7 +82,7 @@ class LogsQuerySerializer(LeanSerializer):
 
 
 # One row of the log (programs.calllog.api_calls_list), in its columns' order.
-class ApiCallLoggedSerializer(serializers.Serializer):
+class ApiCallLoggedSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     method = serializers.CharField()
@@ -97,7 +97,7 @@ class ApiCallLoggedSerializer(serializers.Serializer):
     excerpt = serializers.DictField(help_text="Allow-listed body fields; an email is masked, never a key")
 
 
-class ApiCallLogMetaSerializer(serializers.Serializer):
+class ApiCallLogMetaSerializer(serializers.Serializer[Any]):
     next_cursor = serializers.CharField(allow_null=True, help_text="null on the last page")
 
 

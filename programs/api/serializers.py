@@ -13,6 +13,7 @@ from rest_framework.fields import SkipField, empty
 from rest_framework.settings import api_settings
 
 from core import messages
+from core.api.fields import AnyField
 from core.ids import integer_parse
 
 from .. import messages as program_messages
@@ -39,7 +40,7 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-class _Setting(serializers.Field):
+class _Setting(AnyField):
     """A setting checked by its own rule. Absence is the serializer's business (missing fields on creation,
     nothing to change on update); null is checked like any other value, so it gets the field's message."""
 
@@ -145,7 +146,7 @@ class _LinkAliasesSetting(_Setting):
         return list(data)
 
 
-def _settings_fields(*, creation: bool) -> dict[str, serializers.Field]:
+def _settings_fields(*, creation: bool) -> dict[str, AnyField]:
     """The settings of creation and update, in the spec's check order. Creation requires the first four and
     lets the optional numbers be null (they keep their default); an update refuses null."""
     return {
@@ -175,10 +176,10 @@ def _settings_fields(*, creation: bool) -> dict[str, serializers.Field]:
     }
 
 
-class _ProgramSettingsSerializer(serializers.Serializer):
+class _ProgramSettingsSerializer(serializers.Serializer[Any]):
     creation: bool
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, AnyField]:
         # The settings first, then any field the subclass declares.
         return {**_settings_fields(creation=self.creation), **super().get_fields()}
 
@@ -238,7 +239,7 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
     creation = False
     min_properties = 1  # an empty patch is refused
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, AnyField]:
         return {
             **super().get_fields(),
             "hold_days": _WholeNumberSetting(
@@ -281,7 +282,7 @@ class RateField(serializers.FloatField):
         return value
 
 
-PROGRAM_SETTINGS_FIELDS: dict[str, serializers.Field] = {
+PROGRAM_SETTINGS_FIELDS: dict[str, AnyField] = {
     "id": serializers.IntegerField(),
     "name": serializers.CharField(),
     "domain": serializers.CharField(),

@@ -28,7 +28,7 @@ class ProgramKeyRegenerateApi(BaseApi):
     sends_request_id = False
 
     @extend_schema_serializer(component_name="RegenerateKeyInput")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[Any]):
         mode = serializers.ChoiceField(
             choices=ProgramKey.Mode.choices,
             default=ProgramKey.Mode.LIVE,

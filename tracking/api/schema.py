@@ -11,6 +11,7 @@ from typing import Any
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from core.api.fields import AnyField
 from core.api.output import output_serializer
 
 
@@ -25,7 +26,7 @@ DayRangeSerializer = output_serializer(
 
 
 # The report's numbers, in the order its rows hold them.
-class _PerformanceNumbers(serializers.Serializer):
+class _PerformanceNumbers(serializers.Serializer[Any]):
     clicks = serializers.IntegerField()
     leads = serializers.IntegerField()
     sales = serializers.IntegerField()
@@ -35,11 +36,11 @@ class _PerformanceNumbers(serializers.Serializer):
 
 # A serializer's fields list its bases' first, in the order of the bases: a day's date, a partner's id and name come
 # before the numbers.
-class _Day(serializers.Serializer):
+class _Day(serializers.Serializer[Any]):
     date = serializers.DateField()
 
 
-class _Partner(serializers.Serializer):
+class _Partner(serializers.Serializer[Any]):
     partner_id = serializers.IntegerField(allow_null=True)
     partner_name = serializers.CharField()
 
@@ -56,7 +57,7 @@ class PerformancePartnerSerializer(_Partner, _PerformanceNumbers):
     pass
 
 
-class TrackingPerformanceSerializer(serializers.Serializer):
+class TrackingPerformanceSerializer(serializers.Serializer[Any]):
     range = DayRangeSerializer()
     totals = PerformanceTotalsSerializer()
     by_day = serializers.ListField(child=PerformanceDaySerializer())
@@ -69,13 +70,13 @@ TrackingPerformanceResultSerializer = output_serializer(
 )
 
 
-class ReadinessLastEventAtSerializer(serializers.Serializer):
+class ReadinessLastEventAtSerializer(serializers.Serializer[Any]):
     click = serializers.DateTimeField(allow_null=True)
     lead = serializers.DateTimeField(allow_null=True)
     sale = serializers.DateTimeField(allow_null=True)
 
 
-class ReadinessCheckSerializer(serializers.Serializer):
+class ReadinessCheckSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=["pass", "warn", "fail"])
     title = serializers.CharField()
@@ -83,7 +84,7 @@ class ReadinessCheckSerializer(serializers.Serializer):
     next_step = serializers.CharField()
 
 
-class ReadinessMistakeSerializer(serializers.Serializer):
+class ReadinessMistakeSerializer(serializers.Serializer[Any]):
     code = serializers.CharField(help_text="Stable, e.g. sale_customer_key_without_lead")
     title = serializers.CharField()
     count = serializers.IntegerField(help_text="How often in the window")
@@ -95,7 +96,7 @@ class ReadinessMistakeSerializer(serializers.Serializer):
     )
 
 
-class ReadinessClicksSetAsideSerializer(serializers.Serializer):
+class ReadinessClicksSetAsideSerializer(serializers.Serializer[Any]):
     days = serializers.IntegerField(help_text="The window: the last N days (among the latest 1,000 marked clicks)")
     total = serializers.IntegerField()
     by_reason = serializers.DictField(
@@ -104,7 +105,7 @@ class ReadinessClicksSetAsideSerializer(serializers.Serializer):
 
 
 # The readiness verdict (tracking.insight.readiness.readiness_compute), as every surface answers it.
-class ReadinessVerdictSerializer(serializers.Serializer):
+class ReadinessVerdictSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField()
     ready = serializers.BooleanField(help_text="No check fails")
     status = serializers.ChoiceField(choices=["ready", "ready_with_warnings", "incomplete"])
@@ -126,23 +127,23 @@ class ReadinessVerdictSerializer(serializers.Serializer):
     )
 
 
-class ReferrerDomainSerializer(serializers.Serializer):
+class ReferrerDomainSerializer(serializers.Serializer[Any]):
     domain = serializers.CharField()
     clicks = serializers.IntegerField()
 
 
-class UtmSourceSerializer(serializers.Serializer):
+class UtmSourceSerializer(serializers.Serializer[Any]):
     utm_source = serializers.CharField()
     clicks = serializers.IntegerField()
 
 
-class ClickSourcesSampleSerializer(serializers.Serializer):
+class ClickSourcesSampleSerializer(serializers.Serializer[Any]):
     clicks = serializers.IntegerField(help_text="Clicks counted")
     limit = serializers.IntegerField()
     truncated = serializers.BooleanField(help_text="More clicks in range than the limit")
 
 
-class ClickSourcesSerializer(serializers.Serializer):
+class ClickSourcesSerializer(serializers.Serializer[Any]):
     range = DayRangeSerializer()
     referrer_domains = serializers.ListField(child=ReferrerDomainSerializer())
     utm_sources = serializers.ListField(child=UtmSourceSerializer())
@@ -163,17 +164,17 @@ def _datetime(**kwargs: Any) -> serializers.DateTimeField:
     return serializers.DateTimeField(format=None, **kwargs)
 
 
-class ExplainPartnerSerializer(serializers.Serializer):
+class ExplainPartnerSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
 
 
-class ExplainLinkSerializer(serializers.Serializer):
+class ExplainLinkSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     short_link = serializers.CharField()
 
 
-class ExplainFraudRuleSerializer(serializers.Serializer):
+class ExplainFraudRuleSerializer(serializers.Serializer[Any]):
     rule = serializers.CharField(help_text="The fraud rule (duplicate_click, bot, paid_ads, self_referral, ...)")
     description = serializers.CharField(help_text="What the rule checks")
     status = serializers.ChoiceField(
@@ -185,7 +186,7 @@ class ExplainFraudRuleSerializer(serializers.Serializer):
 
 
 # A sale (tracking.models.SaleEvent) as its explanation shows it.
-class ExplainedSaleSerializer(serializers.Serializer):
+class ExplainedSaleSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
     amount_cents = serializers.IntegerField()
@@ -215,7 +216,7 @@ class _AsIsIntegerField(_AsIs, serializers.IntegerField):
 
 # A sale refused after the window, from its tracking log row (tracking.models.TrackingLog: what the sale service
 # logged in details).
-class ExplainRefusedSaleSerializer(serializers.Serializer):
+class ExplainRefusedSaleSerializer(serializers.Serializer[Any]):
     transaction_id = serializers.CharField(source="details.transaction_id", allow_null=True)
     refused_at = _datetime(source="created_at")
     click_age_days = _AsIsFloatField(source="details.click_age_days", allow_null=True)
@@ -225,7 +226,7 @@ class ExplainRefusedSaleSerializer(serializers.Serializer):
 
 # A click (tracking.models.ClickEvent) of a customer or of a click id: the click rules' steps need the program's
 # rules (context "click_rules": tracking.insight.explain's _ClickRules).
-class ExplainClickEventSerializer(serializers.Serializer):
+class ExplainClickEventSerializer(serializers.Serializer[Any]):
     clicked_at = _datetime(source="click_timestamp")
     link = ExplainLinkSerializer(allow_null=True)
     page_url = serializers.CharField()
@@ -242,7 +243,7 @@ class ExplainClickEventSerializer(serializers.Serializer):
 
 
 # A customer (tracking.models.Customer) as its explanation shows it.
-class ExplainCustomerSerializer(serializers.Serializer):
+class ExplainCustomerSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     click_id = serializers.CharField()
     customer_key = serializers.SerializerMethodField(help_text="Empty until a lead saves one")
@@ -258,7 +259,7 @@ class ExplainCustomerSerializer(serializers.Serializer):
 
 
 # A customer's lead (tracking.models.LeadEvent).
-class ExplainLeadSerializer(serializers.Serializer):
+class ExplainLeadSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     customer_key = serializers.CharField()
     click_id = serializers.CharField()
@@ -268,7 +269,7 @@ class ExplainLeadSerializer(serializers.Serializer):
 
 
 # A refund applied to a commission (commissions.selectors.commission_refund_steps: one outbox row per refund).
-class ExplainRefundStepSerializer(serializers.Serializer):
+class ExplainRefundStepSerializer(serializers.Serializer[Any]):
     step = serializers.IntegerField(source="refund_step")
     reason = serializers.CharField(source="refund_reason")
     reversed = serializers.BooleanField(help_text="The refund reversed the commission whole")
@@ -276,7 +277,7 @@ class ExplainRefundStepSerializer(serializers.Serializer):
     created_at = _datetime()
 
 
-class ExplainSaleCommissionSerializer(serializers.Serializer):
+class ExplainSaleCommissionSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     amount_cents = serializers.IntegerField()
     status = serializers.CharField()
@@ -291,13 +292,13 @@ class ExplainSaleCommissionSerializer(serializers.Serializer):
         return list(commission.flags or [])
 
 
-class ExplainSaleSelectorSerializer(serializers.Serializer):
+class ExplainSaleSelectorSerializer(serializers.Serializer[Any]):
     transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
 
 
 # A customer's sale (tracking.models.SaleEvent, its commission joined) summarised; context "not_recorded": what
 # attributed_by says of an attributed sale recorded before explanations.
-class ExplainCustomerSaleSerializer(serializers.Serializer):
+class ExplainCustomerSaleSerializer(serializers.Serializer[Any]):
     transaction_id = serializers.CharField(source="processor_event_id", allow_null=True)
     amount_cents = serializers.IntegerField()
     currency = serializers.CharField()
@@ -315,7 +316,7 @@ class ExplainCustomerSaleSerializer(serializers.Serializer):
 
 
 # The Stripe event that recorded a sale (tracking.models.ProcessorEvent).
-class ExplainProcessorEventSerializer(serializers.Serializer):
+class ExplainProcessorEventSerializer(serializers.Serializer[Any]):
     event_id = serializers.CharField()
     event_type = serializers.CharField()
     outcome = serializers.CharField()
@@ -323,7 +324,7 @@ class ExplainProcessorEventSerializer(serializers.Serializer):
 
 # A ledger entry of a commission (commissions.models.LedgerEntry) with the running total up to it: rendered from
 # tracking.insight.explain's LedgerLine.
-class ExplainLedgerEntrySerializer(serializers.Serializer):
+class ExplainLedgerEntrySerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="entry.pk")
     kind = serializers.CharField(source="entry.kind")
     amount_cents = serializers.IntegerField(source="entry.amount_cents")
@@ -334,7 +335,7 @@ class ExplainLedgerEntrySerializer(serializers.Serializer):
 
 
 # A decision on a commission's hold (commissions.models.CommissionReview).
-class ExplainReviewDecisionSerializer(serializers.Serializer):
+class ExplainReviewDecisionSerializer(serializers.Serializer[Any]):
     action = serializers.CharField()
     rule = serializers.CharField()
     reason = serializers.CharField()
@@ -344,7 +345,7 @@ class ExplainReviewDecisionSerializer(serializers.Serializer):
 
 _NAMED = ExplainPartnerSerializer(allow_null=True)
 _LINK = ExplainLinkSerializer(allow_null=True)
-_WINDOW_FIELDS: dict[str, serializers.Field] = {
+_WINDOW_FIELDS: dict[str, AnyField] = {
     "window_days": serializers.IntegerField(help_text="The program's attribution window (cookie_duration)"),
     "click_age_days": serializers.FloatField(allow_null=True, help_text="Days from the click to the sale"),
     "within": serializers.BooleanField(),

@@ -40,7 +40,7 @@ InputT = TypeVar("InputT", bound=Mapping[str, object])
 
 # A request body validated into its service's typed input InputT. (A comment, not a docstring: the
 # OpenAPI description would show it on every body without one of its own.)
-class TypedInputSerializer(serializers.Serializer, Generic[InputT]):
+class TypedInputSerializer(serializers.Serializer[Any], Generic[InputT]):
     def validated_input(self) -> InputT:
         self.is_valid(raise_exception=True)
         # validated_data holds, for every field the body sent (every required one is sent), what its
@@ -59,7 +59,7 @@ def optional_text(name: str, max_length: int | None = None) -> StrictCharField:
     )
 
 
-class AdditionalDataSerializer(serializers.Serializer):
+class AdditionalDataSerializer(serializers.Serializer[Any]):
     test_mode = StrictBooleanField(
         required=False, error_messages=spec_messages("additional_data.test_mode must be a boolean")
     )

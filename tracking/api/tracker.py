@@ -84,7 +84,7 @@ CONFIG_OK = inline_serializer(
 )
 
 
-class ProgramIdInputSerializer(serializers.Serializer):
+class ProgramIdInputSerializer(serializers.Serializer[Any]):
     program_id = IdField(
         error_messages={
             **spec_messages(messages.UNKNOWN_PROGRAM_ID),

@@ -37,7 +37,7 @@ class ApplicationsQuerySerializer(PageQuerySerializer):
     )
 
 
-class AgentApplicationSerializer(serializers.Serializer):
+class AgentApplicationSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     program_id = serializers.IntegerField()
     name = serializers.CharField()

@@ -1,6 +1,8 @@
 """What the commission routes read (query and body serializers) and answer (output serializers, which both render
 the bodies and describe them in the OpenAPI document)."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from commissions.models import CommissionReview, CommissionStatus, LedgerEntry
@@ -60,7 +62,7 @@ class CommissionsQuerySerializer(PageQuerySerializer):
     flagged = _rule_choice("flagged", "Only commissions whose sale this fraud rule flagged (held or not)")
 
 
-class CommissionVoidSerializer(serializers.Serializer):
+class CommissionVoidSerializer(serializers.Serializer[Any]):
     reason = StrictCharField(
         max_length=REASON_LIMIT,
         help_text="Why it is voided (1-500 characters); kept on the commission and in the ledger memo",
@@ -93,13 +95,13 @@ def _optional_reason(help_text: str) -> StrictCharField:
     )
 
 
-class CommissionHoldSerializer(serializers.Serializer):
+class CommissionHoldSerializer(serializers.Serializer[Any]):
     reason = _optional_reason(
         "Why it is held (at most 500 characters); holding a held commission again replaces the reason"
     )
 
 
-class CommissionReleaseSerializer(serializers.Serializer):
+class CommissionReleaseSerializer(serializers.Serializer[Any]):
     reason = _optional_reason("Why it is released (at most 500 characters); kept in its review entry")
 
 
@@ -107,7 +109,7 @@ class CommissionReleaseSerializer(serializers.Serializer):
 
 
 # A commission (commissions.selectors.CommissionWithMoney, with its partner and sale).
-class AgentCommissionSerializer(serializers.Serializer):
+class AgentCommissionSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     program_id = serializers.IntegerField()
     partner_id = serializers.IntegerField()
@@ -148,7 +150,7 @@ class AgentCommissionSerializer(serializers.Serializer):
     )
 
 
-class AgentLedgerEntrySerializer(serializers.Serializer):
+class AgentLedgerEntrySerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     kind = serializers.ChoiceField(choices=LedgerEntry.Kind.choices)
     amount_cents = serializers.IntegerField(help_text="Signed: a credit adds, a clawback subtracts")
@@ -158,7 +160,7 @@ class AgentLedgerEntrySerializer(serializers.Serializer):
 
 
 # One refund applied (its commissions.models.NotificationOutbox row).
-class AgentCommissionRefundStepSerializer(serializers.Serializer):
+class AgentCommissionRefundStepSerializer(serializers.Serializer[Any]):
     step = serializers.IntegerField(source="refund_step", help_text="1 for the first refund applied, then 2, ...")
     reason = serializers.CharField(
         source="refund_reason", help_text="The reason on record when this refund was applied"
@@ -172,7 +174,7 @@ class AgentCommissionRefundStepSerializer(serializers.Serializer):
 
 
 # The stored refund bookkeeping of a commission (agent_api.selectors.CommissionDetail).
-class AgentCommissionRefundsSerializer(serializers.Serializer):
+class AgentCommissionRefundsSerializer(serializers.Serializer[Any]):
     count = serializers.IntegerField(
         source="refund_count", help_text="Refunds applied (retries that were skipped are not counted)"
     )
@@ -193,7 +195,7 @@ class AgentCommissionRefundsSerializer(serializers.Serializer):
     steps = AgentCommissionRefundStepSerializer(source="refund_steps", many=True)
 
 
-class AgentCommissionReviewSerializer(serializers.Serializer):
+class AgentCommissionReviewSerializer(serializers.Serializer[Any]):
     action = serializers.ChoiceField(choices=CommissionReview.Action.choices)
     rule = serializers.CharField(help_text="The fraud rule behind the hold; empty for an owner's decision")
     reason = serializers.CharField()

@@ -6,7 +6,7 @@ from typing import Any
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from core.api.fields import IsoDateTimeField, spec_messages
+from core.api.fields import AnyField, IsoDateTimeField, spec_messages
 from core.api.query import InstantField, query_time_bounds
 from fraud.rules import Traffic
 from tracking.services.tracker import UTM_FIELDS, utm_params_of
@@ -94,7 +94,7 @@ def _created_at() -> IsoDateTimeField:
 
 
 # A click, with its link (select_related); the utm_* fields stand after referrer_url.
-class AgentClickEventSerializer(serializers.Serializer):
+class AgentClickEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     type = EventTypeField("click")
     program_id = serializers.IntegerField()
@@ -116,8 +116,8 @@ class AgentClickEventSerializer(serializers.Serializer):
     is_test = serializers.BooleanField()
     created_at = _created_at()
 
-    def get_fields(self) -> dict[str, serializers.Field]:
-        fields: dict[str, serializers.Field] = {}
+    def get_fields(self) -> dict[str, AnyField]:
+        fields: dict[str, AnyField] = {}
         for name, field in super().get_fields().items():
             fields[name] = field
             if name == "referrer_url":
@@ -125,7 +125,7 @@ class AgentClickEventSerializer(serializers.Serializer):
         return fields
 
 
-class AgentLeadEventSerializer(serializers.Serializer):
+class AgentLeadEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     type = EventTypeField("lead")
     program_id = serializers.IntegerField()
@@ -140,13 +140,13 @@ class AgentLeadEventSerializer(serializers.Serializer):
     created_at = _created_at()
 
 
-class AgentSaleCommissionSerializer(serializers.Serializer):
+class AgentSaleCommissionSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     status = serializers.CharField()
 
 
 # A sale, with its commission if any (select_related, which also records its absence).
-class AgentSaleEventSerializer(serializers.Serializer):
+class AgentSaleEventSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     type = EventTypeField("sale")
     program_id = serializers.IntegerField()
@@ -173,7 +173,7 @@ class AgentSaleEventSerializer(serializers.Serializer):
 
 
 # The body of a page of each event type.
-EVENT_PAGES: dict[str, type[serializers.Serializer]] = {
+EVENT_PAGES: dict[str, type[serializers.Serializer[Any]]] = {
     "click": page_serializer("AgentClickEventList", AgentClickEventSerializer),
     "lead": page_serializer("AgentLeadEventList", AgentLeadEventSerializer),
     "sale": page_serializer("AgentSaleEventList", AgentSaleEventSerializer),

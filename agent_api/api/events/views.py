@@ -27,7 +27,7 @@ class AgentEventsListApi(AgentListApi):
             "partner_id": query.get("partner_id"),
         }
 
-    def page_serializer(self, query: dict[str, Any]) -> type[serializers.Serializer]:
+    def page_serializer(self, query: dict[str, Any]) -> type[serializers.Serializer[Any]]:
         # AgentEventListSerializer describes the three; a page renders with its type's own.
         return EVENT_PAGES[query["type"]]
 

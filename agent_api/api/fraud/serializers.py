@@ -42,7 +42,7 @@ def _number(field: str, low: int, high: int, range_message: str, help_text: str)
     )
 
 
-class FraudRuleUpdateSerializer(serializers.Serializer):
+class FraudRuleUpdateSerializer(serializers.Serializer[Any]):
     """Any of the rule's settings; those not sent stay as they are. Nothing else is accepted."""
 
     enabled = StrictBooleanField(
@@ -94,7 +94,7 @@ class FlaggedClicksQuerySerializer(PageQuerySerializer):
 
 
 # A rule's settings (fraud.config.RuleConfig) and what it looks for.
-class AgentFraudRuleSerializer(serializers.Serializer):
+class AgentFraudRuleSerializer(serializers.Serializer[Any]):
     rule = serializers.ChoiceField(choices=Rule.choices)
     enabled = serializers.BooleanField()
     action = serializers.ChoiceField(choices=Action.choices, help_text="flag, or hold the commission too")
@@ -112,7 +112,7 @@ class AgentFraudRuleSerializer(serializers.Serializer):
 
 
 # A marked click, with its link (select_related). Never the IP or the full visitor hash.
-class AgentFlaggedClickSerializer(serializers.Serializer):
+class AgentFlaggedClickSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     click_id = serializers.CharField()
     link = serializers.CharField(source="link.short_link", allow_null=True, help_text="The referral link's short code")

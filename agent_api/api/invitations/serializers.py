@@ -1,5 +1,7 @@
 """What the invitation routes read and answer."""
 
+from typing import Any
+
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -11,7 +13,7 @@ from ..pagination import PageQuerySerializer
 from ..serializers import page_serializer, result_serializer
 
 
-class InvitationCreateSerializer(serializers.Serializer):
+class InvitationCreateSerializer(serializers.Serializer[Any]):
     email = serializers.EmailField(
         max_length=254,
         error_messages={key: messages.EMAIL_INVALID for key in ("required", "null", "invalid", "blank", "max_length")},
@@ -31,7 +33,7 @@ class InvitationsQuerySerializer(PageQuerySerializer):
     pass
 
 
-class AgentInvitationSerializer(serializers.Serializer):
+class AgentInvitationSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     program_id = serializers.IntegerField()
     partner_id = serializers.IntegerField()

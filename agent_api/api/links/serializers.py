@@ -1,6 +1,8 @@
 """What the link routes read (query and body serializers) and answer (output serializers, which both render the
 bodies and describe them in the OpenAPI document)."""
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -31,7 +33,7 @@ class LinksQuerySerializer(PageQuerySerializer):
     )
 
 
-class LinkCreateSerializer(serializers.Serializer):
+class LinkCreateSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField(
         help_text="A program the key may see",
         error_messages={
@@ -66,7 +68,7 @@ class LinkCreateSerializer(serializers.Serializer):
 # A link; its clicks and latest click are the counters plus the clicks the rollup task has not added to them yet:
 # context["counts"] holds them by link id (tracking.insight.rollups.link_click_counts, read by the view), and a link
 # without an entry shows its counters.
-class AgentLinkSerializer(serializers.Serializer):
+class AgentLinkSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     short_link = serializers.CharField(help_text="The code matched against ?aff= (or ?via=)")
     program_id = serializers.IntegerField()

@@ -1,6 +1,8 @@
 """What GET /api/agent/v1/me answers (an output serializer, which both renders the body and describes it in the
 OpenAPI document)."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField
@@ -10,7 +12,7 @@ from ..serializers import result_serializer
 
 
 # An agent key (programs.models.AgentKey), never its secret.
-class AgentKeyInfoDataSerializer(serializers.Serializer):
+class AgentKeyInfoDataSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     masked = serializers.CharField()
     workspace_id = serializers.IntegerField()

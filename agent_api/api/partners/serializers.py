@@ -1,6 +1,8 @@
 """What the partner routes read (query and body serializers) and answer (output serializers, which both render the
 bodies and describe them in the OpenAPI document)."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from core.api.fields import IsoDateTimeField
@@ -35,7 +37,7 @@ class PartnersQuerySerializer(PageQuerySerializer):
     program_id = serializers.CharField(required=False, help_text="Only partners enrolled in this program")
 
 
-class PartnerCreateSerializer(serializers.Serializer):
+class PartnerCreateSerializer(serializers.Serializer[Any]):
     name = _text("name", 200, required=True)
     email = _email()
     program_id = serializers.IntegerField(
@@ -45,12 +47,12 @@ class PartnerCreateSerializer(serializers.Serializer):
     )
 
 
-class PartnerUpdateSerializer(serializers.Serializer):
+class PartnerUpdateSerializer(serializers.Serializer[Any]):
     name = _text("name", 200, required=False)
     email = _email()
 
 
-class EnrollmentSerializer(serializers.Serializer):
+class EnrollmentSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField(
         error_messages={
             key: messages.PROGRAM_ID_INVALID for key in ("required", "invalid", "null", "max_string_length")
@@ -63,7 +65,7 @@ class EnrollmentSerializer(serializers.Serializer):
 
 # A partner; context["program_ids"] maps its id to the programs it is enrolled in, of those the key may see (without
 # it, they are read from the partner's prefetched program_links).
-class AgentPartnerSerializer(serializers.Serializer):
+class AgentPartnerSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     name = serializers.CharField()
     email = serializers.CharField()
@@ -77,7 +79,7 @@ class AgentPartnerSerializer(serializers.Serializer):
         return [link.program_id for link in partner.program_links.all()]
 
 
-class AgentEnrollmentSerializer(serializers.Serializer):
+class AgentEnrollmentSerializer(serializers.Serializer[Any]):
     partner_id = serializers.IntegerField()
     program_id = serializers.IntegerField()
     created = serializers.BooleanField(help_text="false: it was already enrolled")

@@ -1,6 +1,8 @@
 """What the payout routes read (query serializers) and answer (output serializers, which both render the bodies and
 describe them in the OpenAPI document)."""
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -64,7 +66,7 @@ class RunsQuerySerializer(PageQuerySerializer):
     status = _choice(PayoutRun.Status.choices, payout_messages.RUN_STATUS_INVALID, "Only runs in this state")
 
 
-class RunPreviewSerializer(serializers.Serializer):
+class RunPreviewSerializer(serializers.Serializer[Any]):
     program_id = AsciiIntegerField(
         min_value=1,
         max_value=MAX_BIGINT,
@@ -106,7 +108,7 @@ class PayoutsQuerySerializer(PageQuerySerializer):
     status = _choice(PayoutStatus.choices, payout_messages.PAYOUT_STATUS_INVALID, "Only payouts in this state")
 
 
-class PayoutMarkPaidSerializer(serializers.Serializer):
+class PayoutMarkPaidSerializer(serializers.Serializer[Any]):
     reference = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -116,7 +118,7 @@ class PayoutMarkPaidSerializer(serializers.Serializer):
     )
 
 
-class PayoutMarkFailedSerializer(serializers.Serializer):
+class PayoutMarkFailedSerializer(serializers.Serializer[Any]):
     message = serializers.CharField(
         max_length=500,
         help_text="Why it failed, in words for the partner (they are emailed it)",
@@ -139,7 +141,7 @@ class PayoutMarkFailedSerializer(serializers.Serializer):
 
 
 # agent_api.selectors.CurrencyBalance
-class AgentPartnerCurrencyBalanceSerializer(serializers.Serializer):
+class AgentPartnerCurrencyBalanceSerializer(serializers.Serializer[Any]):
     currency = serializers.CharField()
     balance_cents = serializers.IntegerField(
         help_text="The sum of the ledger entries read (see ledger_scope); negative when clawbacks exceed credits"
@@ -150,7 +152,7 @@ class AgentPartnerCurrencyBalanceSerializer(serializers.Serializer):
 
 
 # agent_api.selectors.PartnerBalance
-class AgentPartnerBalanceSerializer(serializers.Serializer):
+class AgentPartnerBalanceSerializer(serializers.Serializer[Any]):
     partner_id = serializers.IntegerField(source="partner.pk")
     partner_name = serializers.CharField(source="partner.name")
     ledger_scope = serializers.ChoiceField(
@@ -170,7 +172,7 @@ class AgentPartnerBalanceSerializer(serializers.Serializer):
 
 
 # A withdrawal, with its partner (select_related).
-class AgentWithdrawalSerializer(serializers.Serializer):
+class AgentWithdrawalSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     partner_id = serializers.IntegerField()
     partner_name = serializers.CharField(source="partner.name")
@@ -194,7 +196,7 @@ class AgentWithdrawalSerializer(serializers.Serializer):
 
 
 # payouts.services.PreviewLine.as_dict, as stored on the run.
-class AgentPayoutRunLineSerializer(serializers.Serializer):
+class AgentPayoutRunLineSerializer(serializers.Serializer[Any]):
     partner_id = serializers.IntegerField()
     partner = serializers.CharField(help_text="The partner's name when the run was previewed")
     amount_cents = serializers.IntegerField(help_text="What was available to pay the partner at the preview")
@@ -205,7 +207,7 @@ class AgentPayoutRunLineSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text='Why the partner cannot be paid now ("" when ready)')
 
 
-class AgentPayoutRunAuditSerializer(serializers.Serializer):
+class AgentPayoutRunAuditSerializer(serializers.Serializer[Any]):
     action = serializers.ChoiceField(choices=PayoutRunAudit.Action.choices)
     actor = serializers.CharField(help_text='Who: "user:<username>", "agent key <masked>", "command" or "schedule"')
     detail = serializers.CharField()
@@ -213,7 +215,7 @@ class AgentPayoutRunAuditSerializer(serializers.Serializer):
 
 
 # payouts.selectors.ClawedBack
-class AgentPayoutClawbackSerializer(serializers.Serializer):
+class AgentPayoutClawbackSerializer(serializers.Serializer[Any]):
     commission_id = serializers.IntegerField(help_text="The commission it covered, refunded after it was sent")
     amount_cents = serializers.IntegerField(help_text="What the refund took back from the partner (positive)")
     memo = serializers.CharField(help_text='The ledger entry\'s words, e.g. "Refund of sale #12 (50.00 USD)"')
@@ -223,7 +225,7 @@ class AgentPayoutClawbackSerializer(serializers.Serializer):
 # A payout, with its partner (select_related) and the commissions it covers (prefetched `covered`, active rows). The
 # clawbacks after sending come from context["clawbacks"] (clawbacks_after_sending over the page: one read), else are
 # read for the payout alone (none when it has not left).
-class AgentPayoutSerializer(serializers.Serializer):
+class AgentPayoutSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     run_id = serializers.IntegerField()
     program_id = serializers.IntegerField()
@@ -266,7 +268,7 @@ class AgentPayoutSerializer(serializers.Serializer):
 
 
 # A run, with its audit trail and payouts prefetched.
-class AgentPayoutRunSerializer(serializers.Serializer):
+class AgentPayoutRunSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     program_id = serializers.IntegerField()
     currency = serializers.CharField()

@@ -9,7 +9,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.api.fields import IsoDateTimeField
+from core.api.fields import AnyField, IsoDateTimeField
 from programs.api.serializers import PROGRAM_SETTINGS_FIELDS
 from programs.selectors import program_settings_data
 from tracking.api.schema import ReadinessVerdictSerializer
@@ -27,11 +27,11 @@ class ProgramDetail:
 
 
 # A program (agent_api.selectors.ProgramWithLiveKey): its settings, cookie duration and creation time.
-class AgentProgramSerializer(serializers.Serializer):
+class AgentProgramSerializer(serializers.Serializer[Any]):
     cookie_duration = serializers.IntegerField()
     created_at = IsoDateTimeField()
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, AnyField]:
         settings = {name: copy.deepcopy(field) for name, field in PROGRAM_SETTINGS_FIELDS.items()}
         return {**settings, **super().get_fields()}
 

@@ -70,7 +70,7 @@ class EventTypesField(serializers.ListField):
         return super().to_internal_value([ALL_EVENT_TYPES] if data == ALL_EVENT_TYPES else data)
 
 
-class AgentWebhookEndpointFieldsSerializer(serializers.Serializer):
+class AgentWebhookEndpointFieldsSerializer(serializers.Serializer[Any]):
     """What an endpoint is made of; on create url and event_types are required, on update every field is optional
     and only those sent change."""
 
@@ -141,7 +141,7 @@ class EventsQuerySerializer(PageQuerySerializer):
     type = _event_type_choice("type", "Only events of this type")
 
 
-class AgentWebhookResendPeriodSerializer(serializers.Serializer):
+class AgentWebhookResendPeriodSerializer(serializers.Serializer[Any]):
     since = InstantField(
         message=messages.WEBHOOK_SINCE_INVALID,
         help_text="Events at or after this time (a date: from the start of that UTC day)",
@@ -159,7 +159,7 @@ class AgentWebhookResendPeriodSerializer(serializers.Serializer):
 
 # An endpoint as every read shows it. A previous secret is shown (by when it stops signing) only while it still signs,
 # as of context["now"] (default: now).
-class AgentWebhookEndpointSerializer(serializers.Serializer):
+class AgentWebhookEndpointSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     program_id = serializers.IntegerField(allow_null=True, help_text="null: every program of the workspace")
     url = serializers.CharField()
@@ -199,13 +199,13 @@ class AgentWebhookEndpointWithSecretSerializer(AgentWebhookEndpointSerializer):
         return secret
 
 
-class AgentWebhookEndpointDeletionSerializer(serializers.Serializer):
+class AgentWebhookEndpointDeletionSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     deleted = serializers.BooleanField()
 
 
 # A delivery, with its event (select_related).
-class AgentWebhookDeliverySerializer(serializers.Serializer):
+class AgentWebhookDeliverySerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     endpoint_id = serializers.IntegerField()
     event_id = serializers.CharField(
@@ -230,7 +230,7 @@ class AgentWebhookDeliverySerializer(serializers.Serializer):
         return delivery.next_attempt_at.isoformat()
 
 
-class AgentWebhookAttemptSerializer(serializers.Serializer):
+class AgentWebhookAttemptSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")
     number = serializers.IntegerField(help_text="1 for the first request of the delivery, then 2, ...")
     manual = serializers.BooleanField(help_text="Sent because its owner resent the delivery")
@@ -246,7 +246,7 @@ class AgentWebhookAttemptSerializer(serializers.Serializer):
 
 
 # Rendered from {"delivery": delivery, "queued": bool}.
-class AgentWebhookResendSerializer(serializers.Serializer):
+class AgentWebhookResendSerializer(serializers.Serializer[Any]):
     delivery = AgentWebhookDeliverySerializer()
     queued = serializers.BooleanField(
         help_text="false: it was pending already (its next attempt is scheduled), nothing changed"
@@ -254,7 +254,7 @@ class AgentWebhookResendSerializer(serializers.Serializer):
 
 
 # Rendered from {"endpoint_id", "since", "until", "queued"} (since and until as datetimes).
-class AgentWebhookResendFailedSerializer(serializers.Serializer):
+class AgentWebhookResendFailedSerializer(serializers.Serializer[Any]):
     endpoint_id = serializers.IntegerField()
     since = IsoDateTimeField()
     until = IsoDateTimeField(help_text="Exclusive")
@@ -263,7 +263,7 @@ class AgentWebhookResendFailedSerializer(serializers.Serializer):
 
 # An event as receivers get it (WebhookEvent.payload(), its times already text), and whether `svc trigger` made it (an
 # example, no real change).
-class AgentWebhookEventSerializer(serializers.Serializer):
+class AgentWebhookEventSerializer(serializers.Serializer[Any]):
     id = serializers.CharField(help_text="evt_…, the webhook-id receivers dedupe on")
     type = serializers.CharField()
     created_at = serializers.DateTimeField()
