@@ -11,17 +11,15 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages as flash
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from core.currency import Currency
 from core.ids import id_parse
-from core.tasks import enqueue
-from imports.engine import bytes_capped, import_source, platforms, run_prepare, source_digest, source_read
-from imports.models import ImportRun, ImportUpload, ImportUploadFile
+from imports import services as import_services
+from imports.engine import bytes_capped, platforms
+from imports.models import ImportRun, ImportUpload
 from imports.records import KINDS, ImportFileError
-from imports.tasks import upload_import_task
 from programs.models import Action
 
 from .views import ProgramAccess
@@ -115,34 +113,17 @@ def import_page(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     if isinstance(files, str):
         flash.error(request, files)
         return _page(request, access, status=400)
-    platform = form.cleaned_data["platform"]
-    currency = form.cleaned_data["currency"] if platforms()[platform].asks_currency else ""
     try:
-        source = source_read(platform, files, currency=currency)
+        upload = import_services.upload_create(
+            program=access.program,
+            platform=form.cleaned_data["platform"],
+            files=files,
+            currency=form.cleaned_data["currency"],
+            actor=request.user,
+        )
     except ImportFileError as error:
         flash.error(request, NOT_READ.format(reason=error.message))
         return _page(request, access, status=400)
-    report = import_source(access.program, source, dry_run=True)
-    with transaction.atomic():
-        upload = ImportUpload.objects.create(
-            program=access.program,
-            platform=platform,
-            actor_id=request.user.pk,
-            files_digest=source_digest(source),
-            currency=currency,
-            size=sum(len(content) for _, content in files),
-            report={
-                "counts": report.counts_dict(),
-                "refusals": [[r.where, r.kind, r.reason] for r in report.refusals],
-                **report.summary(),
-            },
-        )
-        ImportUploadFile.objects.bulk_create(
-            [
-                ImportUploadFile(upload=upload, position=position, name=name, content=content)
-                for position, (name, content) in enumerate(files)
-            ]
-        )
     return redirect("imports-upload", program_id=access.program.pk, upload_id=upload.pk)
 
 
@@ -184,25 +165,14 @@ def upload_page(request: HttpRequest, access: ProgramAccess, upload_id: int) -> 
 
 @program_action(Action.PROGRAM_MANAGE, ("POST",))
 def upload_confirm(request: HttpRequest, access: ProgramAccess, upload_id: int) -> HttpResponse:
-    """Runs the upload: its run is made (or the interrupted run of the same rows resumed) and the task queued once
-    this commits; a second confirmation of the same upload starts nothing."""
-    with transaction.atomic():
-        upload = ImportUpload.objects.select_for_update().filter(pk=_upload(access, upload_id).pk).get()
-        if upload.run_id is not None:
-            flash.info(request, ALREADY_CONFIRMED)
-            return redirect("imports-run", program_id=access.program.pk, run_id=upload.run_id)
-        run = run_prepare(
-            program=access.program,
-            platform=upload.platform,
-            digest=upload.files_digest,
-            actor=request.user,
-            file_names=list(upload.files.values_list("name", flat=True)),
-        )
-        upload.run = run
-        upload.save(update_fields=["run"])
-        transaction.on_commit(lambda: enqueue(upload_import_task, upload.pk))
-    flash.success(request, CONFIRMED)
-    return redirect("imports-run", program_id=access.program.pk, run_id=run.pk)
+    """Runs the upload (imports.services.upload_confirm); a second confirmation of the same upload starts nothing."""
+    upload = _upload(access, upload_id)
+    confirmation = import_services.upload_confirm(program=access.program, upload_id=upload.pk, actor=request.user)
+    if confirmation.started:
+        flash.success(request, CONFIRMED)
+    else:
+        flash.info(request, ALREADY_CONFIRMED)
+    return redirect("imports-run", program_id=access.program.pk, run_id=confirmation.run_id)
 
 
 @program_action(Action.PROGRAM_MANAGE, ("GET", "HEAD"))
