@@ -4,6 +4,7 @@ commission still pays, what refunds took back, the ledger balances), the definit
 A partner never sees a customer's email, key or click id, nor a fraud rule's name, reason or flags."""
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from core.money import money
 from core.pagination import CappedPaginator, keyset_page
 from programs.models import Partner, PartnerAccount, PartnerProgram
 
+from . import selectors
 from .session import portal_page
 
 if TYPE_CHECKING:
@@ -104,15 +106,8 @@ def commission_row(commission: "CommissionWithMoney") -> CommissionRow:
 def commissions_page(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
     """The account's commissions, newest first, PER_PAGE a page; `?program=` narrows to one program the partner
     is enrolled in (any other value, another partner's or workspace's program included, is not found)."""
-    enrolments = list(
-        PartnerProgram.objects.filter(partner__account=account)
-        .select_related("program")
-        .order_by("program__name", "program_id")
-    )
-    programs = {enrolment.program_id: enrolment.program for enrolment in enrolments}
-    # By the account's partner ids (one small read): the (partner, -created_at) index then gives a page in order.
-    partner_ids = list(Partner.objects.filter(account=account).values_list("pk", flat=True))
-    commissions = Commission.objects.filter(partner_id__in=partner_ids)
+    programs = {enrolment.program_id: enrolment.program for enrolment in selectors.account_enrolments(account)}
+    commissions = selectors.account_commissions(account)
     program_param = request.GET.get("program", "")
     program_id: int | None = None
     if program_param:
@@ -187,21 +182,16 @@ def balance_row(currency: str, *, balance: int, kinds: dict[str, int], open_with
     )
 
 
-def account_partners(account: PartnerAccount) -> list[Partner]:
-    """The account's partner rows, one per workspace, by workspace name."""
-    return list(Partner.objects.filter(account=account).select_related("workspace").order_by("workspace__name", "pk"))
-
-
-def account_balances(partners: list[Partner]) -> list[PartnerBalances]:
-    """Each of the partner rows (an account's) with its balance per currency: the balance is
-    commissions.selectors.ledger_balances (the sum of every ledger entry, as commissions.services.partner_balance
-    and the owners' API compute it), its parts ledger_kind_totals, open withdrawals open_withdrawals_by_partner.
-    Four queries whatever the number of rows."""
+def account_balances(partners: list[Partner], enrolments: Iterable[PartnerProgram]) -> list[PartnerBalances]:
+    """Each of the partner rows (an account's) with its programs (of `enrolments`, the account's) and its balance
+    per currency: the balance is commissions.selectors.ledger_balances (the sum of every ledger entry, as
+    commissions.services.partner_balance and the owners' API compute it), its parts ledger_kind_totals, open
+    withdrawals open_withdrawals_by_partner. Four queries whatever the number of rows."""
+    if not partners:
+        return []
     ids = [partner.pk for partner in partners]
     enrolled: dict[int, list[str]] = {}
-    for enrolment in (
-        PartnerProgram.objects.filter(partner_id__in=ids).select_related("program").order_by("program__name")
-    ):
+    for enrolment in enrolments:
         enrolled.setdefault(enrolment.partner_id, []).append(enrolment.program.name)
     balances = ledger_balances(partner_ids=ids)
     kinds = ledger_kind_totals(partner_ids=ids)
@@ -250,12 +240,10 @@ def withdrawal_row(withdrawal: Withdrawal) -> WithdrawalRow:
 @portal_page
 def balance_page(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
     """The account's balances per workspace and currency, then its withdrawals, newest first, PER_PAGE a page."""
-    partners = account_partners(account)
-    groups = account_balances(partners)
+    partners = selectors.account_partners(account)
+    groups = account_balances(partners, selectors.account_enrolments(account))
     withdrawals = (
-        Withdrawal.objects.filter(partner__account=account)
-        .select_related("partner__workspace")
-        .order_by("-created_at", "-pk")
+        selectors.account_withdrawals(account).select_related("partner__workspace").order_by("-created_at", "-pk")
     )
     page: Page = CappedPaginator(withdrawals, PER_PAGE).get_page(request.GET.get("page"))
     return render(

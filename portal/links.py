@@ -16,9 +16,10 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_http_methods
 
 from core.ids import id_parse
-from programs.models import PartnerAccount, PartnerProgram, Program, ReferralLink
+from programs.models import PartnerAccount, Program, ReferralLink
 from programs.services import PartnerInactive, PartnerNotEnrolled, ShortLinkTaken, partner_link_create
 
+from . import selectors
 from .limits import post_limited
 from .session import portal_page
 
@@ -84,19 +85,16 @@ def qr_svg(url: str) -> SafeString:
 
 def _programs(account: PartnerAccount) -> dict[int, ProgramLinks]:
     """The account's programs (name order), each with the account's links in it, oldest first."""
-    enrolments = (
-        PartnerProgram.objects.filter(partner__account=account)
-        .select_related("program")
-        .order_by("program__name", "program_id", "pk")
-    )
     programs: dict[int, ProgramLinks] = {}
     enrolled: set[tuple[int, int]] = set()
-    for enrolment in enrolments:
+    for enrolment in selectors.account_enrolments(account):
         programs.setdefault(enrolment.program_id, ProgramLinks(program=enrolment.program))
         enrolled.add((enrolment.partner_id, enrolment.program_id))
-    links = ReferralLink.objects.filter(
-        partner__account=account, program_id__in=list(programs), is_synthetic=False
-    ).order_by("created_at", "pk")
+    links = (
+        selectors.account_links(account)
+        .filter(program_id__in=list(programs), is_synthetic=False)
+        .order_by("created_at", "pk")
+    )
     for link in links:
         assert link.partner_id is not None and link.program_id is not None  # the filters above need both
         # A link of a partner row the account has that is not itself enrolled in the program is not shown.
@@ -148,16 +146,7 @@ def _create(request: HttpRequest, account: PartnerAccount) -> HttpResponse:
     if _limited(request, account):
         return _page(request, account, _programs(account), error=TOO_MANY, status=429)
     program_id = id_parse(request.POST.get("program"))
-    enrolment = (
-        PartnerProgram.objects.filter(
-            partner__account=account, program_id=program_id, program__partner_codes_allowed=True
-        )
-        .select_related("program", "partner")
-        .order_by("pk")
-        .first()
-        if program_id is not None
-        else None
-    )
+    enrolment = selectors.account_enrolment_choosing_codes(account, program_id) if program_id is not None else None
     if enrolment is None:
         return _page(request, account, _programs(account), error=PROGRAM_REFUSED, status=400)
     if not enrolment.partner.is_active:  # deactivated by the program's owner: their links stay off

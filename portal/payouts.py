@@ -25,8 +25,9 @@ from payouts import stripe_rail
 from payouts.models import MANUAL_RAILS, Payout, PayoutAccount, PayoutCommission, PayoutStatus, Rail
 from payouts.selectors import clawbacks_after_sending
 from payouts.services import PayoutError, manual_rail_set
-from programs.models import Partner, PartnerAccount
+from programs.models import PartnerAccount
 
+from . import selectors
 from .commissions import customer_reference, utc_day
 from .limits import post_limited
 from .session import portal_page
@@ -259,7 +260,7 @@ def _page(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    payout_account = PayoutAccount.objects.filter(account=account).first()
+    payout_account = selectors.account_payout_account(account)
     setup = payout_setup(payout_account)
     if form is None:
         form = (
@@ -272,10 +273,8 @@ def _page(
             if payout_account is not None and payout_account.rail in MANUAL_RAILS
             else ManualForm()
         )
-    # By the account's partner ids (one small read): the (partner, -created_at) index then gives a page in order.
-    partner_ids = list(Partner.objects.filter(account=account).values_list("pk", flat=True))
     page = keyset_page(
-        Payout.objects.filter(partner_id__in=partner_ids).select_related("program"),
+        selectors.account_payouts(account).select_related("program"),
         before=request.GET.get("before", ""),
         after=request.GET.get("after", ""),
         per_page=PER_PAGE,
@@ -334,7 +333,7 @@ def stripe_start(request: HttpRequest, *, account: PartnerAccount) -> HttpRespon
 @portal_page
 def stripe_return(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
     """Stripe's onboarding sends the partner back here: the account's state is read again and said in words."""
-    payout_account = PayoutAccount.objects.filter(account=account).first()
+    payout_account = selectors.account_payout_account(account)
     if payout_account is None or not payout_account.stripe_account_id:
         return HttpResponseRedirect(PAGE_URL)
     try:

@@ -15,10 +15,11 @@ from django.views.decorators.http import require_safe
 
 from core.api.query import ID_MAX, present
 from core.money import money
-from programs.models import PartnerAccount, PartnerProgram, ReferralLink
+from programs.models import PartnerAccount
 from tracking.api.queries import RANGE_DAYS_MAX, DayRangeQuerySerializer
 from tracking.selectors.performance import partner_performance_get
 
+from . import selectors
 from .session import portal_page
 
 TEMPLATE = "portal/performance.html"
@@ -70,20 +71,6 @@ def _id(request: HttpRequest, name: str) -> int | None:
     return value
 
 
-def _enrolments(account: PartnerAccount) -> list[PartnerProgram]:
-    return list(
-        PartnerProgram.objects.filter(partner__account=account)
-        .select_related("program")
-        .order_by("program__name", "program_id", "partner_id")
-    )
-
-
-def _links(account: PartnerAccount, ids: list[int]) -> dict[int, ReferralLink]:
-    """The account's own links among `ids` (never another partner's)."""
-    found = ReferralLink.objects.filter(pk__in=ids, partner__account=account).select_related("program")
-    return {link.pk: link for link in found} if ids else {}
-
-
 def _shown(value: str) -> str:
     """A parameter as the form shows it again: short, printable only."""
     return "".join(char for char in value[:40] if char.isprintable())
@@ -96,7 +83,7 @@ def _amounts(row: dict[str, Any]) -> dict[str, Any]:
 @require_safe
 @portal_page
 def performance(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
-    enrolments = _enrolments(account)
+    enrolments = list(selectors.account_enrolments(account))
     context: dict[str, Any] = {
         "account": account,
         "programs": sorted({e.program_id: e.program for e in enrolments}.values(), key=lambda p: (p.name, p.pk)),
@@ -113,7 +100,7 @@ def performance(request: HttpRequest, *, account: PartnerAccount) -> HttpRespons
                 raise Refused(NOT_FOUND, 404)
         link = None
         if query.link_id is not None:
-            link = _links(account, [query.link_id]).get(query.link_id)
+            link = selectors.account_links_by_id(account, [query.link_id]).get(query.link_id)
             if link is None or link.program_id is None or link.partner_id is None:
                 raise Refused(NOT_FOUND, 404)
             if (link.program_id, link.partner_id) not in pairs:
@@ -123,7 +110,7 @@ def performance(request: HttpRequest, *, account: PartnerAccount) -> HttpRespons
         return render(request, TEMPLATE, {**context, "error": refused.message}, status=refused.status)
 
     report = partner_performance_get(enrolments=pairs, date_from=date_from, date_to=date_to, link_id=query.link_id)
-    names = _links(account, [row["link_id"] for row in report["by_link"] if row["link_id"]])
+    names = selectors.account_links_by_id(account, [row["link_id"] for row in report["by_link"] if row["link_id"]])
     by_link, unnamed = [], 0
     for row in report["by_link"]:
         found = names.get(row["link_id"])

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from core.clientip import client_ip
 from core.money import money
 from core.sign_in_lock import PORTAL, sign_in_failed, sign_in_lock_seconds_left, sign_in_locked_message
-from programs.models import RECURRING_TYPES, CommissionType, LeadAuth, PartnerAccount, PartnerProgram, Program
+from programs.models import RECURRING_TYPES, CommissionType, LeadAuth, PartnerAccount, Program
 
-from . import services, session
+from . import selectors, services, session
 from .limits import post_limited
 from .session import portal_page
 
@@ -59,12 +59,7 @@ def program_terms(program: Program) -> ProgramTerms:
 @require_safe
 @portal_page
 def home(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
-    enrolments = (
-        PartnerProgram.objects.filter(partner__account=account)
-        .select_related("program")
-        .order_by("program__name", "pk")
-    )
-    rows = [program_terms(enrolment.program) for enrolment in enrolments]
+    rows = [program_terms(enrolment.program) for enrolment in selectors.account_enrolments(account)]
     return render(request, "portal/home.html", {"account": account, "enrolments": rows})
 
 
