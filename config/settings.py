@@ -4,10 +4,16 @@ SQLite, local-memory cache, Celery tasks run in-process."""
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import BASE_DIR, dev_secret_key, env, env_bool, env_float, env_int
+
+# Before any app loads: mypy checks ModelAdmin[Program], Paginator[Row] and the like, which Django's classes only
+# accept at run time once patched.
+django_stubs_ext.monkeypatch()
 
 DEBUG = env_bool("DEBUG", default=True)
 SECRET_KEY = env.str("SECRET_KEY", default="")
@@ -137,7 +143,7 @@ REDIS_CACHE_OPTIONS = {
 }
 
 
-def _ratelimit_cache() -> dict:
+def _ratelimit_cache() -> dict[str, Any]:
     if REDIS_URL:
         # Atomic INCR in Redis: under the instance's prefix, or under one prefix for all (RATELIMIT_SHARED=true).
         instance = "shared" if RATELIMIT_SHARED else INSTANCE_ID or f"process-{secrets.token_hex(8)}"

@@ -90,11 +90,11 @@ class SQLiteCounterCache(BaseCache):
         self._local.pid = os.getpid()
         return connection
 
-    def _execute(self, sql: str, parameters: tuple = ()) -> sqlite3.Cursor:
+    def _execute(self, sql: str, parameters: tuple[object, ...] = ()) -> sqlite3.Cursor:
         return self._retry_busy(self._connection(), sql, parameters)
 
     @staticmethod
-    def _retry_busy(connection: sqlite3.Connection, sql: str, parameters: tuple) -> sqlite3.Cursor:
+    def _retry_busy(connection: sqlite3.Connection, sql: str, parameters: tuple[object, ...]) -> sqlite3.Cursor:
         deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
         wait = _FIRST_WAIT_SECONDS
         while True:

@@ -2,21 +2,23 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 # Rows a dashboard list counts at most: a count of every row of a program's busiest table would grow with it.
 COUNT_CAP = 10_000
 
+RowT = TypeVar("RowT")
 
-class CappedPaginator(Paginator):
+
+class CappedPaginator(Paginator[RowT]):
     """A Paginator that counts at most `cap` rows (SELECT COUNT(*) over a LIMIT), so a page costs the same with a
     thousand rows or ten million; past the cap the list says "10000+" and offers the first cap rows' pages."""
 
-    def __init__(self, *args: Any, cap: int = COUNT_CAP, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, object_list: QuerySet[Any, RowT], *args: Any, cap: int = COUNT_CAP, **kwargs: Any) -> None:
+        super().__init__(object_list, *args, **kwargs)
         self.cap = cap
 
     @cached_property
@@ -67,7 +69,7 @@ def cursor_position(cursor: str) -> tuple[datetime, int] | None:
     return moment, int(match[2])
 
 
-def keyset_page(rows: QuerySet, *, before: str = "", after: str = "", per_page: int) -> KeysetPage:
+def keyset_page(rows: QuerySet[Model], *, before: str = "", after: str = "", per_page: int) -> KeysetPage:
     """The page of `rows` (newest first) just older than the `before` cursor, just newer than `after`, or the
     newest. Reads per_page + 1 rows to know whether there is a page beyond, and one index probe for the other side
     when it came from a cursor."""
@@ -97,9 +99,9 @@ def keyset_page(rows: QuerySet, *, before: str = "", after: str = "", per_page: 
     )
 
 
-def _older_than(rows: QuerySet, row: Any) -> QuerySet:
+def _older_than(rows: QuerySet[Model], row: Any) -> QuerySet[Model]:
     return rows.filter(Q(created_at__lt=row.created_at) | Q(created_at=row.created_at, pk__lt=row.pk))
 
 
-def _newer_than(rows: QuerySet, row: Any) -> QuerySet:
+def _newer_than(rows: QuerySet[Model], row: Any) -> QuerySet[Model]:
     return rows.filter(Q(created_at__gt=row.created_at) | Q(created_at=row.created_at, pk__gt=row.pk))

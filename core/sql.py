@@ -17,7 +17,7 @@ once per process and PostgreSQL plans it once per connection (prepared statement
 
 import time
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 from django.db import connections
 from django.db.models import BooleanField, CharField, Field, ForeignKey, IntegerField, Model, TextField
@@ -34,15 +34,19 @@ def insert_pair_supported(using: str = "default") -> bool:
     return connections[using].vendor == "postgresql"
 
 
-def _column(field: Field) -> str:
+# A model field of any value type: an insert's columns are of every kind.
+ModelField: TypeAlias = Field[Any, Any]
+
+
+def _column(field: ModelField) -> str:
     assert field.column is not None  # a concrete field has a column
     return field.column
 
 
-_inserted_fields: dict[type[Model], tuple[Field, ...]] = {}
+_inserted_fields: dict[type[Model], tuple[ModelField, ...]] = {}
 
 
-def inserted_fields(model: type[Model]) -> tuple[Field, ...]:
+def inserted_fields(model: type[Model]) -> tuple[ModelField, ...]:
     """The columns save() inserts: every concrete one but generated ones and the auto primary key (fixed per
     model, so worked out once per process: insert_params asks on every hot-path INSERT)."""
     fields = _inserted_fields.get(model)
@@ -86,11 +90,11 @@ def _template(value: "str | SqlValue") -> str:
 _GENERIC, _TEXT, _BOOLEAN, _INTEGER, _AUTO_KEY = range(5)
 
 
-def _same_chain(field: Field, base: type[Field], *names: str) -> bool:
+def _same_chain(field: ModelField, base: type[ModelField], *names: str) -> bool:
     return all(getattr(type(field), name) is getattr(base, name) for name in ("get_db_prep_save", *names))
 
 
-def _value_kind(field: Field) -> int:
+def _value_kind(field: ModelField) -> int:
     if isinstance(field, ForeignKey):
         # A key to an auto id: get_prep_value (int()), then the backend's validate_autopk_value, which PostgreSQL and
         # SQLite leave as it is.
@@ -122,10 +126,10 @@ def _value_kind(field: Field) -> int:
 
 
 _FAST_TYPES = {_TEXT: str, _BOOLEAN: bool, _INTEGER: int, _AUTO_KEY: int}
-_insert_plans: dict[type[Model], tuple[tuple[Field, str, bool, int, str], ...]] = {}
+_insert_plans: dict[type[Model], tuple[tuple[ModelField, str, bool, int, str], ...]] = {}
 
 
-def _insert_plan(model: type[Model]) -> tuple[tuple[Field, str, bool, int, str], ...]:
+def _insert_plan(model: type[Model]) -> tuple[tuple[ModelField, str, bool, int, str], ...]:
     """Per inserted field: the field, its attname, whether save() reads it through a pre_save of its own
     (auto_now), how its value is prepared, and its internal type (for the integer adapter)."""
     plan = _insert_plans.get(model)

@@ -25,7 +25,7 @@ TASK_RETRY_POLICY: dict[str, Any] = {
 }
 
 
-def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], Task]:
+def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], Task[..., Any]]:
     """Registers a thin task that runs one service, under the shared retry policy. The name is explicit and
     never derived from the module: beat schedules and messages already queued address the task by it. `limits`:
     a task's own soft_time_limit / time_limit, where the project-wide ones are too long for it."""
@@ -33,7 +33,7 @@ def service_task(name: str, **limits: float) -> Callable[[Callable[..., Any]], T
     return shared_task(name=name, **options)
 
 
-def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
+def enqueue(task: Task[..., Any], *args: object, countdown: float | None = None) -> bool:
     """Sends a task (to run `countdown` seconds from now, if given); a broker outage is logged and never reaches
     the caller's response. Returns whether it was sent."""
     via_broker = not task.app.conf.task_always_eager
@@ -59,7 +59,7 @@ def enqueue(task: Task, *args: object, countdown: float | None = None) -> bool:
     return True
 
 
-def enqueue_after_response(response: HttpResponseBase, task: Task, *args: object) -> None:
+def enqueue_after_response(response: HttpResponseBase, task: Task[..., Any], *args: object) -> None:
     """Sends a task once `response` has been written: the WSGI server (and Django's test client) closes a response
     after its last byte, and runs the closers it holds then. Where tasks run in the process (no Redis,
     CELERY_TASK_ALWAYS_EAGER) the task's work is still no part of the answer's time, so a task whose work depends

@@ -4,6 +4,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,8 +37,8 @@ class TrivialApi(APIView):
     """Benchmark baseline: the cheapest DRF view this server can answer. Routed only when
     BENCH_TRIVIAL_ENDPOINT is on."""
 
-    authentication_classes: list = []
-    permission_classes: list = []
+    authentication_classes: list[type[BaseAuthentication]] = []
+    permission_classes: list[type[BasePermission]] = []
 
     def get(self, request: Request) -> Response:
         return Response({"ok": True})

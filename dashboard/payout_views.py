@@ -327,7 +327,7 @@ def payout_run_export(request: HttpRequest, access: ProgramAccess, run_id: int, 
     return response
 
 
-def _uploaded_bytes(upload: UploadedFile, limit: int) -> bytes:
+def _uploaded_bytes(upload: UploadedFile[bytes], limit: int) -> bytes:
     """At most limit + 1 bytes of the upload: enough to tell it is too big without reading all of it."""
     data = b""
     for chunk in upload.chunks():

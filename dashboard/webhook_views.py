@@ -236,7 +236,7 @@ def webhook_detail(request: HttpRequest, access: ProgramAccess, endpoint_id: int
     deliveries = selectors.deliveries_list(
         endpoint_id=endpoint.pk, status=filters["status"], event_type=filters["type"]
     )
-    paginator: CappedPaginator = CappedPaginator(deliveries, DELIVERIES_PER_PAGE)
+    paginator = CappedPaginator(deliveries, DELIVERIES_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
     rows: list[WebhookDelivery] = list(page)
     attempts = selectors.attempts_by_delivery(delivery.pk for delivery in rows)

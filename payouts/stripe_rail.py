@@ -8,6 +8,7 @@ transfers of the payout's group are listed, and one found settles the payout as 
 import logging
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 import stripe
 from django.conf import settings
@@ -42,7 +43,7 @@ def _api_key() -> str:
 REQUIREMENT = re.compile(r"[A-Za-z0-9_.\[\]-]{1,200}")
 
 
-def account_state_store(payout_account: PayoutAccount, account: stripe.Account | dict) -> PayoutAccount:
+def account_state_store(payout_account: PayoutAccount, account: stripe.Account | dict[str, Any]) -> PayoutAccount:
     """Keeps what Stripe says of the connected account (from an API answer or an account.updated event)."""
     fields = account.to_dict() if isinstance(account, stripe.StripeObject) else account
     capabilities = fields.get("capabilities")
@@ -246,7 +247,7 @@ def _minor(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def connect_event_apply(event: dict) -> str:
+def connect_event_apply(event: dict[str, Any]) -> str:
     """Applies one verified Stripe event about payouts; returns what it did ("" when it is not ours). Signed by
     Stripe, yet read defensively: a field of an unexpected type or shape makes the event not ours, never an error."""
     kind = _text(event.get("type"))
@@ -287,7 +288,7 @@ def connect_event_apply(event: dict) -> str:
     return ""
 
 
-def _payout_of_transfer(transfer: dict) -> Payout | None:
+def _payout_of_transfer(transfer: dict[str, Any]) -> Payout | None:
     metadata = transfer.get("metadata")
     payout_id = _text(metadata.get("payout_id")) if isinstance(metadata, dict) else ""
     group = _text(transfer.get("transfer_group"))

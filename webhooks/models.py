@@ -5,6 +5,7 @@ Programs, workspaces and users are named, not imported: the apps that emit event
 commissions) depend on this one, never the reverse."""
 
 from datetime import datetime
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
@@ -104,7 +105,7 @@ class WebhookEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.type} {self.public_id}"
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         """The envelope sent to receivers: {id, type, created_at, program_id, livemode, data}."""
         data = {"id": self.object_id, **self.data} if self.object_id is not None else dict(self.data)
         return {

@@ -17,10 +17,10 @@ NOTIFY_ENDPOINT_DISABLED = "notify_endpoint_disabled"
 # Sent to WEBHOOK_QUEUE; every other task (the sweep and the pruning that beat sends included) to the default queue.
 WEBHOOK_QUEUE_TASKS = frozenset({"webhooks.fan_out", "webhooks.fan_out_pending", "webhooks.deliver"})
 
-_tasks: dict[str, Task] = {}
+_tasks: dict[str, Task[..., Any]] = {}
 
 
-def tasks_register(tasks: dict[str, Task]) -> None:
+def tasks_register(tasks: dict[str, Task[..., Any]]) -> None:
     _tasks.update(tasks)
 
 
@@ -30,7 +30,7 @@ def queue(task: str, *args: object, countdown: float | None = None) -> bool:
     return enqueue(_tasks[task], *args, countdown=countdown)
 
 
-def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **rest: Any) -> dict | None:
+def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **rest: Any) -> dict[str, str] | None:
     """CELERY_TASK_ROUTES: the webhook tasks to WEBHOOK_QUEUE, read when each is sent (the tests' workers each
     consume a queue of their own)."""
     if name in WEBHOOK_QUEUE_TASKS:

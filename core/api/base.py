@@ -9,7 +9,9 @@ class SaleTrackApi(ProgramKeyApi):  # programs.api.base.ProgramKeyApi adds progr
 
 from typing import Any
 
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,8 +23,8 @@ from core.errors import ApiError
 
 
 class BaseApi(APIView):
-    authentication_classes: list = []
-    permission_classes: list = []
+    authentication_classes: list[type[BaseAuthentication]] = []
+    permission_classes: list[type[BasePermission]] = []
     envelope: str = PLATFORM
     failure_message: str = messages.INTERNAL_ERROR
     # Status -> error.code, for routes whose errors always carry one (sale, refund).

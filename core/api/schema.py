@@ -97,7 +97,7 @@ PLATFORM_OR_TYPED_ERROR = {
 RATE_LIMITED = OpenApiResponse(TYPED_ERROR, description="rate_limited; nothing recorded; wait Retry-After seconds")
 
 
-def _header(description: str, *, required: bool, schema: dict | None = None) -> dict:
+def _header(description: str, *, required: bool, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"schema": schema or {"type": "string"}, "description": description, "required": required}
 
 

@@ -479,9 +479,9 @@ def partner_commission_cents(marks: Watermarks, *, program_id: int, partner_ids:
 
 def _sums_by_key(
     rows: Iterable[dict[str, Any]], columns: tuple[str, ...], *, partners: set[int], links: set[int]
-) -> dict[tuple, dict[str, int]]:
+) -> dict[tuple[Any, ...], dict[str, int]]:
     """Sums per GROUP key; a partner or link deleted since (the events then name none) counts as none."""
-    sums: dict[tuple, dict[str, int]] = {}
+    sums: dict[tuple[Any, ...], dict[str, int]] = {}
     for row in rows:
         row = {**row, "partner_id": row["partner_id"] if row["partner_id"] in partners else 0}
         row["link_id"] = row["link_id"] if row["link_id"] in links else 0

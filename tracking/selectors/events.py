@@ -2,6 +2,7 @@
 (program, is_test, -time) indexes, capped, merged and paginated (one bounded query per type)."""
 
 import math
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
@@ -82,7 +83,7 @@ def tracking_events_list(
     `total` is the merged set's size, so pages past it are empty even when older events exist. Each item is its
     row of values() with its type under "event_type"."""
     cap = EVENTS_CAP_FACTOR * page_size
-    merged: list[tuple[tuple, dict[str, Any]]] = []
+    merged: list[tuple[tuple[datetime, int, int], dict[str, Any]]] = []
     for kind in (event_type,) if event_type else EVENT_TYPES:
         model, time_field, columns = _EVENT_SOURCES[kind]
         rows = (

@@ -21,7 +21,9 @@ from .common import TestEventRecorded, check_test_program, is_test_mode, trackin
 logger = logging.getLogger("svc.tracking")
 
 
-def _customer_for_lead(*, click_id: str, customer_key: str, key: ProgramKey | None, additional: dict) -> Customer:
+def _customer_for_lead(
+    *, click_id: str, customer_key: str, key: ProgramKey | None, additional: dict[str, Any]
+) -> Customer:
     customers = Customer.objects.select_related("program")
     if click_id:
         customer = customers.filter(click_id=click_id).first()
