@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from core.ids import MAX_BIGINT
-from portal.applications import ApplicationDecided, application_approve, application_reject
+from portal.services import ApplicationDecided, application_approve, application_reject
 from programs.models import Action, PartnerApplication
 
 from .views import ProgramAccess

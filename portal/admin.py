@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from programs.models import PartnerApplication
 
-from .applications import ApplicationDecided, application_approve, application_reject
+from .services import ApplicationDecided, application_approve, application_reject
 
 
 def _staff(request: HttpRequest) -> User | None:

@@ -1,42 +1,29 @@
-"""Partner applications (issue 26): a program's public page /join/<id> where anyone may apply to become a partner,
-and the decisions on what they send.
-
-Approval is an invitation (portal.services.invitation_create): the workspace's partner with the applicant's email
-is made or reused, and the one-time portal link is emailed, in words that say it answers the application. A
-refusal sends no email: the address was typed by whoever filled the form, so it may be someone else's.
+"""Partner applications (issue 26): a program's public page /join/<id> where anyone may apply to become a partner.
+What is sent is recorded, and decided, by portal.services (application_submit, application_approve,
+application_reject).
 
 The page is open to anyone, so it gives nothing away and stores nothing it should not: the same thank-you page
 whether the email is new, has applied already or is a partner's (no enumeration), and the same one for a bot that
 filled the hidden field or sent the form faster than a person can (it is stored nowhere). Submissions are rate
 limited per client address; refused input answers 400 and is not stored."""
 
-import logging
 import time
-from smtplib import SMTPException
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import User
 from django.core import signing
 from django.core.validators import URLValidator
-from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from core.clientip import client_ip
 from core.ids import MAX_BIGINT
-from programs.models import PartnerApplication, Program
+from programs.models import Program
 
 from .limits import post_limited
-from .services import InvitationSent, account_email, invitation_create
+from .services import application_submit
 from .views import program_terms
-
-logger = logging.getLogger(__name__)
-
-APPROVED_SUBJECT = "Your application to the {program} partner program is approved"
-APPROVED_INTRO = "Thank you for applying to the {program} partner program: your application is approved, welcome!"
 
 # Submissions per client address and hour, refused and accepted alike: the form cannot be used to send many
 # applications, or invitations where a program approves them at once.
@@ -49,94 +36,6 @@ MAX_FORM_AGE = 24 * 3600
 FORM_EXPIRED = "This form was open for a long time. Check your answers and send it again."
 STAMP_SALT = "portal.applications.join"
 HONEYPOT = "leave_blank"
-
-
-class ApplicationDecided(Exception):
-    """The application was approved or rejected already: nothing was changed."""
-
-    def __init__(self, status: str) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-def application_submit(
-    *,
-    program: Program,
-    name: str,
-    email: str,
-    website: str,
-    promotion: str,
-    request: HttpRequest | None = None,
-) -> None:
-    """Records an application to `program` (the email lowercased). A second one of the same email while the first
-    waits changes nothing. Where the program approves applications as they arrive, it is approved at once (the
-    invitation's link is made for `request`'s host when PUBLIC_BASE_URL is not set)."""
-    try:
-        with transaction.atomic():
-            application = PartnerApplication.objects.create(
-                program=program, name=name, email=account_email(email), website=website, promotion=promotion
-            )
-    except IntegrityError:  # application_one_pending: this email's application is waiting already
-        return
-    if program.applications_auto_approve:
-        # Outside the insert's transaction: were the email to fail, the application stays pending for an owner.
-        try:
-            application_approve(application=application, decided_by=None, request=request)
-        except (SMTPException, OSError):
-            logger.exception("application %s: the invitation email failed; it waits for a decision", application.pk)
-
-
-def application_approve(
-    *, application: PartnerApplication, decided_by: User | None, request: HttpRequest | None = None
-) -> InvitationSent:
-    """Approves a pending application: the applicant is invited to the program (partner made or reused, the portal
-    link emailed). The row stays locked until the invitation is made and sent, so two approvals at once make one
-    invitation. Raises ApplicationDecided when it was decided already; should the email fail, its error is raised
-    and nothing is changed."""
-    with transaction.atomic():
-        locked = PartnerApplication.objects.select_for_update().select_related("program").get(pk=application.pk)
-        if locked.status != PartnerApplication.Status.PENDING:
-            raise ApplicationDecided(locked.status)
-        program = locked.program
-        sent = invitation_create(
-            program=program,
-            name=locked.name,
-            email=locked.email,
-            invited_by=decided_by,
-            request=request,
-            subject=APPROVED_SUBJECT.format(program=program.name),
-            intro=APPROVED_INTRO.format(program=program.name),
-        )
-        _decide(locked, PartnerApplication.Status.APPROVED, decided_by, partner_id=sent.invitation.partner_id)
-    application.refresh_from_db()
-    return sent
-
-
-def application_reject(*, application: PartnerApplication, decided_by: User | None) -> None:
-    """Rejects a pending application, without an email (see the module's docstring); raises ApplicationDecided
-    when it was decided already."""
-    with transaction.atomic():
-        locked = PartnerApplication.objects.select_for_update().get(pk=application.pk)
-        if locked.status != PartnerApplication.Status.PENDING:
-            raise ApplicationDecided(locked.status)
-        _decide(locked, PartnerApplication.Status.REJECTED, decided_by)
-    application.refresh_from_db()
-
-
-def _decide(
-    application: PartnerApplication, status: str, decided_by: User | None, partner_id: int | None = None
-) -> None:
-    application.status = status
-    application.decided_by = decided_by if isinstance(decided_by, User) else None
-    application.decided_at = timezone.now()
-    fields = ["status", "decided_by", "decided_at"]
-    if partner_id is not None:
-        application.partner_id = partner_id
-        fields.append("partner")
-    application.save(update_fields=fields)
-
-
-# The public page.
 
 
 class ApplicationForm(forms.Form):

@@ -3,23 +3,32 @@
 An owner or admin invites a partner by email (invitation_create): the partner row of the program's workspace
 with that email is used, or made, and an email carries a one-time link. Following it (invitation_accept) the
 person sets a password, or signs in with the one they have (one account per email, across every workspace of
-the installation), and the partner is enrolled in the program."""
+the installation), and the partner is enrolled in the program.
 
+An application (from the program's public page, portal.applications) is decided here too: approval is an
+invitation, in words that say it answers the application; a refusal sends no email, since the address was typed by
+whoever filled the form, so it may be someone else's."""
+
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from smtplib import SMTPException
 
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
 from core.urls import public_url
 from programs.keys import key_digest
-from programs.models import Partner, PartnerAccount, PartnerInvitation, PartnerProgram, Program
+from programs.models import Partner, PartnerAccount, PartnerApplication, PartnerInvitation, PartnerProgram, Program
+
+# The name application messages have always been logged under.
+applications_logger = logging.getLogger("portal.applications")
 
 INVITATION_DAYS = 7
 MIN_PASSWORD_LENGTH = 10
@@ -31,6 +40,8 @@ Accept the invitation and set your password here (the link works once, until {ex
 {link}
 
 If you did not expect this email, ignore it: nothing happens until the link is followed."""
+APPROVED_SUBJECT = "Your application to the {program} partner program is approved"
+APPROVED_INTRO = "Thank you for applying to the {program} partner program: your application is approved, welcome!"
 
 
 def account_email(email: str) -> str:
@@ -149,3 +160,90 @@ def account_create(email: str, password: str) -> PartnerAccount:
     with transaction.atomic():
         account.save(force_insert=True)
     return account
+
+
+class ApplicationDecided(Exception):
+    """The application was approved or rejected already: nothing was changed."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def application_submit(
+    *,
+    program: Program,
+    name: str,
+    email: str,
+    website: str,
+    promotion: str,
+    request: HttpRequest | None = None,
+) -> None:
+    """Records an application to `program` (the email lowercased). A second one of the same email while the first
+    waits changes nothing. Where the program approves applications as they arrive, it is approved at once (the
+    invitation's link is made for `request`'s host when PUBLIC_BASE_URL is not set)."""
+    try:
+        with transaction.atomic():
+            application = PartnerApplication.objects.create(
+                program=program, name=name, email=account_email(email), website=website, promotion=promotion
+            )
+    except IntegrityError:  # application_one_pending: this email's application is waiting already
+        return
+    if program.applications_auto_approve:
+        # Outside the insert's transaction: were the email to fail, the application stays pending for an owner.
+        try:
+            application_approve(application=application, decided_by=None, request=request)
+        except (SMTPException, OSError):
+            applications_logger.exception(
+                "application %s: the invitation email failed; it waits for a decision", application.pk
+            )
+
+
+def application_approve(
+    *, application: PartnerApplication, decided_by: User | None, request: HttpRequest | None = None
+) -> InvitationSent:
+    """Approves a pending application: the applicant is invited to the program (partner made or reused, the portal
+    link emailed). The row stays locked until the invitation is made and sent, so two approvals at once make one
+    invitation. Raises ApplicationDecided when it was decided already; should the email fail, its error is raised
+    and nothing is changed."""
+    with transaction.atomic():
+        locked = PartnerApplication.objects.select_for_update().select_related("program").get(pk=application.pk)
+        if locked.status != PartnerApplication.Status.PENDING:
+            raise ApplicationDecided(locked.status)
+        program = locked.program
+        sent = invitation_create(
+            program=program,
+            name=locked.name,
+            email=locked.email,
+            invited_by=decided_by,
+            request=request,
+            subject=APPROVED_SUBJECT.format(program=program.name),
+            intro=APPROVED_INTRO.format(program=program.name),
+        )
+        _decide(locked, PartnerApplication.Status.APPROVED, decided_by, partner_id=sent.invitation.partner_id)
+    application.refresh_from_db()
+    return sent
+
+
+def application_reject(*, application: PartnerApplication, decided_by: User | None) -> None:
+    """Rejects a pending application, without an email (see the module's docstring); raises ApplicationDecided
+    when it was decided already."""
+    with transaction.atomic():
+        locked = PartnerApplication.objects.select_for_update().get(pk=application.pk)
+        if locked.status != PartnerApplication.Status.PENDING:
+            raise ApplicationDecided(locked.status)
+        _decide(locked, PartnerApplication.Status.REJECTED, decided_by)
+    application.refresh_from_db()
+
+
+def _decide(
+    application: PartnerApplication, status: str, decided_by: User | None, partner_id: int | None = None
+) -> None:
+    application.status = status
+    application.decided_by = decided_by if isinstance(decided_by, User) else None
+    application.decided_at = timezone.now()
+    fields = ["status", "decided_by", "decided_at"]
+    if partner_id is not None:
+        application.partner_id = partner_id
+        fields.append("partner")
+    application.save(update_fields=fields)

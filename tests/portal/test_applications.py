@@ -15,8 +15,9 @@ from django.contrib.auth.models import User
 from django.core import mail, signing
 from django.test import Client
 
-from portal import applications
-from portal.applications import ApplicationDecided, application_approve, form_stamp
+from portal import applications, services
+from portal.applications import form_stamp
+from portal.services import ApplicationDecided, application_approve
 from portal.session import COOKIE_PATH
 from programs.models import Partner, PartnerApplication, PartnerInvitation, PartnerProgram, Role
 from tests.factories import MembershipFactory, PartnerFactory, ProgramFactory, UserFactory
@@ -584,7 +585,7 @@ def test_two_approvals_at_once_make_one_invitation():
     deciders = [UserFactory(), UserFactory()]
     holding = threading.Event()
     rival_done = threading.Event()
-    create = applications.invitation_create
+    create = services.invitation_create
 
     def create_once_the_rival_queues(**kwargs):
         # The first approval holds the row lock until the second waits on it (or, were the lock missing, until the
@@ -606,7 +607,7 @@ def test_two_approvals_at_once_make_one_invitation():
             if n == 1:
                 rival_done.set()
 
-    with mock.patch.object(applications, "invitation_create", create_once_the_rival_queues):
+    with mock.patch.object(services, "invitation_create", create_once_the_rival_queues):
         results = run_together(2, approve)
     assert sorted(results) == ["approved", "decided already: approved"]
     assert PartnerInvitation.objects.count() == 1 and Partner.objects.count() == 1

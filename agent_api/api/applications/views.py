@@ -1,6 +1,6 @@
 """Agent routes for partner applications (the public /join/<program> page's): list a program's (partners:read),
 approve or reject one (partners:write). Approval invites the applicant to the partner portal, as the dashboard's
-Approve does (portal.applications)."""
+Approve does (portal.services.application_approve)."""
 
 from typing import Any
 
@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from core.api.fields import IsoDateTimeField
 from core.errors import ConflictError
-from portal.applications import ApplicationDecided, application_approve, application_reject
+from portal.services import ApplicationDecided, application_approve, application_reject
 from programs.models import PartnerApplication, Program
 
 from ... import messages
