@@ -27,14 +27,8 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "long enough passphrase 1"
-PAGES = (
-    "/portal/",
-    "/portal/links",
-    "/portal/performance",
-    "/portal/commissions",
-    "/portal/balance",
-    "/portal/payouts",
-)
+# The pages that show an account's rows.
+PAGES = ["/portal/", *(f"/portal/{page}" for page in ("links", "performance", "commissions", "balance", "payouts"))]
 
 
 @pytest.fixture(autouse=True)
