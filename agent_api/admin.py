@@ -31,7 +31,7 @@ class AgentAuditEntryAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AgentIdempotencyRecord)
-class AgentIdempotencyRecordAdmin(admin.ModelAdmin):
+class AgentIdempotencyRecordAdmin(admin.ModelAdmin[AgentIdempotencyRecord]):
     list_display = ["created_at", "key", "idempotency_key", "status_code"]
     readonly_fields = ["created_at", "key", "idempotency_key", "request_digest", "status_code", "response_body"]
 

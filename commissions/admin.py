@@ -37,7 +37,7 @@ def _actor(request: HttpRequest) -> str:
     return f"admin:{request.user.get_username()}"
 
 
-class CommissionReviewInline(admin.TabularInline):
+class CommissionReviewInline(admin.TabularInline[CommissionReview, Commission]):
     """The commission's hold decisions, as written by the services: read only."""
 
     model = CommissionReview
@@ -54,7 +54,7 @@ class CommissionReviewInline(admin.TabularInline):
 
 
 @admin.register(Commission)
-class CommissionAdmin(WorkspaceChoicesAdmin):
+class CommissionAdmin(WorkspaceChoicesAdmin[Commission]):
     """Read-mostly: status and money move only through services, so the ledger stays consistent. A commission a
     fraud rule held is released or voided here with the actions below (each writes its review and ledger entry)."""
 
@@ -174,7 +174,7 @@ class CommissionAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(WorkspaceChoicesAdmin):
+class LedgerEntryAdmin(WorkspaceChoicesAdmin[LedgerEntry]):
     list_display = [
         "id",
         "partner",
@@ -196,7 +196,7 @@ class LedgerEntryAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(Withdrawal)
-class WithdrawalAdmin(admin.ModelAdmin):
+class WithdrawalAdmin(admin.ModelAdmin[Withdrawal]):
     """Read-only rows with two actions: paying writes the payout ledger entry and marks the commissions it
     covers paid, so status moves only through the services. Partners request withdrawals (the balance check
     lives in `withdrawal_request`); the admin neither adds nor deletes them."""
@@ -241,7 +241,7 @@ class WithdrawalAdmin(admin.ModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(WorkspaceChoicesAdmin):
+class NotificationAdmin(WorkspaceChoicesAdmin[Notification]):
     list_display = ["id", "audience", "kind", "partner", "workspace", "commission", "created_at", "read_at"]
     list_filter = ["audience", "kind"]
     raw_id_fields = ["partner", "workspace", "commission"]
@@ -261,7 +261,7 @@ class DeliveryFilter(admin.SimpleListFilter):
 
 
 @admin.register(NotificationOutbox)
-class NotificationOutboxAdmin(admin.ModelAdmin):
+class NotificationOutboxAdmin(admin.ModelAdmin[NotificationOutbox]):
     """Refund notifications waiting for delivery. Rows change only through delivery (the action here, the
     beat sweep or `manage.py deliver_notifications`), so a row is never delivered twice."""
 
@@ -308,7 +308,7 @@ class NotificationOutboxAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProductCommissionRate)
-class ProductCommissionRateAdmin(admin.ModelAdmin):
+class ProductCommissionRateAdmin(admin.ModelAdmin[ProductCommissionRate]):
     list_display = ["id", "program", "product_id", "commission_type", "commission_rate"]
     search_fields = ["product_id"]
     raw_id_fields = ["program"]

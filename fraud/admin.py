@@ -5,7 +5,7 @@ from .rules import SPECS
 
 
 @admin.register(RuleSetting)
-class RuleSettingAdmin(admin.ModelAdmin):
+class RuleSettingAdmin(admin.ModelAdmin[RuleSetting]):
     """A program's choices for its fraud rules. A rule without a row runs on its defaults (fraud.rules.SPECS);
     deleting a row puts the rule back on them."""
 

@@ -20,7 +20,7 @@ def _actor(request: HttpRequest) -> str:
     return f"admin:{request.user.get_username()}"
 
 
-class PayoutRunAuditInline(admin.TabularInline):
+class PayoutRunAuditInline(admin.TabularInline[PayoutRunAudit, PayoutRun]):
     model = PayoutRunAudit
     fields = ["created_at", "action", "actor", "detail"]
     readonly_fields = ["created_at", "action", "actor", "detail"]
@@ -32,7 +32,7 @@ class PayoutRunAuditInline(admin.TabularInline):
 
 
 @admin.register(PayoutRun)
-class PayoutRunAdmin(admin.ModelAdmin):
+class PayoutRunAdmin(admin.ModelAdmin[PayoutRun]):
     list_display = ["id", "program", "currency", "status", "minimum_cents", "created_at", "confirmed_at"]
     list_filter = ["status", "currency"]
     raw_id_fields = ["workspace", "program"]
@@ -46,7 +46,7 @@ class PayoutRunAdmin(admin.ModelAdmin):
         return False
 
 
-class PayoutCommissionInline(admin.TabularInline):
+class PayoutCommissionInline(admin.TabularInline[PayoutCommission, Payout]):
     model = PayoutCommission
     fields = ["commission", "amount_cents", "active"]
     readonly_fields = ["commission", "amount_cents", "active"]
@@ -58,7 +58,7 @@ class PayoutCommissionInline(admin.TabularInline):
 
 
 @admin.register(Payout)
-class PayoutAdmin(admin.ModelAdmin):
+class PayoutAdmin(admin.ModelAdmin[Payout]):
     """Read-only: status moves through the actions below (the services), each with its ledger entry."""
 
     list_display = ["id", "run", "partner", "amount_cents", "currency", "rail", "status", "created_at", "paid_at"]
@@ -107,7 +107,7 @@ class PayoutAdmin(admin.ModelAdmin):
 
 
 @admin.register(PayoutAccount)
-class PayoutAccountAdmin(admin.ModelAdmin):
+class PayoutAccountAdmin(admin.ModelAdmin[PayoutAccount]):
     list_display = ["account", "rail", "stripe_account_id", "transfers_active", "payouts_enabled", "updated_at"]
     list_filter = ["rail", "transfers_active"]
     search_fields = ["account__email", "=stripe_account_id", "payout_email"]
@@ -124,7 +124,7 @@ class PayoutAccountAdmin(admin.ModelAdmin):
     ]
 
 
-class PayoutMinimumForm(forms.ModelForm):
+class PayoutMinimumForm(forms.ModelForm[PayoutMinimum]):
     def clean_minimum_cents(self) -> int:
         # Django's IntegerField runs int() on the text, which reads other scripts' digits ("١" is 1).
         if integer_parse(self.data.get(self.add_prefix("minimum_cents"), "")) is None:
@@ -134,7 +134,7 @@ class PayoutMinimumForm(forms.ModelForm):
 
 
 @admin.register(PayoutMinimum)
-class PayoutMinimumAdmin(admin.ModelAdmin):
+class PayoutMinimumAdmin(admin.ModelAdmin[PayoutMinimum]):
     form = PayoutMinimumForm
     list_display = ["program", "currency", "minimum_cents", "automatic"]
     list_filter = ["currency", "automatic"]

@@ -1,12 +1,12 @@
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -44,7 +44,10 @@ _WORKSPACE_LOOKUPS = (
 )
 
 
-def workspace_rows(queryset: QuerySet, workspace_id: int) -> QuerySet:
+ModelT = TypeVar("ModelT", bound=Model)
+
+
+def workspace_rows(queryset: QuerySet[ModelT], workspace_id: int) -> QuerySet[ModelT]:
     """The rows of `queryset` that belong to the workspace; all of them for a model no workspace owns."""
     if queryset.model is Workspace:
         return queryset.filter(pk=workspace_id)
@@ -55,14 +58,14 @@ def workspace_rows(queryset: QuerySet, workspace_id: int) -> QuerySet:
     return queryset
 
 
-class WorkspaceChoicesAdmin(admin.ModelAdmin):
+class WorkspaceChoicesAdmin(admin.ModelAdmin[ModelT]):
     """For a row that ties objects together: its change form offers, and accepts, only objects of the row's
     workspace in every related-object field (selects, raw ids, many-to-many alike). An add form has no workspace
     until its fields are chosen, so there the model's clean() refuses a mix (programs.models.same_workspace)."""
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> type[forms.ModelForm]:
+    ) -> type[forms.ModelForm[ModelT]]:
         form = super().get_form(request, obj, change=change, **kwargs)
         workspace_id = workspace_id_of(obj) if obj is not None else None
         if workspace_id is not None:
@@ -75,27 +78,27 @@ class WorkspaceChoicesAdmin(admin.ModelAdmin):
         return form
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(admin.TabularInline[Membership, Workspace]):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(admin.ModelAdmin[Workspace]):
     list_display = ["id", "name", "is_blocked", "created_at"]
     search_fields = ["name"]
     inlines = [MembershipInline]
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_display = ["id", "workspace", "user", "role", "is_active"]
     list_filter = ["role", "is_active"]
     search_fields = ["user__username", "workspace__name"]
 
 
-class ProgramKeyInline(admin.TabularInline):
+class ProgramKeyInline(admin.TabularInline[ProgramKey, Program]):
     model = ProgramKey
     extra = 0
     can_delete = False
@@ -120,7 +123,7 @@ def _show_key_once(request: HttpRequest, program: Program, mode: str, raw_key: s
 
 
 @admin.register(Program)
-class ProgramAdmin(admin.ModelAdmin):
+class ProgramAdmin(admin.ModelAdmin[Program]):
     list_display = [
         "id",
         "name",
@@ -186,7 +189,7 @@ class ProgramAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProgramKey)
-class ProgramKeyAdmin(admin.ModelAdmin):
+class ProgramKeyAdmin(admin.ModelAdmin[ProgramKey]):
     list_display = ["id", "program", "mode", "masked", "rotation_deadline"]
     list_filter = ["mode"]
     fields = ["program", "mode", "masked", "created_at", "rotation_marked_at", "rotation_deadline"]
@@ -196,12 +199,12 @@ class ProgramKeyAdmin(admin.ModelAdmin):
         return False  # keys come from program creation and regeneration only
 
 
-class ProgramsWithWorkspaceField(forms.ModelMultipleChoiceField):
+class ProgramsWithWorkspaceField(forms.ModelMultipleChoiceField[Program]):
     def label_from_instance(self, obj: Program) -> str:
         return f"{obj} — {obj.workspace}"
 
 
-class AgentKeyForm(forms.ModelForm):
+class AgentKeyForm(forms.ModelForm[AgentKey]):
     """Validates everything the services would refuse, so a bad key is a form error and never a 500."""
 
     scopes = forms.MultipleChoiceField(
@@ -261,7 +264,7 @@ class RevokedFilter(admin.SimpleListFilter):
 
 
 @admin.register(AgentKey)
-class AgentKeyAdmin(WorkspaceChoicesAdmin):
+class AgentKeyAdmin(WorkspaceChoicesAdmin[AgentKey]):
     """Operators issue agent keys here (or with `manage.py agent_key`); the key is shown once after saving.
     Revocation goes through the action so it always uses the service."""
 
@@ -306,7 +309,7 @@ class AgentKeyAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(Partner)
-class PartnerAdmin(admin.ModelAdmin):
+class PartnerAdmin(admin.ModelAdmin[Partner]):
     list_display = ["id", "name", "email", "workspace", "account"]
     search_fields = ["name", "email"]
     # The portal account that signs in as this partner (set by accepting an invitation).
@@ -314,7 +317,7 @@ class PartnerAdmin(admin.ModelAdmin):
 
 
 @admin.register(PartnerAccount)
-class PartnerAccountAdmin(admin.ModelAdmin):
+class PartnerAccountAdmin(admin.ModelAdmin[PartnerAccount]):
     """A partner's portal sign-in. The password is only ever a hash, never shown; deactivating an account ends its
     portal sessions at their next request."""
 
@@ -328,7 +331,7 @@ class PartnerAccountAdmin(admin.ModelAdmin):
 
 
 @admin.register(PartnerInvitation)
-class PartnerInvitationAdmin(admin.ModelAdmin):
+class PartnerInvitationAdmin(admin.ModelAdmin[PartnerInvitation]):
     """Invitations sent from the dashboard's Partners page. The link itself is stored nowhere (only its digest)."""
 
     list_display = ["email", "program", "partner", "created_at", "expires_at", "accepted_at"]
@@ -346,7 +349,7 @@ def _staff(request: HttpRequest) -> User | None:
 
 
 @admin.register(PartnerProgram)
-class PartnerProgramAdmin(WorkspaceChoicesAdmin):
+class PartnerProgramAdmin(WorkspaceChoicesAdmin[PartnerProgram]):
     list_display = [
         "id",
         "partner",
@@ -371,7 +374,7 @@ class PartnerProgramAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(ReferralLink)
-class ReferralLinkAdmin(WorkspaceChoicesAdmin):
+class ReferralLinkAdmin(WorkspaceChoicesAdmin[ReferralLink]):
     list_display = ["id", "short_link", "partner", "program", "is_active", "clicks", "last_clicked"]
     list_filter = ["is_active"]
     search_fields = ["short_link"]

@@ -20,7 +20,7 @@ from .stripe.services import processor_events_replay
 
 
 @admin.register(Customer)
-class CustomerAdmin(WorkspaceChoicesAdmin):
+class CustomerAdmin(WorkspaceChoicesAdmin[Customer]):
     list_display = [
         "id",
         "click_id",
@@ -36,7 +36,7 @@ class CustomerAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(ClickEvent)
-class ClickEventAdmin(WorkspaceChoicesAdmin):
+class ClickEventAdmin(WorkspaceChoicesAdmin[ClickEvent]):
     list_display = [
         "id",
         "program",
@@ -57,7 +57,7 @@ class ClickEventAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(LeadEvent)
-class LeadEventAdmin(WorkspaceChoicesAdmin):
+class LeadEventAdmin(WorkspaceChoicesAdmin[LeadEvent]):
     list_display = ["id", "program", "click_id", "customer_key", "provisional", "lead_timestamp", "is_test"]
     list_filter = ["provisional", "is_test"]
     search_fields = ["click_id", "customer_key", "email"]
@@ -65,7 +65,7 @@ class LeadEventAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(SaleEvent)
-class SaleEventAdmin(WorkspaceChoicesAdmin):
+class SaleEventAdmin(WorkspaceChoicesAdmin[SaleEvent]):
     list_display = [
         "id",
         "program",
@@ -94,7 +94,7 @@ class SaleEventAdmin(WorkspaceChoicesAdmin):
 
 
 @admin.register(TrackingLog)
-class TrackingLogAdmin(admin.ModelAdmin):
+class TrackingLogAdmin(admin.ModelAdmin[TrackingLog]):
     list_display = ["id", "program", "event", "outcome", "is_test", "request_id", "created_at"]
     list_filter = ["event", "outcome", "is_test"]
     search_fields = ["request_id"]
@@ -102,7 +102,7 @@ class TrackingLogAdmin(admin.ModelAdmin):
 
 
 @admin.register(PageVisit)
-class PageVisitAdmin(admin.ModelAdmin):
+class PageVisitAdmin(admin.ModelAdmin[PageVisit]):
     list_display = ["id", "program", "page_url", "referrer_domain", "utm_source", "click_id", "created_at"]
     list_filter = ["is_test"]
     search_fields = ["click_id", "page_url", "referrer_domain", "utm_source"]
@@ -110,7 +110,7 @@ class PageVisitAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProcessorEvent)
-class ProcessorEventAdmin(admin.ModelAdmin):
+class ProcessorEventAdmin(admin.ModelAdmin[ProcessorEvent]):
     """Operators see every received payment event, what became of it, and can replay it."""
 
     list_display = ["id", "event_type", "event_id", "program", "status", "outcome", "attempts", "received_at"]

@@ -24,7 +24,7 @@ STATE = (
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(admin.ModelAdmin[WebhookEndpoint]):
     """Endpoints are made on the dashboard or through the agent API (which show the secret once); here an
     operator can change, disable or rotate one, always through the services (URL and type checks, rotation
     overlap). The secret itself is never shown, only its last four characters."""
@@ -67,7 +67,7 @@ class WebhookEventAdmin(ReadOnlyAdmin):
     raw_id_fields = ["program"]
 
 
-class WebhookAttemptInline(admin.TabularInline):
+class WebhookAttemptInline(admin.TabularInline[WebhookAttempt, WebhookDelivery]):
     model = WebhookAttempt
     extra = 0
     can_delete = False
