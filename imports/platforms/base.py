@@ -261,7 +261,9 @@ def amount_take(rows: list[CommissionRow], indexes: list[int], amount: int) -> i
     return amount
 
 
-def netted_row(*, where: str, source_id: str, partner_source_id: str, referral_source_id: str, currency: str) -> Any:
+def netted_row(
+    *, where: str, source_id: str, partner_source_id: str, referral_source_id: str, currency: str
+) -> CommissionRow:
     """What stays of a refund or clawback row once netted: a void row of nothing, so the report counts it as
     skipped and a rerun knows its id."""
     return CommissionRow(
@@ -276,20 +278,19 @@ def netted_row(*, where: str, source_id: str, partner_source_id: str, referral_s
 
 @dataclass
 class SourceBuilder:
-    """Collects one source's rows. Refusals found only by looking at the whole source are made in `finish`, in the
-    order rows were read, so a re-read gives the same refusals."""
+    """Collects one source's rows in `rows`, as they are read. Refusals found only by looking at the whole source are
+    made in `finish`, in the order rows were read, so a re-read gives the same refusals."""
 
     platform: str
-    partners: list[PartnerRow] = field(default_factory=list)
-    links: list[LinkRow] = field(default_factory=list)
-    referrals: list[ReferralRow] = field(default_factory=list)
-    commissions: list[CommissionRow] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
+    rows: Source = field(init=False)
     refused_partners: dict[str, str] = field(default_factory=dict)  # source id -> where it was refused
     saw_partner_file: bool = False
 
+    def __post_init__(self) -> None:
+        self.rows = Source(platform=self.platform)
+
     def refuse(self, where: str, kind: str, reason: str, *, partner_id: str = "") -> None:
-        self.refusals.append(Refusal(where=where, kind=kind, reason=reason))
+        self.rows.refusals.append(Refusal(where=where, kind=kind, reason=reason))
         if kind == "partner" and partner_id:
             self.refused_partners.setdefault(partner_id, where)
 
@@ -308,43 +309,38 @@ class SourceBuilder:
 
     def _bucket(self, row: Any) -> list[Any]:
         if isinstance(row, PartnerRow):
-            return self.partners
+            return self.rows.partners
         if isinstance(row, LinkRow):
-            return self.links
+            return self.rows.links
         if isinstance(row, ReferralRow):
-            return self.referrals
-        return self.commissions
+            return self.rows.referrals
+        return self.rows.commissions
 
     def finish(self) -> Source:
         partners = self._unique_partners()
         known = {row.source_id for row in partners}
         links = self._unique_links(known)
         referrals = [
-            row for row in self.referrals if self._partner_ok(row.where, "referral", row.partner_source_id, known)
+            row for row in self.rows.referrals if self._partner_ok(row.where, "referral", row.partner_source_id, known)
         ]
         referrals = self._unique_ids(referrals, "referral")
         # A void commission is skipped by its status (the engine counts it), whoever it names.
         commissions = [
             row
-            for row in self.commissions
+            for row in self.rows.commissions
             if row.status == "void" or self._partner_ok(row.where, "commission", row.partner_source_id, known)
         ]
         commissions = self._unique_ids(commissions, "commission")
-        refusals = sorted(self.refusals, key=_where_key)
-        return Source(
-            platform=self.platform,
-            partners=partners,
-            links=links,
-            referrals=referrals,
-            commissions=commissions,
-            refusals=refusals,
+        refusals = sorted(self.rows.refusals, key=_where_key)
+        return replace(
+            self.rows, partners=partners, links=links, referrals=referrals, commissions=commissions, refusals=refusals
         )
 
     def _unique_partners(self) -> list[PartnerRow]:
         by_id: dict[str, PartnerRow] = {}
         by_email: dict[str, PartnerRow] = {}
         kept: list[PartnerRow] = []
-        for row in self.partners:
+        for row in self.rows.partners:
             if row.source_id in by_id:
                 earlier = by_id[row.source_id].where
                 self.refuse(row.where, "partner", f"partner {row.source_id} appears twice (first at {earlier})")
@@ -375,7 +371,7 @@ class SourceBuilder:
     def _unique_links(self, known: set[str]) -> list[LinkRow]:
         owners: dict[str, LinkRow] = {}
         kept: list[LinkRow] = []
-        for row in self.links:
+        for row in self.rows.links:
             if not self._partner_ok(row.where, "link", row.partner_source_id, known):
                 continue
             owner = owners.get(row.code.lower())

@@ -321,7 +321,7 @@ def _commission(where: str, item: Item, clawbacks: list[_Clawback]) -> Commissio
 def _net_clawbacks(builder: SourceBuilder, clawbacks: list[_Clawback]) -> None:
     """Each clawback still owed comes off the partner's owed commissions of its currency (see the module's
     docstring); the clawback row is kept as a void row of nothing, so the report counts it as skipped."""
-    rows = builder.commissions
+    rows = builder.rows.commissions
     for clawback in clawbacks:
         remaining = clawback.amount_minor if clawback.status in ("pending", "approved") else 0
         candidates = [

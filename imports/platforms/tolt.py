@@ -373,7 +373,7 @@ def _time_or_none(value: Any) -> datetime | None:
 def _net_refunds(builder: SourceBuilder, refunds: list[_Refund], sales_of: dict[str, frozenset[str]]) -> None:
     """Each refund comes off the commissions it refunds (see the module's docstring); the refund row is kept as a
     void row of nothing, so the report counts it as skipped."""
-    rows = builder.commissions
+    rows = builder.rows.commissions
     for refund in refunds:
         own = [
             index

@@ -8,31 +8,12 @@ import pytest
 
 from imports import services
 from imports.models import ImportRun, ImportUpload
-from imports.platforms import PLATFORMS
-from imports.platforms.base import Platform
 from imports.records import ImportFileError
 from tests.factories import ProgramFactory, UserFactory
 from tests.helpers import run_together, wait_for_lock_waiters
-from tests.imports.engine_sources import small_source
+from tests.imports.test_dashboard_upload import EXPORT, fake_platform  # noqa: F401 (its fixture applies here)
 
-EXPORT = b"fake export\n"
 FILES = [("partners.csv", EXPORT)]
-
-
-def fake_read(files):
-    for name, content in files:
-        if content != EXPORT:
-            raise ImportFileError(f"{name}: not a Fake export")
-    return small_source(platform="fake")
-
-
-@pytest.fixture(autouse=True)
-def fake_platform(monkeypatch):
-    monkeypatch.setitem(
-        PLATFORMS,
-        "fake",
-        Platform(name="fake", label="Fake", link_param="fk", stripe_metadata_keys=(), export_help="", reader=fake_read),
-    )
 
 
 def upload_of(program, user) -> ImportUpload:
