@@ -156,7 +156,7 @@ def ensure_wrk() -> str:
         fail("wrk is not installed and there is no apt-get to install it; install wrk and run again")
     print("bench: wrk not found, installing the Debian package", flush=True)
 
-    def apt_get(*args: str) -> subprocess.CompletedProcess:
+    def apt_get(*args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         return subprocess.run(["apt-get", "-q", *args], env=env, capture_output=True, text=True)
 
@@ -234,7 +234,7 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int | None) -> Itera
                 proc.wait()
 
 
-def wait_healthy(proc: subprocess.Popen, base: str, log_path: Path, timeout: float = 30.0) -> None:
+def wait_healthy(proc: subprocess.Popen[bytes], base: str, log_path: Path, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -252,7 +252,7 @@ def wait_healthy(proc: subprocess.Popen, base: str, log_path: Path, timeout: flo
 # --- Requests from Python: pre-flight checks, returning visitors and customer pools --------------
 
 
-def call(url: str, body: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+def call(url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
@@ -262,7 +262,9 @@ def call(url: str, body: dict | None = None, headers: dict[str, str] | None = No
         return exc.code, exc.read()
 
 
-def expect_200(name: str, url: str, body: dict | None = None, headers: dict[str, str] | None = None) -> dict:
+def expect_200(
+    name: str, url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One checked request before a mix is measured: its endpoint answers exactly 200."""
     status, payload = call(url, body, headers)
     if status != 200:
@@ -279,7 +281,7 @@ def lua_user_agents() -> list[str]:
     return re.findall(r'^\s*"([^"]+)",\s*$', table.group(1), re.MULTILINE)
 
 
-def visitor_body(link_code: str, user_agent: str, session_id: str) -> dict:
+def visitor_body(link_code: str, user_agent: str, session_id: str) -> dict[str, Any]:
     return {
         "affiliate_url": f"https://shop.example.com/?aff={link_code}",
         "page_url": "https://shop.example.com/pricing",
@@ -364,8 +366,8 @@ def links_create(database_url: str, program_id: int, count: int) -> list[str]:
 TIME_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
 
 
-def parse_wrk(output: str) -> dict:
-    def number(pattern: str) -> re.Match:
+def parse_wrk(output: str) -> dict[str, Any]:
+    def number(pattern: str) -> re.Match[str]:
         match = re.search(pattern, output, re.MULTILINE)
         if not match:
             fail(f"could not read {pattern!r} from wrk's output:\n{output}")
@@ -399,7 +401,7 @@ def run_wrk(
     script: str | None = None,
     script_args: list[str] | None = None,
     headers: list[str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     cmd = [wrk, f"-t{WRK_THREADS}", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for header in headers or []:
         cmd += ["-H", header]
@@ -422,7 +424,7 @@ def kind_of(name: str) -> str:
     return name.removeprefix("bare-").split("-")[0]
 
 
-def branch_problems(name: str, result: dict, rows: dict[str, int] | None, *, connections: int) -> list[str]:
+def branch_problems(name: str, result: dict[str, Any], rows: dict[str, int] | None, *, connections: int) -> list[str]:
     """Why a measured run cannot be reported: answers other than 2xx, socket errors, rows that do not match the
     requests wrk counted, or another branch than the mix claims. Empty when the run is sound. `rows` are the
     run's rows as row_counts reads them (None for trivial, which writes none)."""
@@ -531,7 +533,16 @@ class Plan:
 class Bench:
     """The server under test, its data and what the mixes send."""
 
-    def __init__(self, *, wrk: str, env: dict[str, str], config: dict, base: str, demo: dict, codes: list[str]):
+    def __init__(
+        self,
+        *,
+        wrk: str,
+        env: dict[str, str],
+        config: dict[str, Any],
+        base: str,
+        demo: dict[str, Any],
+        codes: list[str],
+    ):
         self.wrk, self.env, self.config, self.base, self.demo, self.codes = wrk, env, config, base, demo, codes
         self.agents = lua_user_agents()
         self.returning: list[Returning] = []
@@ -547,7 +558,7 @@ class Bench:
     def database_url(self) -> str:
         return self.env["DATABASE_URL"]
 
-    def wrk_run(self, plan: Plan, seconds: int) -> tuple[str, dict]:
+    def wrk_run(self, plan: Plan, seconds: int) -> tuple[str, dict[str, Any]]:
         prefix = secrets.token_hex(6)
         result = run_wrk(
             self.wrk,
@@ -669,7 +680,7 @@ class Bench:
         rate = self.fastest or 300.0
         self.lead_pool_ensure(math.ceil(rate * seconds * LEAD_POOL_MARGIN) + 2 * self.config["connections"])
 
-    def measure(self, name: str, plan: Plan) -> dict:
+    def measure(self, name: str, plan: Plan) -> dict[str, Any]:
         """An unmeasured warm-up run (imports, connections, caches), then the measured one, checked."""
         kind = kind_of(name)
         if kind == "lead":
@@ -722,7 +733,7 @@ def rounds_order(wanted: Sequence[str], rounds: int) -> list[str]:
     return order
 
 
-def median_result(runs: list[dict]) -> dict:
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One mix's figures over its rounds: the median of each (a single round is itself)."""
     figures = ("requests_per_sec", "p50_ms", "p99_ms", "requests", "load_before")
     summary: dict[str, Any] = {key: round(statistics.median(run[key] for run in runs), 3) for key in figures}
@@ -736,20 +747,20 @@ def median_result(runs: list[dict]) -> dict:
 # --- Report -------------------------------------------------------------------------------------
 
 
-def has_errors(result: dict) -> bool:
+def has_errors(result: dict[str, Any]) -> bool:
     return result.get("non_2xx", 0) > 0 or sum(result.get("socket_errors", {}).values()) > 0
 
 
-def ratio_of(results: dict[str, dict], name: str, baseline: str) -> float | None:
+def ratio_of(results: dict[str, dict[str, Any]], name: str, baseline: str) -> float | None:
     if name not in results or baseline not in results or not results[baseline]["requests_per_sec"]:
         return None
     return round(results[name]["requests_per_sec"] / results[baseline]["requests_per_sec"], 4)
 
 
-def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
+def evaluate(results: dict[str, dict[str, Any]]) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """The ratios between the mixes driven, and the targets on them (only those whose two mixes ran)."""
     ratios: dict[str, float] = {}
-    targets: list[dict] = []
+    targets: list[dict[str, Any]] = []
     pairs = [(name, baseline, minimum) for name, baseline, minimum in BARE_TARGETS]
     pairs += [(name, "trivial", minimum) for name, minimum in MIN_RATIO.items()]
     for name, baseline, minimum in pairs:
@@ -772,7 +783,9 @@ def evaluate(results: dict[str, dict]) -> tuple[dict[str, float], list[dict]]:
 MAX_REQUEST_LOG_SHARE = 0.05
 
 
-def request_log_targets(results: dict[str, dict], log_cost_us: float, config: dict) -> list[dict]:
+def request_log_targets(
+    results: dict[str, dict[str, Any]], log_cost_us: float, config: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The log's cost per call as a share of the time a worker spends on one click (workers / click req/s)."""
     click = results.get("click")
     if not click or not click["requests_per_sec"]:
@@ -788,7 +801,9 @@ def request_log_targets(results: dict[str, dict], log_cost_us: float, config: di
     ]
 
 
-def print_report(results: dict[str, dict], ratios: dict[str, float], targets: list[dict], config: dict) -> None:
+def print_report(
+    results: dict[str, dict[str, Any]], ratios: dict[str, float], targets: list[dict[str, Any]], config: dict[str, Any]
+) -> None:
     print()
     server = f"{config['workers']} workers" + (f" x {config['threads']} threads" if config["threads"] else " (sync)")
     print(
@@ -814,7 +829,7 @@ def print_report(results: dict[str, dict], ratios: dict[str, float], targets: li
         print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']:<32} measured {t['value']}")
 
 
-def git_revision() -> dict:
+def git_revision() -> dict[str, Any]:
     def git(*args: str) -> str:
         # Optional locks off: a status check must not take the index lock from someone committing.
         env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
@@ -879,7 +894,7 @@ def exclusive_run() -> Iterator[None]:
         yield
 
 
-def bench(config: dict, wanted: list[str]) -> None:
+def bench(config: dict[str, Any], wanted: list[str]) -> None:
     # wrk and gunicorn share the machine's cores: anything else running skews every figure.
     config["load_before"] = round(os.getloadavg()[0], 2)
     if config["load_before"] > BUSY_LOAD:
@@ -892,7 +907,7 @@ def bench(config: dict, wanted: list[str]) -> None:
     demo = json.loads(manage(env, "demo", "--json"))
     codes = links_create(env["DATABASE_URL"], demo["programs"]["main"]["id"], LINKS)
 
-    runs: dict[str, list[dict]] = {name: [] for name in wanted}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
     with gunicorn(env, workers=config["workers"], threads=config["threads"]) as base:
         harness = Bench(wrk=wrk, env=env, config=config, base=base, demo=demo, codes=codes)
         plans: dict[str, Plan] = {}

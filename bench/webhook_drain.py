@@ -43,6 +43,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -169,7 +170,7 @@ def backlog_write(*, program_id: int, endpoint_id: int, events: int, round_name:
     return [delivery.pk for delivery in deliveries]
 
 
-def round_counts(ids: list[int]) -> dict:
+def round_counts(ids: list[int]) -> dict[str, Any]:
     """The round's deliveries by status, its attempts, the first attempt's start and the last success."""
     from django.db.models import Avg, Count, Max, Min
 
@@ -197,7 +198,7 @@ def task_seconds(worker_log: Path, task: str) -> list[float]:
     return [float(m) for m in pattern.findall(worker_log.read_text())]
 
 
-def worker_start(env: dict[str, str], log_path: Path) -> subprocess.Popen:
+def worker_start(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -220,7 +221,7 @@ def worker_start(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     )
 
 
-def process_stop(process: subprocess.Popen) -> None:
+def process_stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
@@ -259,7 +260,7 @@ def main() -> int:
     for name in ("CELERY_QUEUE", "CELERY_WEBHOOK_QUEUE"):
         env.pop(name, None)
     os.environ.update(env)
-    report: dict = {
+    report: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(),
         "cpus": os.cpu_count(),
         "worker": "celery -A config worker -Q celery,webhooks --concurrency 1 (CELERY_WORKER_POOL, prefork)",
@@ -267,7 +268,7 @@ def main() -> int:
         "load_average_before": os.getloadavg(),
         "rounds": [],
     }
-    worker: subprocess.Popen | None = None
+    worker: subprocess.Popen[bytes] | None = None
     ok = True
     try:
         log(f"database {DB_NAME}, redis :{redis_port}, receiver :{receiver.port}")

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -160,10 +161,10 @@ def run_checked(command: list[str], env: dict[str, str], **kwargs) -> str:
     return done.stdout
 
 
-def load(url: str, key: str, code: str, seconds: int, rate: int) -> Counter:
+def load(url: str, key: str, code: str, seconds: int, rate: int) -> Counter[int | str]:
     """Posts `rate` requests a second for `seconds`: of every 10, SALES_PER_10 sales, each to a customer of the
     program, and clicks on its link by new visitors (an address and browser build each); counts the statuses."""
-    statuses: Counter = Counter()
+    statuses: Counter[int | str] = Counter()
     lock = threading.Lock()
     local = threading.local()
     run = secrets.token_hex(3)
@@ -202,7 +203,7 @@ def load(url: str, key: str, code: str, seconds: int, rate: int) -> Counter:
     return statuses
 
 
-def count(conn: psycopg.Connection, query: str, params: list | None = None) -> int:
+def count(conn: psycopg.Connection, query: str, params: list[object] | None = None) -> int:
     row = conn.execute(query, params).fetchone()
     assert row is not None
     return int(row[0])
@@ -222,7 +223,7 @@ def delivery_counts() -> dict[str, int]:
     return {"events": events, "wanted_events": wanted, "attempts": attempts, **dict(rows)}
 
 
-def reconciler_runs(beat_log: Path, worker_log: Path) -> list[dict]:
+def reconciler_runs(beat_log: Path, worker_log: Path) -> list[dict[str, Any]]:
     """Each commissions.reconcile beat sent, and when a worker finished one (times from the logs, UTC)."""
     stamp = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})"
 
@@ -244,7 +245,7 @@ def reconciler_runs(beat_log: Path, worker_log: Path) -> list[dict]:
 def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="webhook-soak-"))
-    processes: list[subprocess.Popen] = []
+    processes: list[subprocess.Popen[bytes]] = []
     redis_port = free_port()
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     processes.append(
@@ -274,7 +275,7 @@ def main() -> int:
     }
     for name in ("CELERY_QUEUE", "CELERY_WEBHOOK_QUEUE"):
         env.pop(name, None)
-    report: dict = {
+    report: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(),
         "rate": SOAK_RATE,
         "seconds": SOAK_SECONDS,
