@@ -15,33 +15,32 @@ from programs.models import Partner, PartnerAccount, PartnerProgram, ReferralLin
 M = TypeVar("M", bound=Model)
 
 
-def _of_partners(model: type[M], account: PartnerAccount) -> QuerySet[M]:
-    """The rows of `model` (one with a `partner` key) that belong to the account's partner rows."""
+def _of_account(model: type[M], account: PartnerAccount, via: str = "partner__account") -> QuerySet[M]:
+    """The rows of `model` that belong to the account, `via` their key to it (a partner row's, by default); none for
+    an inactive account."""
     if not account.is_active:
         return model._default_manager.none()
-    return model._default_manager.filter(partner__account=account)
+    return model._default_manager.filter(**{via: account})
 
 
 def account_partners(account: PartnerAccount) -> list[Partner]:
     """The account's partner rows, with their workspaces, by workspace name."""
-    if not account.is_active:
-        return []
-    return list(Partner.objects.filter(account=account).select_related("workspace").order_by("workspace__name", "pk"))
+    return list(
+        _of_account(Partner, account, via="account").select_related("workspace").order_by("workspace__name", "pk")
+    )
 
 
 def account_partner_ids(account: PartnerAccount) -> list[int]:
     """The ids of the account's partner rows (one small read): a query by them then uses the (partner, ...)
     indexes of the big tables, where a join on the account would not."""
-    if not account.is_active:
-        return []
-    return list(Partner.objects.filter(account=account).values_list("pk", flat=True))
+    return list(_of_account(Partner, account, via="account").values_list("pk", flat=True))
 
 
 def account_enrolments(account: PartnerAccount) -> QuerySet[PartnerProgram]:
     """The account's enrolments with their programs, in the portal's one order: program name, then program, then
     partner (an account may have two partner rows in one workspace, both enrolled)."""
     return (
-        _of_partners(PartnerProgram, account)
+        _of_account(PartnerProgram, account)
         .select_related("program")
         .order_by("program__name", "program_id", "partner_id")
     )
@@ -62,7 +61,7 @@ def account_enrolment_choosing_codes(account: PartnerAccount, program_id: int) -
 
 def account_links(account: PartnerAccount) -> QuerySet[ReferralLink]:
     """The links of the account's partner rows (in any program: a caller keeps those of its enrolments)."""
-    return _of_partners(ReferralLink, account)
+    return _of_account(ReferralLink, account)
 
 
 def account_links_by_id(account: PartnerAccount, ids: list[int]) -> dict[int, ReferralLink]:
@@ -83,11 +82,9 @@ def account_payouts(account: PartnerAccount) -> QuerySet[Payout]:
 
 
 def account_withdrawals(account: PartnerAccount) -> QuerySet[Withdrawal]:
-    return _of_partners(Withdrawal, account)
+    return _of_account(Withdrawal, account)
 
 
 def account_payout_account(account: PartnerAccount) -> PayoutAccount | None:
     """How the account is paid (one payout account per partner account), or None before it chose."""
-    if not account.is_active:
-        return None
-    return PayoutAccount.objects.filter(account=account).first()
+    return _of_account(PayoutAccount, account, via="account").first()
