@@ -12,7 +12,6 @@ from typing import Any
 from django import forms
 from django.contrib import messages as flash
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 
@@ -23,13 +22,11 @@ from payouts.exports import (
     RESULTS_MAX_BYTES,
     ImportReport,
     Outcome,
-    holder_names,
     open_manual_payouts,
-    paypal_batch_csv,
     program_commissions_csv,
     program_payouts_csv,
     results_import,
-    wise_batch_csv,
+    run_batch_export,
 )
 from payouts.models import (
     MANUAL_RAILS,
@@ -47,7 +44,6 @@ from payouts.services import (
     payout_mark_failed,
     payout_mark_paid,
     run_confirm,
-    run_export,
     run_preview,
 )
 from programs.models import Action
@@ -316,12 +312,7 @@ def payout_run_export(request: HttpRequest, access: ProgramAccess, run_id: int, 
     if not open_manual_payouts(run, rail):
         flash.info(request, NOTHING_TO_EXPORT.format(rail=label, id=run.pk))
         return _back(run)
-    with transaction.atomic():
-        payouts = run_export(run_id=run.pk, rail=rail, actor=_actor(request))
-        if rail == Rail.PAYPAL:
-            content = paypal_batch_csv(payouts, program_name=access.program.name)
-        else:
-            content = wise_batch_csv(payouts, names=holder_names(payouts))
+    content = run_batch_export(run_id=run.pk, rail=rail, actor=_actor(request), program_name=access.program.name)
     response = HttpResponse(content, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="payout-run-{run.pk}-{rail}.csv"'
     return response

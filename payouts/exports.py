@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from commissions.models import Commission
@@ -36,7 +37,7 @@ from .models import (
     PayoutRunAudit,
     Rail,
 )
-from .services import payout_mark_failed, payout_mark_paid
+from .services import payout_mark_failed, payout_mark_paid, run_export
 
 FORMULA_OPENINGS = ("=", "+", "-", "@", "\t", "\r")
 # What a spreadsheet may skip before it reads a cell's first character.
@@ -206,6 +207,21 @@ def wise_batch_csv(payouts: Iterable[Payout], *, names: dict[int, str]) -> bytes
             row = (*row, "" if email else re.sub(r"\s+", "", payout.destination).upper())
         rows.append(row)
     return csv_bytes(rows)
+
+
+def batch_file(payouts: list[Payout], *, rail: str, program_name: str) -> bytes:
+    """The manual rail's batch file of these payouts: PayPal's payment file or Wise's batch file."""
+    if rail == Rail.PAYPAL:
+        return paypal_batch_csv(payouts, program_name=program_name)
+    return wise_batch_csv(payouts, names=holder_names(payouts))
+
+
+def run_batch_export(*, run_id: int, rail: str, actor: str, program_name: str) -> bytes:
+    """The rail's batch file of the run's open payouts (services.run_export), in one transaction with the export: the
+    payouts turn `processing` only if their file is made."""
+    with transaction.atomic():
+        payouts = run_export(run_id=run_id, rail=rail, actor=actor)
+        return batch_file(payouts, rail=rail, program_name=program_name)
 
 
 # --- Owners' exports (streamed: a program may have many) ----------------------------------------------------------

@@ -11,8 +11,8 @@ from django.db import transaction
 from core.currency import Currency
 from core.ids import integer_parse
 from core.money import money
-from payouts.exports import holder_names, paypal_batch_csv, wise_batch_csv
-from payouts.models import MANUAL_RAILS, Payout, PayoutRun, Rail
+from payouts.exports import batch_file
+from payouts.models import MANUAL_RAILS, Payout, PayoutRun
 from payouts.services import PayoutError, run_confirm, run_export, run_preview
 from payouts.stripe_rail import payouts_reconcile
 from programs.models import Program
@@ -172,10 +172,7 @@ class Command(BaseCommand):
             payouts = run_export(run_id=run.pk, rail=rail, actor=ACTOR)
             if not payouts:
                 raise CommandError(f"No open {rail} payouts in run #{run.pk}: nothing to export")
-            if rail == Rail.PAYPAL:
-                content = paypal_batch_csv(payouts, program_name=run.program.name)
-            else:
-                content = wise_batch_csv(payouts, names=holder_names(payouts))
+            content = batch_file(payouts, rail=rail, program_name=run.program.name)
             try:
                 output.write_bytes(content)
             except OSError as failed:
