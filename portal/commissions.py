@@ -245,7 +245,7 @@ def balance_page(request: HttpRequest, *, account: PartnerAccount) -> HttpRespon
     withdrawals = (
         selectors.account_withdrawals(account).select_related("partner__workspace").order_by("-created_at", "-pk")
     )
-    page: Page = CappedPaginator(withdrawals, PER_PAGE).get_page(request.GET.get("page"))
+    page: Page[Withdrawal] = CappedPaginator(withdrawals, PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "portal/balance.html",
