@@ -195,7 +195,7 @@ def haproxy_first_party_serving(directory: Path, *, service_url: str, tls: bool 
         _stopped(proxy)
 
 
-def _wait_until_up(proxy: subprocess.Popen, url: str, output: Path, log: Path) -> None:
+def _wait_until_up(proxy: subprocess.Popen[bytes], url: str, output: Path, log: Path) -> None:
     deadline = time.monotonic() + BOOT_SECONDS
     while time.monotonic() < deadline:
         if proxy.poll() is not None:
@@ -209,7 +209,7 @@ def _wait_until_up(proxy: subprocess.Popen, url: str, output: Path, log: Path) -
     pytest.fail(f"the proxy did not answer within {BOOT_SECONDS} s:\n{log.read_text()[-3000:]}")
 
 
-def _stopped(proxy: subprocess.Popen) -> None:
+def _stopped(proxy: subprocess.Popen[bytes]) -> None:
     try:
         proxy.wait(timeout=10)
     except subprocess.TimeoutExpired:

@@ -60,7 +60,7 @@ def gunicorn_serving(
             server.wait()
 
 
-def _wait_until_up(server: subprocess.Popen, url: str, log: Path, workers: int) -> None:
+def _wait_until_up(server: subprocess.Popen[bytes], url: str, log: Path, workers: int) -> None:
     deadline = time.monotonic() + BOOT_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:

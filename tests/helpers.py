@@ -17,7 +17,9 @@ def bearer(key: str) -> dict[str, str]:
     return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
 
 
-def platform_error(status: int, name: str, message: str, code: str | None = None, details: dict | None = None) -> dict:
+def platform_error(
+    status: int, name: str, message: str, code: str | None = None, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The spec's platform envelope. `code` only where the route adds one (sale and refund always do)."""
     error: dict[str, Any] = {"status": status, "name": name, "message": message, "details": details or {}}
     if code is not None:
@@ -25,7 +27,7 @@ def platform_error(status: int, name: str, message: str, code: str | None = None
     return {"data": None, "error": error}
 
 
-def bad_request(message: str, code: str | None = None) -> dict:
+def bad_request(message: str, code: str | None = None) -> dict[str, Any]:
     """The platform envelope of a 400."""
     return platform_error(400, "BadRequestError", message, code)
 
@@ -106,10 +108,10 @@ REQUEST_LOG_ROW = 1
 
 
 @contextmanager
-def tasks_run() -> Iterator[list[tuple[str, tuple]]]:
+def tasks_run() -> Iterator[list[tuple[str, tuple[Any, ...]]]]:
     """Yields a list that gets (task name, arguments) of every task that starts while the block runs (in-process
     tasks run as they are queued)."""
-    started: list[tuple[str, tuple]] = []
+    started: list[tuple[str, tuple[Any, ...]]] = []
 
     def note(sender: Any = None, task: Any = None, args: Any = (), **_: Any) -> None:
         started.append((task.name, tuple(args)))

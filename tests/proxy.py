@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -66,7 +67,7 @@ def haproxy_serving(*, app_urls: tuple[str, str], log: Path) -> Iterator[str]:
             proxy.wait()
 
 
-def _wait_until_up(proxy: subprocess.Popen, url: str, log: Path) -> None:
+def _wait_until_up(proxy: subprocess.Popen[bytes], url: str, log: Path) -> None:
     deadline = time.monotonic() + BOOT_SECONDS
     while time.monotonic() < deadline:
         if proxy.poll() is not None:
@@ -82,15 +83,15 @@ def _wait_until_up(proxy: subprocess.Popen, url: str, log: Path) -> None:
 
 
 @contextmanager
-def all_entered(*managers: AbstractContextManager) -> Iterator[list]:
+def all_entered(*managers: AbstractContextManager[Any]) -> Iterator[list[Any]]:
     """Enters the context managers at once, each in a thread of its own, and yields their values in order; on
     leaving, exits them at once. Servers that take seconds to start and stop do so side by side."""
-    values: list = [None] * len(managers)
+    values: list[Any] = [None] * len(managers)
     errors: list[BaseException] = []
     entered = threading.Barrier(len(managers) + 1)
     leave = threading.Event()
 
-    def hold(index: int, manager: AbstractContextManager) -> None:
+    def hold(index: int, manager: AbstractContextManager[Any]) -> None:
         try:
             with manager as value:
                 values[index] = value

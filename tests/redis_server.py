@@ -21,7 +21,7 @@ class RedisServer:
         self.directory = directory
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.client = redis.Redis(port=self.port, socket_timeout=2)
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self.process = subprocess.Popen(

@@ -20,7 +20,7 @@ def sign(payload: str, secret: str = WEBHOOK_SECRET, timestamp: int | None = Non
 
 def event(
     event_type: str, obj: dict[str, Any], *, account: str = ACCOUNT, livemode: bool = True, event_id: str | None = None
-) -> dict:
+) -> dict[str, Any]:
     return {
         "id": event_id or f"evt_{secrets.token_hex(12)}",
         "object": "event",
@@ -40,12 +40,12 @@ def checkout_session(
     amount: int = 4900,
     currency: str = "usd",
     mode: str = "payment",
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     email: str = "buyer@example.com",
     customer: str | None = "cus_Buyer1",
     client_reference_id: str | None = None,
     payment_intent: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     return {
         "id": f"cs_test_{secrets.token_hex(10)}",
         "object": "checkout.session",
@@ -71,13 +71,13 @@ def invoice(
     amount: int = 1900,
     currency: str = "usd",
     subscription: str = "sub_Abc",
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     email: str = "buyer@example.com",
     customer: str = "cus_Buyer1",
     billing_reason: str = "subscription_create",
     interval: str = "month",
     payment_intent: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     return {
         "id": f"in_{secrets.token_hex(10)}",
         "object": "invoice",
@@ -114,7 +114,7 @@ def invoice(
 
 def charge_refunded(
     *, payment_intent: str, amount: int, refunds: list[tuple[str, int]] | None, amount_refunded: int | None = None
-) -> dict:
+) -> dict[str, Any]:
     refund_objects = [
         {
             "id": rid,
@@ -139,7 +139,12 @@ def charge_refunded(
 
 
 def post_event(
-    client, payload: dict, *, secret: str = WEBHOOK_SECRET, timestamp: int | None = None, signature: str | None = None
+    client,
+    payload: dict[str, Any],
+    *,
+    secret: str = WEBHOOK_SECRET,
+    timestamp: int | None = None,
+    signature: str | None = None,
 ):
     body = json.dumps(payload)
     header = signature if signature is not None else sign(body, secret, timestamp)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
@@ -40,7 +41,7 @@ class Received:
     def webhook_id(self) -> str:
         return self.headers["webhook-id"]
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         return json.loads(self.body)
 
 
@@ -104,7 +105,7 @@ class Receiver:
     def ids(self) -> list[str]:
         return [request.webhook_id for request in self.requests]
 
-    def verified_payloads(self, secret: str) -> list[dict]:
+    def verified_payloads(self, secret: str) -> list[dict[str, Any]]:
         """Every request's payload as the library returns it under `secret`; fails on any request it refuses."""
         payloads = []
         for request in list(self.requests):

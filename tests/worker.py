@@ -52,7 +52,7 @@ def webhook_queue_of(queue: str) -> str:
 @contextmanager
 def celery_worker_running(
     *, queue: str, database_url: str, redis_url: str, concurrency: int = 1
-) -> Iterator[subprocess.Popen]:
+) -> Iterator[subprocess.Popen[str]]:
     """A worker consuming only `queue` and its webhook queue, yielded once it answers a ping; stopped when the
     block ends. One process (the solo pool) unless `concurrency` asks for more."""
     env = {

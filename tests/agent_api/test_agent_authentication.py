@@ -1,6 +1,7 @@
 """Only an agent key authenticates /api/agent/v1/: every other credential gets 401 saying what it is."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 PROGRAMS = "/api/agent/v1/programs"
 
 
-def unauthorized(message: str, code: str) -> dict:
+def unauthorized(message: str, code: str) -> dict[str, Any]:
     return platform_error(401, "UnauthorizedError", message, code)
 
 

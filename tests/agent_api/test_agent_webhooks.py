@@ -41,11 +41,11 @@ def patch(agent, path: str, body: Any, **headers):
     return agent.client.patch(path, body, format="json", **headers)
 
 
-def bad_request(message: str, code: str = "invalid_request") -> dict:
+def bad_request(message: str, code: str = "invalid_request") -> dict[str, Any]:
     return platform_error(400, "BadRequestError", message, code)
 
 
-def not_found(message: str) -> dict:
+def not_found(message: str) -> dict[str, Any]:
     return platform_error(404, "NotFoundError", message, "not_found")
 
 

@@ -5,6 +5,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ Transfer/sec:    204.00KB
 """
 
 
-def wrk_result(requests: int = 1000, non_2xx: int = 0, timeouts: int = 0) -> dict:
+def wrk_result(requests: int = 1000, non_2xx: int = 0, timeouts: int = 0) -> dict[str, Any]:
     sockets = {"connect": 0, "read": 0, "write": 0, "timeout": timeouts}
     return {"requests": requests, "requests_per_sec": 200.0, "non_2xx": non_2xx, "socket_errors": sockets}
 
@@ -202,7 +203,7 @@ def test_the_median_of_the_rounds_is_reported():
     assert bench.median_result([{**runs[0], "rows": None}])["rows"] is None
 
 
-def summary(rate: float, p99: float = 20.0) -> dict:
+def summary(rate: float, p99: float = 20.0) -> dict[str, Any]:
     return {"requests_per_sec": rate, "p99_ms": p99}
 
 

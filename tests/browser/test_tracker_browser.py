@@ -4,6 +4,7 @@ cookie, window.svc, signups, page visits, the config call and Stripe payment lin
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def site(live_server, page_server, program):
     return make
 
 
-def click_cookie(tab) -> dict | None:
+def click_cookie(tab) -> dict[str, Any] | None:
     return next((cookie for cookie in tab.context.cookies() if cookie["name"] == "svc_click_id"), None)
 
 

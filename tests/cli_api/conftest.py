@@ -2,6 +2,7 @@
 login (start → sign-in → poll) through the API."""
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,7 @@ def sign_in(client, user, state: str):
     return client.post(CALLBACK, {"state": state, "id_token": service_id_token(user, state)}, format="json")
 
 
-def error_of(response) -> dict:
+def error_of(response) -> dict[str, Any]:
     body = response.json()
     assert body["data"] is None
     return body["error"]

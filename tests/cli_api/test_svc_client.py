@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import httpx
@@ -117,11 +118,11 @@ def login(svc, username: str = "ada", *extra: str, action: str = "approve"):
     return result, browser
 
 
-def saved(config_dir: Path) -> dict:
+def saved(config_dir: Path) -> dict[str, Any]:
     return json.loads((config_dir / "credentials.json").read_text())
 
 
-def only_json(result) -> dict:
+def only_json(result) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 

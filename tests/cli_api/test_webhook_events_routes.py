@@ -2,6 +2,7 @@
 (`svc trigger`): login token only, the program's own events after a cursor, and synthetic events."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -96,7 +97,7 @@ def test_it_holds_back_events_younger_than_the_settle_time_and_never_moves_the_c
     assert listed_ids(later) == [young.public_id, after_young.public_id]
 
 
-def listed_ids(body: dict) -> list[str]:
+def listed_ids(body: dict[str, Any]) -> list[str]:
     return [item["event"]["id"] for item in body["data"]]
 
 

@@ -4,6 +4,7 @@ the task could not, exactly once."""
 
 import logging
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -46,7 +47,7 @@ def refund(commission: Commission, **body):
     )
 
 
-def full_refund(payment_intent: str) -> dict:
+def full_refund(payment_intent: str) -> dict[str, Any]:
     return event(
         "charge.refunded", charge_refunded(payment_intent=payment_intent, amount=10000, refunds=[("re_1", 10000)])
     )

@@ -7,6 +7,7 @@ overview's numbers), the partners page, the commissions page, the admin list and
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -48,7 +49,7 @@ def run_the_scenario(api_client, *, hold_days: int):
     return program, link
 
 
-def surfaces(program, link) -> dict:
+def surfaces(program, link) -> dict[str, Any]:
     """Commission money as each surface shows it, in cents (pages show major units: parsed back)."""
     owner = signed_in(MembershipFactory(workspace=program.workspace, role=Role.OWNER).user)
     today = timezone.now().date()

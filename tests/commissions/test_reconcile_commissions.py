@@ -10,6 +10,7 @@ from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -70,7 +71,7 @@ def reconcile_command(*args: str) -> str:
     return out.getvalue()
 
 
-def kill_mid_sale(*, kill_at: str, key: str, body: dict) -> subprocess.CompletedProcess:
+def kill_mid_sale(*, kill_at: str, key: str, body: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     database = connection.settings_dict
     env = {
         **os.environ,

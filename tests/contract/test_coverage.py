@@ -3,6 +3,7 @@ success among them, and a case for each client error it documents (or a reason h
 
 import re
 from collections import defaultdict
+from typing import Any
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -37,7 +38,7 @@ def test_every_documented_operation_has_cases_and_every_case_a_documented_operat
     assert set(exercised()) == surface_operations(published_schema())
 
 
-def url_paths(patterns: list, prefix: str = "") -> set[str]:
+def url_paths(patterns: list[Any], prefix: str = "") -> set[str]:
     """Every routed path, in the description's spelling ({name} for a path parameter)."""
     found = set()
     for pattern in patterns:

@@ -10,6 +10,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -34,7 +35,7 @@ class Answer:
     headers: dict[str, str]
     body: bytes
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         assert self.headers.get("content-type", "").startswith("application/json"), (self.headers, self.body[:300])
         return json.loads(self.body)
 

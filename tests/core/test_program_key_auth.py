@@ -1,4 +1,5 @@
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -13,7 +14,7 @@ from tests.helpers import bearer
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.core.urls")]
 
 
-def platform_401(message: str, code: str | None = "unauthorized") -> dict:
+def platform_401(message: str, code: str | None = "unauthorized") -> dict[str, Any]:
     error = {"status": 401, "name": "UnauthorizedError", "message": message, "details": {}}
     if code:
         error["code"] = code

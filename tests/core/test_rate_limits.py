@@ -7,6 +7,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_the_scale_setting_multiplies_every_limit(api_client, settings):
 # --- Where the counts live: one place per server instance, whatever its number of processes ----------------------
 
 
-def _ratelimit_cache_in_a_new_process(**environment: str) -> dict:
+def _ratelimit_cache_in_a_new_process(**environment: str) -> dict[str, Any]:
     """CACHES["ratelimit"] as config.settings resolves it in a fresh interpreter with these variables."""
     script = "import json; from config import settings; print(json.dumps(settings.CACHES['ratelimit']))"
     result = subprocess.run(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -17,7 +18,7 @@ from config.env import dev_secret_key, env_bool
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 
-def settings_in_a_new_process(**environment: str) -> subprocess.CompletedProcess:
+def settings_in_a_new_process(**environment: str) -> subprocess.CompletedProcess[str]:
     """Imports config.settings in a fresh interpreter with these variables; prints the values the tests read."""
     script = (
         "import json; from config import settings as s; "
@@ -34,7 +35,7 @@ def settings_in_a_new_process(**environment: str) -> subprocess.CompletedProcess
     )
 
 
-def loaded(result: subprocess.CompletedProcess) -> dict:
+def loaded(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

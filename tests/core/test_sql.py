@@ -2,6 +2,7 @@
 hot paths insert with it, and insert_pair and insert_family store every row and set their ids as save() would."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import DataError, IntegrityError, connection, transaction
@@ -19,7 +20,7 @@ from webhooks.models import WebhookEvent
 pytestmark = pytest.mark.django_db
 
 
-def compiled_by_django(obj) -> tuple[str, list]:
+def compiled_by_django(obj) -> tuple[str, list[Any]]:
     query = InsertQuery(type(obj))
     query.insert_values(inserted_fields(type(obj)), [obj])
     [(sql, params)] = query.get_compiler(connection=connection).as_sql()
@@ -52,7 +53,7 @@ def instances(frozen):
     ]
 
 
-def comparable(params: list) -> list:
+def comparable(params: list[Any]) -> list[Any]:
     # psycopg's JSON wrapper (Jsonb) has no equality of its own: compare what it wraps.
     return [getattr(param, "obj", param) for param in params]
 

@@ -4,6 +4,7 @@ ledger exact at the end. Every action is tried as a member, signed out, without 
 workspace's ids and with junk input: never a 500, and a refused request changes nothing."""
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
@@ -95,7 +96,7 @@ def confirmed(program) -> PayoutRun:
     return run
 
 
-def state() -> tuple[list, list, list]:
+def state() -> tuple[list[Any], list[Any], list[Any]]:
     """Everything a refused request must leave as it was."""
     return (
         list(PayoutRun.objects.order_by("pk").values_list("pk", "status")),
@@ -357,7 +358,7 @@ def test_members_download_the_payouts_and_commissions_csv(member, program, due):
 # --- Roles, isolation, CSRF ---------------------------------------------------------------------------------------
 
 
-def actions(program, run, payout) -> list[tuple[str, dict]]:
+def actions(program, run, payout) -> list[tuple[str, dict[str, Any]]]:
     return [
         (f"{base(program)}/minimum", {"currency": "USD", "minimum": "1"}),
         (f"{base(program)}/preview", {"currency": "USD"}),

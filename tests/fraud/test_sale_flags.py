@@ -2,6 +2,7 @@
 which firing rule holds. tracking.quality only reads; these tests give the decisions their counts directly."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ class Reads:
 
 
 def subject(**overrides: object) -> SaleSubject:
-    fields: dict = {
+    fields: dict[str, Any] = {
         "customer_email": "buyer@shop.test",
         "click_id": "cust_1",
         "click_flags": [],

@@ -2,6 +2,7 @@
 or customers from one visitor, within the window hold the commission that goes over; earlier ones are left."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ class TestSaleVelocity:
         assert lead(api_client, program, click_id=click_id, customer_key="user_1").status_code == 200
         return "user_1"
 
-    def sales(self, api_client, program, count: int, start: int = 1) -> list:
+    def sales(self, api_client, program, count: int, start: int = 1) -> list[Any]:
         return [
             commission_of(sale(api_client, program, customer_key="user_1", transaction_id=f"txn_{n}"))
             for n in range(start, start + count)

@@ -8,6 +8,7 @@ limits are scaled up (429 is documented; it must not hide everything else)."""
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
@@ -124,7 +125,7 @@ KNOWN_BODY_VALUES = {
 }
 
 
-def _known_body(case) -> dict:
+def _known_body(case) -> dict[str, Any]:
     body = {**case.body, **{name: value for name, value in KNOWN_BODY_VALUES.items() if name in case.body}}
     path = case.operation.path
     if path == "/api/v1/track/refund":

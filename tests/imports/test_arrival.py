@@ -5,6 +5,7 @@ old platform showed, and names the link parameters to turn on so the links alrea
 import dataclasses
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -33,7 +34,7 @@ TOLT = Path(__file__).resolve().parent / "fixtures" / "tolt"
 EXPORT = b"fake export\n"
 
 
-def source_with(*, deactivated: dict[str, str] | None = None, reported: dict[str, tuple] | None = None):
+def source_with(*, deactivated: dict[str, str] | None = None, reported: dict[str, tuple[Any, ...]] | None = None):
     source = small_source(platform="fake")
     partners = [
         dataclasses.replace(
@@ -260,7 +261,7 @@ class TestShownToTheOwner:
         assert "To keep the imported links working:" in text
 
 
-def with_statuses(source, changes: dict[str, dict]):
+def with_statuses(source, changes: dict[str, dict[str, Any]]):
     commissions = [
         dataclasses.replace(row, **changes[row.source_id]) if row.source_id in changes else row
         for row in source.commissions

@@ -3,6 +3,7 @@ onboarding, transfers with their idempotency key and transfer_group, refusals, l
 ledger debit and the transfer, reversals, and the payouts' signed webhook."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import stripe
@@ -45,7 +46,7 @@ def confirmed(program, currency: str = "USD") -> list[Payout]:
     return run_confirm(run_id=run_preview(program=program, currency=currency, actor="a").pk, actor="a")
 
 
-def post_event(payload: dict, secret: str = WEBHOOK_SECRET):
+def post_event(payload: dict[str, Any], secret: str = WEBHOOK_SECRET):
     body, signature = signed(payload, secret)
     return Client().post(
         "/api/payouts/stripe/webhook", body, content_type="application/json", HTTP_STRIPE_SIGNATURE=signature

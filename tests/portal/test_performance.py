@@ -3,6 +3,7 @@ report counts them (the same rollups plus the live delta), per day and per link.
 filter is tried with another partner's and another workspace's ids, and with junk."""
 
 from datetime import date, timedelta
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -63,7 +64,7 @@ def settle() -> None:
     rollups_update(settle=timedelta(0))
 
 
-def numbers(row: dict) -> dict:
+def numbers(row: dict[str, Any]) -> dict[str, Any]:
     return {name: row[name] for name in COLUMNS}
 
 
@@ -73,7 +74,7 @@ def page(browser: Client, status: int = 200, **params):
     return response
 
 
-def owner_row(program, partner_id: int, **dates) -> dict:
+def owner_row(program, partner_id: int, **dates) -> dict[str, Any]:
     report = tracking_performance_get(program=program, **dates)
     [row] = [row for row in report["by_partner"] if row["partner_id"] == partner_id]
     return numbers(row)

@@ -1,4 +1,5 @@
 import re
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -29,7 +30,7 @@ def shown_keys(response) -> list[str]:
     return re.findall(r"(agt_[A-Za-z0-9_-]{20,})", text)
 
 
-def form_data(**overrides) -> dict:
+def form_data(**overrides) -> dict[str, Any]:
     return {"name": "ops bot", "scopes": ["programs:read"], "expires_at_0": "", "expires_at_1": "", **overrides}
 
 

@@ -1,5 +1,6 @@
 import json
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
@@ -11,7 +12,7 @@ from programs.selectors import program_key_get_by_raw
 pytestmark = pytest.mark.django_db
 
 
-def run_demo() -> dict:
+def run_demo() -> dict[str, Any]:
     out = StringIO()
     call_command("demo", "--json", stdout=out)
     return json.loads(out.getvalue())

@@ -1,6 +1,8 @@
 """program_key_get_by_raw reads the key and its program with one hand-written SELECT: the same values, of the same
 types, as the ORM loads them."""
 
+from typing import Any
+
 import pytest
 from django.db.models import Model
 
@@ -11,7 +13,7 @@ from tests.factories import ProgramFactory
 pytestmark = pytest.mark.django_db
 
 
-def _values(instance: Model) -> dict:
+def _values(instance: Model) -> dict[str, Any]:
     return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
 
 

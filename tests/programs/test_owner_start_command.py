@@ -3,6 +3,7 @@ nothing twice."""
 
 import json
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
@@ -30,7 +31,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
-def run_json(*args: str) -> dict:
+def run_json(*args: str) -> dict[str, Any]:
     return json.loads(run(*args, "--json"))
 
 

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -77,7 +78,7 @@ class Traffic:
                 sent += 1
                 self.stop.wait(max(0.0, 1 / SALES_PER_SECOND - (time.monotonic() - started)))
 
-    def _send(self, client: httpx.Client, path: str, body: dict) -> None:
+    def _send(self, client: httpx.Client, path: str, body: dict[str, Any]) -> None:
         at = time.time()
         started = time.monotonic()
         try:
@@ -93,8 +94,8 @@ class Processes:
 
     env: dict[str, str]
     directory: Path
-    worker: subprocess.Popen | None = None
-    beat: subprocess.Popen | None = None
+    worker: subprocess.Popen[bytes] | None = None
+    beat: subprocess.Popen[bytes] | None = None
     worker_logs: list[Path] = field(default_factory=list)
 
     def start_worker(self) -> None:
@@ -111,7 +112,7 @@ class Processes:
         command = [sys.executable, "-m", "celery", "-A", "config", "beat", "-s", str(schedule), "-l", "INFO"]
         self.beat = self._spawn(command + ["--pidfile", ""], self.directory / "beat.log")
 
-    def _spawn(self, command: list[str], log: Path) -> subprocess.Popen:
+    def _spawn(self, command: list[str], log: Path) -> subprocess.Popen[bytes]:
         with log.open("w") as output:
             return subprocess.Popen(
                 command, cwd=BASE_DIR, env=self.env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -182,7 +183,7 @@ def _failure_lines(logs: list[Path]) -> Counter[str]:
     return kinds
 
 
-def _stuck(redis: RedisServer, queue: str) -> dict:
+def _stuck(redis: RedisServer, queue: str) -> dict[str, Any]:
     """What a test that failed to see every event delivered reports."""
     stuck = WebhookDelivery.objects.exclude(status=DeliveryStatus.SUCCEEDED)
     return {

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -98,7 +99,7 @@ def client_from(base_url: str, address: str, *, host: str | None = None) -> http
     )
 
 
-def click_body(link) -> dict:
+def click_body(link) -> dict[str, Any]:
     return {
         "affiliate_url": f"https://{link.program.domain}/pricing?aff={link.short_link}",
         "page_url": f"https://{link.program.domain}/pricing?aff={link.short_link}",

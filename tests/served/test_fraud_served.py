@@ -5,6 +5,7 @@ and a self-referred sale is held until an owner releases it over the agent API."
 
 import time
 from collections import Counter
+from typing import Any
 
 import httpx
 import pytest
@@ -35,7 +36,7 @@ def clicker(served: Served) -> httpx.Client:
     )
 
 
-def click_body(link, user_agent: str = CHROME) -> dict:
+def click_body(link, user_agent: str = CHROME) -> dict[str, Any]:
     return {"affiliate_url": f"https://{link.program.domain}/?aff={link.short_link}", "user_agent": user_agent}
 
 

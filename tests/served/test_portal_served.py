@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -121,7 +122,7 @@ def with_cookie(served: Served, cookie: str) -> httpx.Client:
     return httpx.Client(base_url=served.url, headers={"Cookie": cookie}, timeout=15)
 
 
-def statuses(responses: list[httpx.Response]) -> Counter:
+def statuses(responses: list[httpx.Response]) -> Counter[int]:
     return Counter(response.status_code for response in responses)
 
 
@@ -433,7 +434,7 @@ def test_a_portal_post_without_its_csrf_token_is_refused_and_changes_nothing(ser
 # --- the payouts' Stripe webhook -----------------------------------------------------------------------------------
 
 
-def stripe_account(account_id: str) -> dict:
+def stripe_account(account_id: str) -> dict[str, Any]:
     """A connected Express account as account.updated carries it once onboarding is finished."""
     return {
         "id": account_id,
@@ -446,7 +447,7 @@ def stripe_account(account_id: str) -> dict:
     }
 
 
-def post_signed(client: httpx.Client, payload: dict, secret: str) -> httpx.Response:
+def post_signed(client: httpx.Client, payload: dict[str, Any], secret: str) -> httpx.Response:
     body, signature = signed(payload, secret)
     return client.post(
         WEBHOOK, content=body, headers={"Content-Type": "application/json", "Stripe-Signature": signature}

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -185,7 +186,7 @@ def _clicks(
         )
 
 
-def _statuses(responses: list[httpx.Response]) -> Counter:
+def _statuses(responses: list[httpx.Response]) -> Counter[int]:
     return Counter(response.status_code for response in responses)
 
 
@@ -238,7 +239,7 @@ def _program_with_a_customer() -> Program:
     return program
 
 
-def _post(base_url: str, key: str, path: str, body: dict) -> httpx.Response:
+def _post(base_url: str, key: str, path: str, body: dict[str, Any]) -> httpx.Response:
     with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
         return client.post(path, json=body)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,7 +71,7 @@ def program():
     return program
 
 
-def _post(url: str, key: str, path: str, body: dict) -> httpx.Response:
+def _post(url: str, key: str, path: str, body: dict[str, Any]) -> httpx.Response:
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
         return client.post(path, json=body)
 

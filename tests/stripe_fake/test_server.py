@@ -3,6 +3,7 @@
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -44,7 +45,7 @@ def pay(destination: str, amount: int = 1500, **extra: object) -> stripe.Transfe
     return stripe.Transfer.create(amount=amount, currency="usd", destination=destination, **params)  # type: ignore[arg-type]
 
 
-def assert_stripe_shape(obj: dict, name: str) -> None:
+def assert_stripe_shape(obj: dict[str, Any], name: str) -> None:
     assert set(obj) <= object_fields(name), set(obj) - object_fields(name)
     assert set(subset()["objects"][name]["required"]) <= set(obj)
 

@@ -1,6 +1,7 @@
 """Builders shared by the POST /api/v1/track/sale test modules (their fixtures are in conftest.py)."""
 
 from datetime import timedelta
+from typing import Any
 
 from commissions.models import Commission, LedgerEntry
 from programs.models import PartnerProgram
@@ -28,7 +29,7 @@ def metrics(link) -> tuple[int, int]:
     return row.sales, row.revenue_cents
 
 
-def sale_body(**overrides) -> dict:
+def sale_body(**overrides) -> dict[str, Any]:
     return {"transaction_id": "txn_1", "amount_cents": 10000, "customer_key": "user_1", **overrides}
 
 

@@ -3,6 +3,7 @@ scripts, amounts past the ceiling, a percent-encoded NUL inside a URL. Each is a
 stores nothing; none is a 500 (which the spec tells callers to retry, so a sale client would loop)."""
 
 import logging
+from typing import Any
 
 import pytest
 from rest_framework import serializers
@@ -32,7 +33,7 @@ LEAD = Route("post", "/api/v1/track/lead", "key")
 SALE = Route("post", "/api/v1/track/sale", "key", coded=True)
 REFUND = Route("post", "/api/v1/track/refund", "key", coded=True)
 VISIT = Route("post", "/api/v1/track/visit", "none")
-SERIALIZERS: dict[Route, type[serializers.Serializer]] = {
+SERIALIZERS: dict[Route, type[serializers.Serializer[Any]]] = {
     CLICK: ClickInputSerializer,
     LEAD: LeadInputSerializer,
     SALE: SaleInputSerializer,
@@ -52,7 +53,7 @@ class Shop:
         self.lead = CustomerFactory(link=self.link, customer_key="user_1", customer_status="lead")
         SaleFactory(customer=self.lead, processor_event_id="txn_paid")
 
-    def body(self, route: Route) -> dict:
+    def body(self, route: Route) -> dict[str, Any]:
         return {
             CLICK: {"affiliate_url": f"https://shop.test/?aff={self.link.short_link}"},
             LEAD: {"click_id": self.clicked.click_id, "customer_key": "user_2"},
@@ -61,7 +62,7 @@ class Shop:
             VISIT: {"program_id": self.program.pk, "page_url": "https://shop.test/"},
         }[route]
 
-    def post(self, route: Route, body: dict, *, key: str | None = None):
+    def post(self, route: Route, body: dict[str, Any], *, key: str | None = None):
         from rest_framework.test import APIClient
 
         client = APIClient()
@@ -103,7 +104,7 @@ def test_the_base_bodies_are_accepted(shop, route):
     assert response.status_code == 200, response.content
 
 
-def wrong_values(field) -> list:
+def wrong_values(field) -> list[Any]:
     """JSON values of every type the field does not take."""
     if isinstance(field, StrictIntegerField):
         return ["100", 1.5, True, [], {}, "１００"]

@@ -41,7 +41,7 @@ def fresh_caches() -> Iterator[None]:
     bench_views._buyers.clear()
 
 
-def post(view, body: dict, **meta: Any):
+def post(view, body: dict[str, Any], **meta: Any):
     request = RequestFactory().post("/", json.dumps(body), content_type="application/json", **meta)
     response = view(request)
     assert response.status_code == 200, response.content
@@ -53,7 +53,7 @@ def filled(row: Model) -> set[str]:
     return {f.attname for f in row._meta.concrete_fields if getattr(row, f.attname) not in ("", None, [], {})}
 
 
-def click_body(link: ReferralLink, session_id: str) -> dict:
+def click_body(link: ReferralLink, session_id: str) -> dict[str, Any]:
     return {
         "affiliate_url": f"https://shop.example.com/?aff={link.short_link}",
         "page_url": "https://shop.example.com/pricing",

@@ -4,6 +4,7 @@ from a backend with its program key (current, test, past its deadline or replace
 misconfigurations at once."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -32,7 +33,7 @@ def link(program):
     return ReferralLinkFactory(program=program)
 
 
-def mistakes(client, program, key: str | None = None) -> dict[str, dict]:
+def mistakes(client, program, key: str | None = None) -> dict[str, dict[str, Any]]:
     response = client.get(READINESS, **bearer(key or program.raw_api_key))
     assert response.status_code == 200, response.content
     return {mistake["code"]: mistake for mistake in response.json()["mistakes"]}

@@ -2,6 +2,7 @@
 an integrator would, then GET /api/v1/programs/me/readiness with the program key names it with its fix."""
 
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -22,13 +23,13 @@ pytestmark = pytest.mark.django_db
 READINESS = "/api/v1/programs/me/readiness"
 
 
-def readiness(client, program) -> dict:
+def readiness(client, program) -> dict[str, Any]:
     response = client.get(READINESS, **bearer(program.raw_api_key))
     assert response.status_code == 200
     return response.json()
 
 
-def mistakes(client, program) -> dict[str, dict]:
+def mistakes(client, program) -> dict[str, dict[str, Any]]:
     return {mistake["code"]: mistake for mistake in readiness(client, program)["mistakes"]}
 
 

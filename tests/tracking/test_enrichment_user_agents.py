@@ -1,6 +1,8 @@
 """The click's device comes from ua-parser 1.0's compiled resolver, classified by user_agents: the same answer
 user_agents' own (pure-Python) parse gives, at a small fraction of its cost."""
 
+from typing import Any
+
 import pytest
 import user_agents
 
@@ -38,7 +40,7 @@ CRAWLERS_AND_CLIENTS = [
 ]
 
 
-def _classes(parsed: user_agents.parsers.UserAgent) -> tuple:
+def _classes(parsed: user_agents.parsers.UserAgent) -> tuple[Any, ...]:
     return (parsed.is_bot, parsed.is_tablet, parsed.is_mobile, parsed.is_pc, parsed.os, parsed.browser, parsed.device)
 
 

@@ -4,6 +4,7 @@ recorded."""
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -27,7 +28,7 @@ def clicked(customer: Customer, days_ago: float) -> Customer:
     return customer
 
 
-def statuses(explained: dict) -> list[tuple[str, str]]:
+def statuses(explained: dict[str, Any]) -> list[tuple[str, str]]:
     return [(rule["rule"], rule["status"]) for rule in explained["attribution"]["rules"]]
 
 

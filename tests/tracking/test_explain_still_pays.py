@@ -3,6 +3,7 @@
 whole and pays nothing, while the spec's refund answer keeps its informational deductionAmount."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 EXPLAIN = "/api/v1/cli/explain"
 
 
-def explained(api_client, program, transaction_id: str = "txn_1") -> dict:
+def explained(api_client, program, transaction_id: str = "txn_1") -> dict[str, Any]:
     response = api_client.get(EXPLAIN, {"transaction_id": transaction_id}, **bearer(program.raw_api_key))
     assert response.status_code == 200, response.content
     # The new fields are in the published description (its objects closed: an undocumented key fails).
@@ -26,7 +27,7 @@ def explained(api_client, program, transaction_id: str = "txn_1") -> dict:
     return response.json()["data"]
 
 
-def refund(api_client, program, amount: int | None = None) -> dict:
+def refund(api_client, program, amount: int | None = None) -> dict[str, Any]:
     body = {"transaction_id": "txn_1", **({"refund_amount_cents": amount} if amount else {})}
     response = api_client.post(REFUND_URL, body, format="json", **bearer(program.raw_api_key))
     assert response.status_code == 200, response.content

@@ -63,7 +63,7 @@ def visit(program_id: int, click_id: str = "", **fields_and_headers):
     return Client().post(VISIT_URL, _json(body), content_type="application/json", **headers)
 
 
-def _json(body: dict) -> str:
+def _json(body: dict[str, Any]) -> str:
     return json.dumps(body)
 
 

@@ -2,6 +2,7 @@
 responses are checked against the schema the description gives for their route and status."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -20,13 +21,13 @@ REFUND = "/api/v1/track/refund"
 
 
 @pytest.fixture
-def schema(client) -> dict:
+def schema(client) -> dict[str, Any]:
     response = client.get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     return response.json()
 
 
-def operation(schema: dict, path: str, method: str = "post") -> dict:
+def operation(schema: dict[str, Any], path: str, method: str = "post") -> dict[str, Any]:
     return schema["paths"][path][method]
 
 

@@ -1,6 +1,7 @@
 """readiness_compute: the verdict shared by the readiness route, the dashboard and `svc status`."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -386,7 +387,7 @@ class TestBotClicks:
         assert response.status_code == 200, response.content
 
     @staticmethod
-    def readiness(api_client, program) -> dict:
+    def readiness(api_client, program) -> dict[str, Any]:
         response = api_client.get("/api/v1/programs/me/readiness", **bearer(program.raw_api_key))
         assert response.status_code == 200, response.content
         return response.json()
@@ -483,7 +484,7 @@ class TestCookieMode:
     )
 
     @staticmethod
-    def cookie_mode(verdict) -> dict | None:
+    def cookie_mode(verdict) -> dict[str, Any] | None:
         return next((check for check in verdict["checks"] if check["id"] == "cookie_mode"), None)
 
     def test_a_program_that_has_seen_nothing_has_no_cookie_mode_yet(self, program):

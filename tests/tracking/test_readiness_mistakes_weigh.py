@@ -4,6 +4,7 @@ of docs/readiness.md, served at /docs/readiness; readiness says how many clicks 
 
 import re
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -30,13 +31,13 @@ def program():
     return ProgramFactory(domain="shop.example.com")
 
 
-def readiness(client, program) -> dict:
+def readiness(client, program) -> dict[str, Any]:
     response = client.get(READINESS, **bearer(program.raw_api_key))
     assert response.status_code == 200, response.content
     return response.json()
 
 
-def check(verdict: dict, check_id: str) -> dict | None:
+def check(verdict: dict[str, Any], check_id: str) -> dict[str, Any] | None:
     return next((item for item in verdict["checks"] if item["id"] == check_id), None)
 
 

@@ -4,6 +4,7 @@ either way every read equals a recount of the raw events."""
 import threading
 from datetime import UTC, datetime, timedelta
 from importlib import import_module
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -33,7 +34,7 @@ SETTLED = timedelta(0)
 RANGE = {"date_from": (NOW - timedelta(days=60)).date(), "date_to": NOW.date()}
 
 
-def reads(program) -> tuple[dict, dict]:
+def reads(program) -> tuple[dict[str, Any], dict[str, Any]]:
     readiness = readiness_compute(program=program)
     return tracking_performance_get(program=program, **RANGE), {
         "counts": readiness["counts"],
@@ -160,7 +161,7 @@ class TestSaleCounters:
         return row.sales, row.revenue_cents
 
     @staticmethod
-    def not_counted(program) -> dict:
+    def not_counted(program) -> dict[int, rollups.SaleCount]:
         return rollup_read(lambda marks: rollups.sales_not_on_counters(marks, program_id=program.pk))
 
     def test_a_run_adds_live_sales_with_a_partner_once(self, program, alice_link, bob_link):

@@ -7,6 +7,7 @@ PostgreSQL) the INSERTs share a transaction. Both paths store the same rows. Eac
 queued after its commit when an endpoint wants the program's events; otherwise the sweep fans them out."""
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import DataError, connection
@@ -57,27 +58,27 @@ def portable(monkeypatch):
 
 
 @pytest.fixture
-def broker(monkeypatch) -> list[tuple[str, tuple]]:
+def broker(monkeypatch) -> list[tuple[str, tuple[Any, ...]]]:
     """The tasks the request queues, kept instead of run in-process: a worker runs them in production, so the
     statements counted are the request's own."""
-    queued: list[tuple[str, tuple]] = []
+    queued: list[tuple[str, tuple[Any, ...]]] = []
     monkeypatch.setattr("webhooks.queue.enqueue", lambda task, *args, **options: queued.append((task.name, args)))
     return queued
 
 
-def fanned_out(*types: str) -> list[tuple[str, tuple]]:
+def fanned_out(*types: str) -> list[tuple[str, tuple[Any, ...]]]:
     events = WebhookEvent.objects.filter(type__in=types).order_by("pk")
     return [("webhooks.fan_out", (pk,)) for pk in events.values_list("pk", flat=True)]
 
 
-def two_sales(client, link) -> list[dict]:
+def two_sales(client, link) -> list[dict[str, Any]]:
     CustomerFactory(link=link, customer_key="user_1")
     first = post_sale(client, link.program, **sale_body(amount_cents=4900))
     repeat = post_sale(client, link.program, **sale_body(transaction_id="txn_2", amount_cents=1005))
     return [first.json(), repeat.json()]
 
 
-def stored_money() -> list[tuple]:
+def stored_money() -> list[tuple[Any, ...]]:
     return [
         (
             c.sale.processor_event_id,
@@ -91,7 +92,7 @@ def stored_money() -> list[tuple]:
     ]
 
 
-def expected_money(link) -> list[tuple]:
+def expected_money(link) -> list[tuple[Any, ...]]:
     ids = list(Commission.objects.order_by("pk").values_list("pk", flat=True))
     return [
         (
@@ -299,7 +300,7 @@ def two_step(monkeypatch) -> None:
     monkeypatch.setattr("tracking.services.sale.sale_settled_at_once", lambda **kwargs: None)
 
 
-def repeat_sale_stored(api_client, link, customer_key: str, **body) -> dict:
+def repeat_sale_stored(api_client, link, customer_key: str, **body) -> dict[str, Any]:
     """A converted customer's repeat sale, and everything it wrote, without ids and times."""
     customer = CustomerFactory.create(
         link=link, customer_key=customer_key, email=body.pop("email", ""), first_sale_at=timezone.now()
@@ -314,7 +315,7 @@ def repeat_sale_stored(api_client, link, customer_key: str, **body) -> dict:
         "transaction_id": sale.processor_event_id,
     }
 
-    def masked(data: dict) -> dict:
+    def masked(data: dict[str, Any]) -> dict[str, Any]:
         return {key: f"<{key}>" if key in own and value == own[key] else value for key, value in data.items()}
 
     events = WebhookEvent.objects.filter(

@@ -3,6 +3,7 @@ after the spec's five steps find no customer, a key the platform the program imp
 the imported referral (or a partner's imported link), and renewals then follow the Stripe customer id."""
 
 import secrets
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,9 @@ def deliver(client, django_capture_on_commit_callbacks):
     return send
 
 
-def stripe_customer(*, metadata: dict, email: str = "buyer@example.com", customer_id: str = "") -> dict:
+def stripe_customer(
+    *, metadata: dict[str, Any], email: str = "buyer@example.com", customer_id: str = ""
+) -> dict[str, Any]:
     """A Stripe customer object as customer.created / customer.updated carry it."""
     return {
         "id": customer_id or f"cus_{secrets.token_hex(7)}",

@@ -184,7 +184,9 @@ class Sale:
         assert commission.amount_cents == 1000
         return commission
 
-    def refund(self, refund_id: str, amount: int, *, created: int = 1739350400, status: str = "succeeded") -> dict:
+    def refund(
+        self, refund_id: str, amount: int, *, created: int = 1739350400, status: str = "succeeded"
+    ) -> dict[str, Any]:
         return stripe_refund(
             refund_id,
             charge_id=self.charge_id,

@@ -1,6 +1,8 @@
 """The writes behind the Stripe webhook and the admin replay: storing a verified event and replaying stored events.
 Both queue processing only after their transaction commits."""
 
+from typing import Any
+
 import pytest
 
 from tests.factories import ProgramFactory
@@ -21,7 +23,7 @@ def queued(monkeypatch):
     return sent
 
 
-def store(payload: dict) -> ProcessorEventStored:
+def store(payload: dict[str, Any]) -> ProcessorEventStored:
     return processor_event_store(event_id=payload["id"], payload=payload)
 
 

@@ -2,6 +2,7 @@
 
 import re
 from datetime import datetime, timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -44,7 +45,7 @@ def aff_url(code: str, param: str = "aff") -> str:
     return f"https://shop.example.com/pricing?{param}={code}"
 
 
-def post_click(api_client, body: dict, **extra):
+def post_click(api_client, body: dict[str, Any], **extra):
     return api_client.post(URL, body, format="json", **extra)
 
 

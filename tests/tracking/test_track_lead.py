@@ -3,6 +3,7 @@ order, provisional leads, test mode, limits and the hot path."""
 
 import re
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/track/lead"
 
 
-def post_lead(api_client, body: dict, **extra):
+def post_lead(api_client, body: dict[str, Any], **extra):
     return api_client.post(URL, body, format="json", **extra)
 
 

@@ -2,6 +2,7 @@
 attribution window."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,7 @@ class TestNoAttribution:
 
 
 class TestAttributionWindow:
-    def expired_body(self, program, age_days: float) -> dict:
+    def expired_body(self, program, age_days: float) -> dict[str, Any]:
         return {
             "success": True,
             "attributed": False,

@@ -2,6 +2,7 @@
 sale or commission, across programs and under concurrent delivery (the unique constraint decides)."""
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -23,7 +24,7 @@ def post_sale(client, key: str, **body):
     return client.post(URL, body, format="json", HTTP_AUTHORIZATION=f"Bearer {key}")
 
 
-def duplicate(sale_id: int) -> dict:
+def duplicate(sale_id: int) -> dict[str, Any]:
     return {
         "data": None,
         "error": {
@@ -51,7 +52,7 @@ def customer(link):
     return CustomerFactory(link=link, customer_key="user_1", customer_status="lead")
 
 
-def sale_body(**overrides) -> dict:
+def sale_body(**overrides) -> dict[str, Any]:
     return {"transaction_id": "txn_dup", "amount_cents": 10000, "customer_key": "user_1", **overrides}
 
 

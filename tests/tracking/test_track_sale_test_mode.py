@@ -1,5 +1,7 @@
 """POST /api/v1/track/sale: Test-mode sales: stored apart, answered in the test body, never commissioned."""
 
+from typing import Any
+
 import pytest
 
 from commissions.models import Commission, LedgerEntry
@@ -12,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 class TestTestMode:
-    def expected_body(self, sale, program) -> dict:
+    def expected_body(self, sale, program) -> dict[str, Any]:
         return {
             "success": True,
             "message": messages.SALE_TEST_RECORDED,

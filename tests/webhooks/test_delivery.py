@@ -6,6 +6,7 @@ import email.utils
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.core import mail
@@ -37,7 +38,7 @@ def clock(time_machine):
     return time_machine
 
 
-def attempts(delivery: WebhookDelivery) -> list[tuple]:
+def attempts(delivery: WebhookDelivery) -> list[tuple[Any, ...]]:
     return list(
         WebhookAttempt.objects.filter(delivery=delivery)
         .order_by("number")

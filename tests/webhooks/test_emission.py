@@ -3,6 +3,7 @@ where one exists; a change that rolls back writes no event."""
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -28,7 +29,7 @@ REFUND_URL = "/api/v1/track/refund"
 ENVELOPE_KEYS = {"id", "type", "created_at", "program_id", "livemode", "data"}
 
 
-def envelopes(type: str | None = None) -> list[dict]:
+def envelopes(type: str | None = None) -> list[dict[str, Any]]:
     events = WebhookEvent.objects.order_by("pk")
     if type is not None:
         events = events.filter(type=type)
@@ -39,7 +40,7 @@ def types() -> list[str]:
     return list(WebhookEvent.objects.order_by("pk").values_list("type", flat=True))
 
 
-def assert_envelope(envelope: dict, *, type: str, program_id: int, livemode: bool = True) -> dict:
+def assert_envelope(envelope: dict[str, Any], *, type: str, program_id: int, livemode: bool = True) -> dict[str, Any]:
     assert set(envelope) == ENVELOPE_KEYS
     assert envelope["id"].startswith("evt_") and len(envelope["id"]) > 10
     assert (envelope["type"], envelope["program_id"], envelope["livemode"]) == (type, program_id, livemode)

@@ -3,6 +3,8 @@ program that an endpoint may want is queued after its commit; the others (most e
 broker message and are fanned out by the sweep in batches. A process that has not heard of a new endpoint yet only
 delays its events to the next sweep: nothing is lost."""
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -17,9 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def queued(monkeypatch) -> list[tuple[str, tuple]]:
+def queued(monkeypatch) -> list[tuple[str, tuple[Any, ...]]]:
     """The tasks queued, recorded instead of run."""
-    sent: list[tuple[str, tuple]] = []
+    sent: list[tuple[str, tuple[Any, ...]]] = []
     monkeypatch.setattr("webhooks.queue.enqueue", lambda task, *args, **options: sent.append((task.name, args)))
     return sent
 

@@ -1,6 +1,7 @@
 """GET /api/tracking/performance/:programId"""
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ def performance(client, program, **params):
     return client.get(f"/api/tracking/performance/{program.pk}", params)
 
 
-def zero(day: str) -> dict:
+def zero(day: str) -> dict[str, Any]:
     return {"date": day, "clicks": 0, "leads": 0, "sales": 0, "revenue_cents": 0, "commission_cents": 0}
 
 

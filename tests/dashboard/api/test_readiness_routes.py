@@ -3,6 +3,7 @@
 
 import time
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 URL = "/api/v1/programs/me/readiness"
 
 
-def without_time(verdict: dict) -> dict:
+def without_time(verdict: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in verdict.items() if name != "checked_at"}
 
 

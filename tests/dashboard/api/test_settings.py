@@ -2,6 +2,7 @@
 
 import threading
 from decimal import Decimal
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -36,7 +37,7 @@ def program():
     )
 
 
-def settings_of(program) -> dict:
+def settings_of(program) -> dict[str, Any]:
     program.refresh_from_db()
     return {
         "id": program.pk,

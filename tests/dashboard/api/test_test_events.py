@@ -3,6 +3,7 @@ POST /api/tracking/check-test-events: test-mode traffic from the dashboard, and 
 integrator's own test calls arrived."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -76,7 +77,7 @@ class TestRunVerification:
 class TestSendTestEvent:
     URL = "/api/tracking/test"
 
-    def send(self, client, program, headers: dict | None = None, **body):
+    def send(self, client, program, headers: dict[str, Any] | None = None, **body):
         return client.post(self.URL, {"program_id": program.pk, **body}, format="json", **(headers or {}))
 
     def test_a_click_goes_through_the_click_service_in_test_mode(self, owner, program, link):
