@@ -7,7 +7,7 @@ from .models import AgentAuditEntry, AgentIdempotencyRecord
 
 
 @admin.register(AgentAuditEntry)
-class AgentAuditEntryAdmin(ReadOnlyAdmin):
+class AgentAuditEntryAdmin(ReadOnlyAdmin[AgentAuditEntry]):
     """Every write made through the agent API, read-only: the history is only ever appended to."""
 
     list_display = ["created_at", "workspace", "key_masked", "action", "object_type", "object_id"]

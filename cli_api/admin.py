@@ -10,7 +10,7 @@ from .services import cli_tokens_revoke
 
 
 @admin.register(CliLoginSession)
-class CliLoginSessionAdmin(ReadOnlyAdmin):
+class CliLoginSessionAdmin(ReadOnlyAdmin[CliLoginSession]):
     """Read-only: sessions are opened by `svc login` and closed by the service."""
 
     list_display = ["id", "user", "status_now", "created_at", "expires_at", "authenticated_at", "consumed_at"]
@@ -25,7 +25,7 @@ class CliLoginSessionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(CliToken)
-class CliTokenAdmin(admin.ModelAdmin):
+class CliTokenAdmin(admin.ModelAdmin[CliToken]):
     """Tokens are issued by `svc login` only and shown there once; here they can be seen and revoked."""
 
     list_display = ["id", "masked", "user", "state", "created_at", "expires_at", "last_used_at", "revoked_at"]
@@ -55,13 +55,13 @@ class CliTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(CliTestRun)
-class CliTestRunAdmin(ReadOnlyAdmin):
+class CliTestRunAdmin(ReadOnlyAdmin[CliTestRun]):
     list_display = ["id", "program", "created_at", "run_id", "success"]
     list_filter = ["success"]
     list_select_related = ["program"]
 
 
 @admin.register(CliTestFixture)
-class CliTestFixtureAdmin(ReadOnlyAdmin):
+class CliTestFixtureAdmin(ReadOnlyAdmin[CliTestFixture]):
     list_display = ["id", "program", "partner", "link", "created_at", "refreshed_at"]
     list_select_related = ["program", "partner", "link"]

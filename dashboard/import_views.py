@@ -81,7 +81,7 @@ def _page(request: HttpRequest, access: ProgramAccess, *, status: int = 200) -> 
     )
 
 
-def _read_files(files: list[UploadedFile]) -> list[tuple[str, bytes]] | str:
+def _read_files(files: list[UploadedFile[bytes]]) -> list[tuple[str, bytes]] | str:
     """The uploaded files' names and contents, or why they are refused (too many, too large together)."""
     if len(files) > UPLOAD_MAX_FILES:
         return TOO_MANY_FILES

@@ -9,7 +9,7 @@ from .models import ImportedRecord, ImportRun
 
 
 @admin.register(ImportRun)
-class ImportRunAdmin(ReadOnlyAdmin):
+class ImportRunAdmin(ReadOnlyAdmin[ImportRun]):
     list_display = ["id", "program", "platform", "state_now", "batches_done", "started_at", "finished_at", "actor"]
     list_filter = ["platform", "status", "started_at"]
     search_fields = ["program__name", "files_digest"]
@@ -21,7 +21,7 @@ class ImportRunAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ImportedRecord)
-class ImportedRecordAdmin(ReadOnlyAdmin):
+class ImportedRecordAdmin(ReadOnlyAdmin[ImportedRecord]):
     list_display = ["id", "program", "platform", "kind", "source_id", "object_id", "created", "run", "created_at"]
     list_filter = ["platform", "kind", "created"]
     search_fields = ["source_id"]

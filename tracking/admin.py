@@ -145,7 +145,7 @@ class ProcessorEventAdmin(admin.ModelAdmin[ProcessorEvent]):
 
 
 @admin.register(DailyRollup)
-class DailyRollupAdmin(ReadOnlyAdmin):
+class DailyRollupAdmin(ReadOnlyAdmin[DailyRollup]):
     """Written only by the rollup task (tracking.insight.rollups): an edit would make the reports disagree with a
     recount (`manage.py rollup verify`)."""
 
@@ -157,5 +157,5 @@ class DailyRollupAdmin(ReadOnlyAdmin):
 
 
 @admin.register(RollupState)
-class RollupStateAdmin(ReadOnlyAdmin):
+class RollupStateAdmin(ReadOnlyAdmin[RollupState]):
     list_display = ["click_id", "lead_id", "sale_id", "generation", "changes_seen_at", "clicks_pruned_before"]

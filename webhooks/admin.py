@@ -60,7 +60,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin[WebhookEndpoint]):
 
 
 @admin.register(WebhookEvent)
-class WebhookEventAdmin(ReadOnlyAdmin):
+class WebhookEventAdmin(ReadOnlyAdmin[WebhookEvent]):
     list_display = ["public_id", "type", "program", "livemode", "synthetic", "created_at", "fanned_out_at"]
     list_filter = ["type", "livemode", "synthetic"]
     search_fields = ["public_id"]
@@ -86,7 +86,7 @@ class WebhookAttemptInline(admin.TabularInline[WebhookAttempt, WebhookDelivery])
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdmin):
+class WebhookDeliveryAdmin(ReadOnlyAdmin[WebhookDelivery]):
     list_display = ["id", "event", "endpoint", "status", "attempts", "last_status_code", "next_attempt_at"]
     list_filter = ["status"]
     raw_id_fields = ["event", "endpoint"]
