@@ -1,5 +1,6 @@
+import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
 from typing import Any, Literal, TypedDict, cast
@@ -65,6 +66,40 @@ class SaleInput(TypedDict, total=False):
     subscription_interval: IntervalValue | Literal[""] | None
     product_id: str
     additional_data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SaleFields:
+    """A sale's columns as the sale route's body or a processor's payment gives them, up to its insert; the
+    customer's part (customer, partner_id, click_id, attributed) is set once the customer is known. A column left
+    at its default here is the model's default."""
+
+    program: Program
+    processor_event_id: str | None
+    amount_cents: int
+    currency: str
+    sale_type: str
+    is_recurring: bool
+    provider: str
+    provider_payment_id: str
+    subscription_id: str
+    subscription_interval: str
+    product_id: str
+    is_test: bool
+    sale_date: datetime
+    created_at: datetime
+    tax_cents: int | None = None
+    occurred_at: datetime | None = None
+    line_items: dict[str, Any] | list[Any] | None = None
+    attributed_by: str = ""
+    customer: Customer | None = None
+    partner_id: int | None = None
+    click_id: str = ""
+    attributed: bool = True
+
+    def columns(self) -> dict[str, Any]:
+        """The SaleEvent keyword arguments (the rows are kept as they are: no copy)."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
 
 @dataclass(frozen=True)
@@ -145,7 +180,7 @@ def _customer_select_sql(condition: str) -> str:
     return f'SELECT {select_columns_sql(Customer, "c")} FROM "{Customer._meta.db_table}" AS c WHERE {condition} LIMIT 1'
 
 
-def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent:
+def sale_insert(*, fields: SaleFields, unflushed: bool = False) -> SaleEvent:
     """Inserts the sale, with its sale.created webhook event, on its own: it stays recorded even if the
     commission fails next, and the unique constraint on processor_event_id is what stops a duplicate, even a
     concurrent one. On PostgreSQL the sale and its event are one statement, atomic by itself (core.sql.
@@ -159,13 +194,13 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
     in_transaction = transaction.get_connection().in_atomic_block
     try:
         if not in_transaction and insert_pair_supported():
-            sale = SaleEvent(**fields)
+            sale = SaleEvent(**fields.columns())
             event = _sale_created(sale)
             insert_family(sale, [(event, {"object_id": "{first_id}"})], unflushed=unflushed)
             event_saved(event)
             return sale
         with transaction.atomic():
-            sale = SaleEvent.objects.create(**fields)
+            sale = SaleEvent.objects.create(**fields.columns())
             event = _sale_created(sale)
             event.object_id = sale.pk
             event.save(force_insert=True)
@@ -178,12 +213,12 @@ def sale_insert(*, fields: dict[str, Any], unflushed: bool = False) -> SaleEvent
         raise duplicate from None
 
 
-def _duplicate_of(fields: dict[str, Any]) -> ConflictError | None:
+def _duplicate_of(fields: SaleFields) -> ConflictError | None:
     """The 409 of a sale whose transaction_id another sale took (None: no sale has it)."""
-    if not fields["processor_event_id"]:
+    if not fields.processor_event_id:
         return None
     first = (
-        SaleEvent.objects.filter(processor_event_id=fields["processor_event_id"], is_test=fields["is_test"])
+        SaleEvent.objects.filter(processor_event_id=fields.processor_event_id, is_test=fields.is_test)
         .values_list("pk", flat=True)
         .first()
     )
@@ -198,26 +233,27 @@ def _sale_created(sale: SaleEvent) -> Any:
     )
 
 
-def _sale_fields(*, data: SaleInput, program: Program, now: datetime, is_test: bool) -> dict[str, Any]:
-    return {
-        "program": program,
-        "processor_event_id": data.get("transaction_id") or None,
-        "amount_cents": data.get("amount_cents") or 0,
-        "tax_cents": data.get("tax_cents"),
-        "currency": data.get("currency") or Currency.USD,
-        "sale_type": data.get("sale_type") or "payment",
-        "is_recurring": bool(data.get("is_recurring")),
-        "provider": data.get("provider") or "",
-        "provider_payment_id": data.get("provider_payment_id") or "",
-        "subscription_id": data.get("subscription_id") or "",
-        "subscription_interval": data.get("subscription_interval") or "",
-        "product_id": data.get("product_id") or "",
-        "occurred_at": data.get("occurred_at"),
-        "line_items": data.get("line_items"),
-        "is_test": is_test,
-        "sale_date": now,
-        "created_at": now,
-    }
+def _sale_fields(*, data: SaleInput, program: Program, now: datetime, is_test: bool, attributed_by: str) -> SaleFields:
+    return SaleFields(
+        program=program,
+        processor_event_id=data.get("transaction_id") or None,
+        amount_cents=data.get("amount_cents") or 0,
+        tax_cents=data.get("tax_cents"),
+        currency=data.get("currency") or Currency.USD,
+        sale_type=data.get("sale_type") or "payment",
+        is_recurring=bool(data.get("is_recurring")),
+        provider=data.get("provider") or "",
+        provider_payment_id=data.get("provider_payment_id") or "",
+        subscription_id=data.get("subscription_id") or "",
+        subscription_interval=data.get("subscription_interval") or "",
+        product_id=data.get("product_id") or "",
+        occurred_at=data.get("occurred_at"),
+        line_items=data.get("line_items"),
+        is_test=is_test,
+        sale_date=now,
+        created_at=now,
+        attributed_by=attributed_by,
+    )
 
 
 @dataclass(frozen=True)
@@ -270,12 +306,12 @@ def sale_record(
     ):
         raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id, click_id)
 
-    fields = {**_sale_fields(data=data, program=program, now=now, is_test=False), "attributed_by": found_by}
+    fields = _sale_fields(data=data, program=program, now=now, is_test=False, attributed_by=found_by)
     return sale_record_for_customer(program=program, customer=customer, fields=fields, now=now, request_id=request_id)
 
 
 def sale_record_for_customer(
-    *, program: Program, customer: Customer, fields: dict[str, Any], now: datetime, request_id: str = ""
+    *, program: Program, customer: Customer, fields: SaleFields, now: datetime, request_id: str = ""
 ) -> SaleRecorded | SaleWindowExpired:
     """Records an attributed sale: the sale endpoint and the processor's payment events both come here.
     The attribution window applies to the sale that converts the customer; renewals follow the customer.
@@ -291,22 +327,22 @@ def sale_record_for_customer(
             outcome="attribution_window_expired",
             is_test=False,
             request_id=request_id,
-            transaction_id=fields.get("processor_event_id"),
+            transaction_id=fields.processor_event_id,
             # What tracking.insight.explain tells of a sale refused here (nothing else of it is stored).
             click_id=customer.click_id,
             click_age_days=window.shown_age_days,
             window_days=window.window_days,
-            attributed_by=fields.get("attributed_by", ""),
+            attributed_by=fields.attributed_by,
         )
         return SaleWindowExpired(click_age_days=window.age_days, window_days=window.window_days)
 
-    sale_fields = {
-        **fields,
-        "customer": customer,
-        "partner_id": customer.first_partner_id,
-        "click_id": customer.click_id,
-        "attributed": customer.first_partner_id is not None,
-    }
+    sale_fields = replace(
+        fields,
+        customer=customer,
+        partner_id=customer.first_partner_id,
+        click_id=customer.click_id,
+        attributed=customer.first_partner_id is not None,
+    )
     if customer.first_partner_id is not None:
         at_once = _sale_settled_at_once(program=program, customer=customer, fields=sale_fields, now=now)
         if at_once is not None:
@@ -339,12 +375,12 @@ def sale_record_for_customer(
 
 
 def _sale_settled_at_once(
-    *, program: Program, customer: Customer, fields: dict[str, Any], now: datetime
+    *, program: Program, customer: Customer, fields: SaleFields, now: datetime
 ) -> tuple[SaleEvent, SaleCommission] | None:
     """The sale, its event and its settlement in one statement where that is possible (settlement.
     sale_settled_at_once); None when it is not, or when the statement failed for any reason but a transaction_id
     already taken: then nothing is written, and the two-step path that follows writes, and answers, as ever."""
-    sale = SaleEvent(**fields)
+    sale = SaleEvent(**fields.columns())
     try:
         settled = sale_settled_at_once(
             sale=sale, sale_event=_sale_created(sale), customer=customer, program=program, now=now
@@ -380,9 +416,9 @@ def _no_attribution(program: Program, message: str, request_id: str, click_id: s
     return BadRequestError(message, code="no_attribution")
 
 
-def sale_record_unattributed(*, fields: dict[str, Any]) -> SaleEvent:
+def sale_record_unattributed(*, fields: SaleFields) -> SaleEvent:
     """A payment nobody could be credited for: stored (so it counts once and dedupes), no commission."""
-    return sale_insert(fields={**fields, "customer": None, "partner_id": None, "attributed": False})
+    return sale_insert(fields=replace(fields, customer=None, partner_id=None, attributed=False))
 
 
 def _test_sale_record(*, data: SaleInput, program: Program, now: datetime, request_id: str) -> TestEventRecorded:
@@ -396,15 +432,15 @@ def _test_sale_record(*, data: SaleInput, program: Program, now: datetime, reque
     )
     if customer is not None and customer.program_id != program.pk:
         customer, found_by = None, ""
-    fields = {**_sale_fields(data=data, program=program, now=now, is_test=True), "attributed_by": found_by}
+    fields = _sale_fields(data=data, program=program, now=now, is_test=True, attributed_by=found_by)
     sale = sale_insert(
-        fields={
-            **fields,
-            "customer": customer,
-            "partner_id": customer.first_partner_id if customer else None,
-            "click_id": customer.click_id if customer else (data.get("click_id") or ""),
-            "attributed": customer is not None,
-        }
+        fields=replace(
+            fields,
+            customer=customer,
+            partner_id=customer.first_partner_id if customer else None,
+            click_id=customer.click_id if customer else (data.get("click_id") or ""),
+            attributed=customer is not None,
+        )
     )
     if customer is not None and customer.first_sale_at is None:
         Customer.objects.filter(pk=customer.pk).update(first_sale_at=now, customer_status=CustomerStatus.CONVERTED)

@@ -2,7 +2,7 @@
 (kept on the event for operators); anything unexpected raises, rolls the event back whole and is retried."""
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEve
 from ..services.lead import lead_settle
 from ..services.sale import (
     SUPPORTED_CURRENCIES,
+    SaleFields,
     SaleWindowExpired,
     sale_insert,
     sale_record_for_customer,
@@ -81,25 +82,25 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
         )
         return ignored(f"amount {payment.amount} is above the ceiling of {MAX_AMOUNT_CENTS}")
     now = timezone.now()
-    fields: dict[str, Any] = {
-        "program": program,
-        "processor_event_id": payment.transaction_id,
-        "amount_cents": payment.amount,
-        "currency": currency,
-        "sale_type": payment.sale_type,
-        "is_recurring": payment.is_recurring,
-        "provider": "stripe",
-        "provider_payment_id": payment.transaction_id,
-        "subscription_id": payment.subscription_id,
-        "subscription_interval": payment.subscription_interval,
-        "product_id": payment.product_id,
-        "is_test": not livemode,
-        "sale_date": now,
-        "created_at": now,
-    }
+    fields = SaleFields(
+        program=program,
+        processor_event_id=payment.transaction_id,
+        amount_cents=payment.amount,
+        currency=currency,
+        sale_type=payment.sale_type,
+        is_recurring=payment.is_recurring,
+        provider="stripe",
+        provider_payment_id=payment.transaction_id,
+        subscription_id=payment.subscription_id,
+        subscription_interval=payment.subscription_interval,
+        product_id=payment.product_id,
+        is_test=not livemode,
+        sale_date=now,
+        created_at=now,
+    )
     if not livemode:
         try:
-            sale = sale_insert(fields={**fields, "attributed": False})
+            sale = sale_insert(fields=replace(fields, attributed=False))
         except ConflictError as duplicate:
             return Outcome(f"test payment already recorded as sale #{duplicate.details['sale_id']}")
         return Outcome("test payment recorded (no commission)", sale=sale)
@@ -117,7 +118,7 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
         result = sale_record_for_customer(
             program=program,
             customer=customer,
-            fields={**fields, "customer": customer, "attributed_by": f"{STRIPE_ATTRIBUTED_BY}{found_by}"},
+            fields=replace(fields, customer=customer, attributed_by=f"{STRIPE_ATTRIBUTED_BY}{found_by}"),
             now=now,
         )
     except ConflictError as duplicate:
