@@ -154,7 +154,7 @@ print(json.dumps({{"key": program.raw_api_key, "program": program.pk, "code": li
 """
 
 
-def run_checked(command: list[str], env: dict[str, str], **kwargs) -> str:
+def run_checked(command: list[str], env: dict[str, str], **kwargs: Any) -> str:
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, **kwargs)
     if done.returncode != 0:
         sys.exit(f"{command[:3]} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")

@@ -21,6 +21,7 @@ from commissions.services import CommissionActionRefused, commission_release, co
 from core import messages as core_messages
 from core.errors import BadRequestError
 from core.ids import id_parse
+from core.money import money
 from core.pagination import CappedPaginator
 from fraud.config import program_rules_read, rule_reset, rule_update
 from fraud.rules import SPECS, Rule
@@ -29,7 +30,7 @@ from tracking.selectors.clicks import MARKED_KINDS, VISITOR_SHOWN, flagged_click
 
 from . import messages
 from .review_forms import ReleaseForm, RuleForm, VoidForm
-from .views import ProgramAccess, money
+from .views import ProgramAccess
 from .webhook_views import program_action
 
 HELD_PER_PAGE = 20

@@ -3,7 +3,7 @@
 one answered, with the spec's message; the same classes are the OpenAPI description of these bodies."""
 
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import TextChoices
 from drf_spectacular.plumbing import build_choice_field
@@ -269,7 +269,8 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
 
     def changes(self) -> SettingsChanges:
         self.is_valid(raise_exception=True)
-        return SettingsChanges(**self.validated_data)
+        # validated_data holds the editable settings sent, with the types their fields return.
+        return cast(SettingsChanges, dict(self.validated_data))
 
 
 # --- Response shapes (OpenAPI) -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ limit: the signal of a timer left from a task that finished while the worker rec
 reaches an idle process, or one already running another task, and stops nothing. The served fault drill
 (tests/served/test_faults_served.py) checks the same on a real worker whose broker goes away."""
 
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -20,7 +21,7 @@ def fake_task(soft: float | None) -> SimpleNamespace:
 @pytest.fixture
 def clock(monkeypatch) -> Iterator[list[float]]:
     now = [100.0]
-    monkeypatch.setattr(worker_limits.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     yield now
     worker_limits.task_ended()
 

@@ -12,6 +12,7 @@ from commissions.calculations import NoCommission
 from commissions.models import Commission
 from commissions.services import SaleCommission
 from core import messages
+from core.currency import Currency
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from core.sql import insert_family, insert_pair_supported, model_from_row, select_columns_sql
 from programs.keys import key_digest
@@ -28,7 +29,7 @@ from webhooks.payloads import sale_data
 
 from ..attribution import attribution_window
 from ..link_cache import enrolment_exists
-from ..models import Currency, Customer, CustomerStatus, SaleEvent
+from ..models import Customer, CustomerStatus, SaleEvent
 from .common import TestEventRecorded, sale_is_test, tracking_log
 from .settlement import commission_create_for_sale, sale_settled_at_once
 

@@ -6,7 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dashboard.views import COMMISSIONS_PER_PAGE, money
+from core.money import money
+from dashboard.views import COMMISSIONS_PER_PAGE
 from tests.factories import CommissionFactory, CustomerFactory, ReferralLinkFactory, SaleFactory
 
 pytestmark = pytest.mark.django_db
