@@ -182,7 +182,9 @@ def commission_for_sale(
 def _first_commissioned_at(*, customer_id: int) -> datetime | None:
     """When the customer's first commissioned sale happened: the earliest sale that has a commission, whatever
     that commission's status (a refund does not move the recurring period)."""
-    return Commission.objects.filter(customer_id=customer_id).aggregate(first=Min("sale__sale_date"))["first"]
+    commissions = Commission.objects.filter(customer_id=customer_id)
+    first: datetime | None = commissions.aggregate(first=Min("sale__sale_date"))["first"]
+    return first
 
 
 def partner_balance(*, partner_id: int, currency: str) -> int:

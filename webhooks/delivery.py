@@ -70,7 +70,7 @@ def retry_delay(*, failed_attempts: int, outcome: Outcome) -> float | None:
     """Seconds until the next attempt after `failed_attempts` failures in a row, or None when the schedule is
     used up. The schedule's step is jittered by a fifth either way, so endpoints failing together do not all
     come back at once; a Retry-After (429 or 503) sets the wait instead, within WEBHOOK_RETRY_AFTER_MAX_SECONDS."""
-    schedule = settings.WEBHOOK_RETRY_SCHEDULE
+    schedule: list[int] = settings.WEBHOOK_RETRY_SCHEDULE
     if failed_attempts > len(schedule):
         return None
     if outcome.retry_after_seconds is not None:

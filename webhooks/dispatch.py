@@ -83,7 +83,8 @@ def queue_depth(*, marker_checked: list[bool] | None = None) -> int:
             if client is not None:  # a Redis channel
                 marker_checked.append(bool(client.set(broker_marker_key(), "1", nx=True)))
         try:
-            return channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
+            waiting: int = channel.queue_declare(queue=settings.WEBHOOK_QUEUE, passive=True).message_count
+            return waiting
         except ChannelError:
             return 0  # not declared yet (Redis drops an empty queue's list)
 

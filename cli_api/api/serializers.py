@@ -54,7 +54,8 @@ class CliProgramListedSerializer(CliProgramSerializer):
     role = serializers.SerializerMethodField()
 
     def get_role(self, program: Program) -> str:
-        return self.context["roles"][program.workspace_id]
+        role: str = self.context["roles"][program.workspace_id]
+        return role
 
 
 class CliAuthStartDataSerializer(serializers.Serializer[Any]):

@@ -37,7 +37,8 @@ from . import serializers as s
 
 def _validated(serializer: serializers.Serializer[Any]) -> dict[str, Any]:
     serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    validated: dict[str, Any] = serializer.validated_data
+    return validated
 
 
 def _base_url(request: Request) -> str:
