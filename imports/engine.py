@@ -217,7 +217,8 @@ def source_read(platform: str, files: list[tuple[str, bytes]], *, currency: str 
     reader = registered.get(platform)
     if reader is None:
         raise UnknownPlatform(platform, sorted(registered))
-    return reader.read(files, currency=currency)
+    source: Source = reader.read(files, currency=currency)
+    return source
 
 
 def bytes_capped(chunks: Iterable[bytes], *, limit: int) -> bytes | None:
@@ -324,7 +325,8 @@ def _ref(value: Any) -> int | None:
     """The id of a planned object (None while it is unsaved, in a dry run) or the id itself."""
     if value is None or isinstance(value, int):
         return value
-    return value.pk
+    pk: int | None = value.pk
+    return pk
 
 
 class _Importer:

@@ -30,7 +30,7 @@ _APPLICATION_FIELDS = (
 
 
 @admin.register(PartnerApplication)
-class PartnerApplicationAdmin(admin.ModelAdmin):
+class PartnerApplicationAdmin(admin.ModelAdmin[PartnerApplication]):
     """Applications from programs' public pages (/join/<id>). Read-only: decisions go through the actions, which
     are the dashboard's (approval emails the applicant an invitation to the portal; rejection sends nothing)."""
 
