@@ -4,19 +4,15 @@ detection, balances per currency, every link form a Dub partner's traffic arrive
 imported invoice sale on Stripe API versions from 2025-03-31 (found through Stripe's InvoicePayment list)."""
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import stripe
 from django.utils import timezone
-from stripe._http_client import HTTPClient
 
 from commissions.approval import commissions_approve_due
 from commissions.models import Commission, CommissionStatus
@@ -30,7 +26,7 @@ from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.imports.fixtures.build import build, files
 from tests.imports.platform_e2e import check_end_to_end, imported_ids
 from tests.imports.platform_fuzz import check_junk
-from tests.stripe_fake.fixtures import PROXY_VARIABLES
+from tests.stripe_account import StripeAccount, stripe_account_serving
 from tests.stripe_payloads import ACCOUNT, event, post_event
 from tests.stripe_payloads import invoice as stripe_invoice
 from tracking.models import ClickEvent, ProcessorEvent
@@ -489,87 +485,10 @@ def basil(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "api_version": "2025-03-31.basil"}
 
 
-class InvoicePayments:
-    """GET /v1/invoice_payments and GET /v1/refunds?charge= of a Stripe account, answered in Stripe's list shape;
-    every request is kept (query, Stripe-Account, key). `fail` answers the next requests with Stripe's api_error
-    500."""
-
-    def __init__(self) -> None:
-        self.payments: list[dict[str, Any]] = []
-        self.refunds: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.fail = 0
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
-
-    def _answer(self, path: str, query: dict[str, str], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        self.requests.append({"path": path, "query": query, **headers})
-        if headers.get("authorization") != f"Bearer {SECRET_KEY}":
-            return 401, {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}
-        if self.fail:
-            self.fail -= 1
-            return 500, {"error": {"type": "api_error", "message": "An unknown error occurred"}}
-        if path == "/v1/refunds":
-            listed = [r for r in self.refunds if r["charge"] == query.get("charge")]
-            return 200, {"object": "list", "data": listed, "has_more": False, "url": "/v1/refunds"}
-        if path != "/v1/invoice_payments":
-            return 404, {"error": {"type": "invalid_request_error", "message": f"Unrecognized request URL ({path})"}}
-        found = [
-            p
-            for p in self.payments
-            if p["payment"].get("payment_intent") == query.get("payment[payment_intent]")
-            and query.get("payment[type]") == "payment_intent"
-            and query.get("status", p["status"]) == p["status"]
-        ]
-        return 200, {"object": "list", "data": found, "has_more": False, "url": "/v1/invoice_payments"}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                headers = {
-                    "authorization": self.headers.get("Authorization", ""),
-                    "stripe_account": self.headers.get("Stripe-Account", ""),
-                }
-                status, body = fake._answer(url.path, dict(parse_qsl(url.query)), headers)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("Request-Id", "req_fake")
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def invoice_payments(monkeypatch, settings) -> Iterator[InvoicePayments]:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    fake = InvoicePayments()
-    monkeypatch.setattr(stripe, "api_base", fake.url)
-    monkeypatch.setattr(stripe, "max_network_retries", 0)
-    monkeypatch.setattr(stripe, "proxy", None)
-    monkeypatch.setattr(stripe, "enable_telemetry", False)
-    monkeypatch.setattr(stripe, "default_http_client", None)
-    monkeypatch.setattr(HTTPClient, "INITIAL_DELAY", 0)
-    monkeypatch.setattr(HTTPClient, "MAX_DELAY", 0)
-    settings.STRIPE_SECRET_KEY = SECRET_KEY
-    try:
-        yield fake
-    finally:
-        fake.stop()
+def invoice_payments(monkeypatch, settings) -> Iterator[StripeAccount]:
+    with stripe_account_serving(monkeypatch, settings, SECRET_KEY) as account:
+        yield account
 
 
 @pytest.fixture

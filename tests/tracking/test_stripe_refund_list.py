@@ -5,25 +5,20 @@ account is asked GET /v1/refunds?charge=<id> (a local fake here) and each refund
 refund.created applies it; without the key the charge's refunded total applies, and a refund.created for a charge
 counted that way leaves it to charge.refunded."""
 
-import json
 import secrets
-import threading
 from collections.abc import Iterator
 from functools import cached_property
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import permutations
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import stripe
-from stripe._http_client import HTTPClient
 
 from commissions.models import Commission
 from programs.models import Program
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import run_together
-from tests.stripe_fake.fixtures import PROXY_VARIABLES
+from tests.stripe_account import StripeAccount, stripe_account_serving
 from tests.stripe_payloads import ACCOUNT, checkout_session, event, post_event
 from tracking.models import ProcessorEvent
 from tracking.stripe.events import processor_event_attempt
@@ -81,89 +76,14 @@ def stripe_refund(
     }
 
 
-class StripeRefunds:
-    """GET /v1/refunds?charge=<id> of a Stripe account in Stripe's list shape, newest first, `limit` a page (at most
-    `page_size`) and `starting_after` the next; every request is kept (query, Stripe-Account, key). `fail` answers
-    the next requests with Stripe's api_error 500."""
-
-    def __init__(self) -> None:
-        self.refunds: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.fail = 0
-        self.page_size = 100
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
-
-    def _answer(self, path: str, query: dict[str, str], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        with self.lock:
-            self.requests.append({"path": path, "query": query, **headers})
-            if headers.get("authorization") != f"Bearer {SECRET_KEY}":
-                return 401, {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}
-            if self.fail:
-                self.fail -= 1
-                return 500, {"error": {"type": "api_error", "message": "An unknown error occurred"}}
-            if path != "/v1/refunds":
-                unknown = f"Unrecognized request URL ({path})"
-                return 404, {"error": {"type": "invalid_request_error", "message": unknown}}
-            found = sorted((r for r in self.refunds if r["charge"] == query.get("charge")), key=lambda r: -r["created"])
-            after = query.get("starting_after")
-            if after:
-                found = found[[r["id"] for r in found].index(after) + 1 :]
-            size = min(int(query.get("limit", 10)), self.page_size)
-            return 200, {"object": "list", "data": found[:size], "has_more": len(found) > size, "url": "/v1/refunds"}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                headers = {
-                    "authorization": self.headers.get("Authorization", ""),
-                    "stripe_account": self.headers.get("Stripe-Account", ""),
-                }
-                status, body = fake._answer(url.path, dict(parse_qsl(url.query)), headers)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("Request-Id", "req_fake")
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+@pytest.fixture
+def refunds_server(monkeypatch, settings) -> Iterator[StripeAccount]:
+    with stripe_account_serving(monkeypatch, settings, SECRET_KEY) as account:
+        yield account
 
 
 @pytest.fixture
-def refunds_server(monkeypatch, settings) -> Iterator[StripeRefunds]:
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    fake = StripeRefunds()
-    monkeypatch.setattr(stripe, "api_base", fake.url)
-    monkeypatch.setattr(stripe, "max_network_retries", 0)
-    monkeypatch.setattr(stripe, "proxy", None)
-    monkeypatch.setattr(stripe, "enable_telemetry", False)
-    monkeypatch.setattr(stripe, "default_http_client", None)
-    monkeypatch.setattr(HTTPClient, "INITIAL_DELAY", 0)
-    monkeypatch.setattr(HTTPClient, "MAX_DELAY", 0)
-    settings.STRIPE_SECRET_KEY = SECRET_KEY
-    try:
-        yield fake
-    finally:
-        fake.stop()
-
-
-@pytest.fixture
-def no_platform_key(refunds_server, settings) -> StripeRefunds:
+def no_platform_key(refunds_server, settings) -> StripeAccount:
     settings.STRIPE_SECRET_KEY = ""
     return refunds_server
 
