@@ -67,7 +67,8 @@ class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         if self.connection is None or self.connection.client is None:
             raise RedisConnectionError("the broker connection of this channel is closed")
-        return super()._connparams(asynchronous=asynchronous)  # type: ignore[misc]
+        params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)  # type: ignore[misc]
+        return params
 
 
 class RedisTransport(kombu_redis.Transport):

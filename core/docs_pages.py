@@ -28,7 +28,8 @@ def markdown_page(path: Any) -> str:
     for opening, inline in zip(tokens, tokens[1:], strict=False):
         if opening.type == "heading_open" and inline.type == "inline":
             opening.attrSet("id", heading_anchor(inline.content))
-    return renderer.renderer.render(tokens, renderer.options, {})
+    html: str = renderer.renderer.render(tokens, renderer.options, {})
+    return html
 
 
 class ReadinessDocsView(TemplateView):

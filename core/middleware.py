@@ -36,7 +36,8 @@ class RequestIdMiddleware:
 
 def request_id_of(request: HttpRequest) -> str:
     """The id RequestIdMiddleware gave the request (HttpRequest declares no such attribute)."""
-    return request.request_id  # type: ignore[attr-defined]
+    request_id: str = request.request_id  # type: ignore[attr-defined]
+    return request_id
 
 
 def body_limit(path: str) -> int:

@@ -19,12 +19,13 @@ class CappedPaginator(Paginator[RowT]):
 
     def __init__(self, object_list: QuerySet[Any, RowT], *args: Any, cap: int = COUNT_CAP, **kwargs: Any) -> None:
         super().__init__(object_list, *args, **kwargs)
+        # Paginator types object_list as any sequence; these rows are a QuerySet, which counts in the database.
+        self._queryset = object_list
         self.cap = cap
 
     @cached_property
     def _bounded_count(self) -> int:
-        rows: Any = self.object_list
-        return rows[: self.cap + 1].count()
+        return self._queryset[: self.cap + 1].count()
 
     @cached_property
     def count(self) -> int:

@@ -48,7 +48,7 @@ def workspace_id_of(obj: models.Model) -> int | None:
     customer, an event, a commission), else its partner's or its commission's. None when nothing says."""
     if isinstance(obj, Workspace):
         return obj.pk
-    own = getattr(obj, "workspace_id", None)
+    own: int | None = getattr(obj, "workspace_id", None)
     if own is not None:
         return own
     for via in ("program", "partner", "commission"):

@@ -51,7 +51,8 @@ def owner_user_create(*, email: str, username: str | None, password: str, superu
     User = get_user_model()
     manager: Any = User._default_manager
     create = manager.create_superuser if superuser else manager.create_user
-    return create(username=username or email, email=email, password=password)
+    user: AbstractBaseUser = create(username=username or email, email=email, password=password)
+    return user
 
 
 def _owned_workspace(user: Any, name: str | None) -> Workspace | None:

@@ -59,7 +59,7 @@ def stripe_connect_complete(*, program: Program, code: str) -> str:
     except stripe.StripeError as exc:
         logger.warning("stripe.connect_failed", extra={"program_id": program.pk, "stripe_error": str(exc)})
         raise StripeConnectError(messages.STRIPE_CONNECT_REFUSED.format(reason=exc.user_message or exc)) from None
-    account_id = token["stripe_user_id"]
+    account_id: str = token["stripe_user_id"]
     with transaction.atomic():
         taken = Program.objects.select_for_update().filter(stripe_account_id=account_id).exclude(pk=program.pk).first()
         if taken is not None:

@@ -49,4 +49,5 @@ class SettingFieldExtension(OpenApiSerializerFieldExtension):
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
-        return self.target.schema
+        schema: dict[str, Any] = self.target.schema
+        return schema

@@ -201,7 +201,8 @@ class ProgramCreateInputSerializer(_ProgramSettingsSerializer):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, dict) and any(_blank(data.get(field)) for field in REQUIRED_ON_CREATION):
             raise _refused(messages.PROGRAM_MISSING_FIELDS)
-        return super().to_internal_value(data)
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return {field: value for field, value in attrs.items() if value is not None}
@@ -265,7 +266,8 @@ class ProgramSettingsPatchSerializer(_ProgramSettingsSerializer):
         if unknown:
             fields = ", ".join(unknown)
             raise _refused(program_messages.SETTINGS_UNKNOWN_FIELDS.format(fields=fields))
-        return super().to_internal_value(data)
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
 
     def changes(self) -> SettingsChanges:
         self.is_valid(raise_exception=True)

@@ -14,8 +14,9 @@ SERVER_URL_FILE = settings.BASE_DIR / ".server-url"
 def default_base_url() -> str:
     """Where the examples should point: the public address when configured, else the address the local
     server last started on, else PORT (what `make run` honours), else 8000."""
-    if settings.PUBLIC_BASE_URL:
-        return settings.PUBLIC_BASE_URL
+    public: str = settings.PUBLIC_BASE_URL
+    if public:
+        return public
     try:
         served = SERVER_URL_FILE.read_text().strip()
     except OSError:
