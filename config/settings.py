@@ -9,6 +9,8 @@ from typing import Any
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
+from core.api import ratelimit
+
 from .env import BASE_DIR, dev_secret_key, env, env_bool, env_float, env_int
 
 # Before any app loads: mypy checks ModelAdmin[Program], Paginator[Row] and the like, which Django's classes only
@@ -387,7 +389,7 @@ SPECTACULAR_SETTINGS = {
 CORS_URLS_REGEX = r"^/(api/v1/track/|js/).*$"
 CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_HEADERS = ["authorization", "content-type", "x-request-id"]
-CORS_EXPOSE_HEADERS = ["X-Request-ID", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
+CORS_EXPOSE_HEADERS = ["X-Request-ID", *ratelimit.HEADER_NAMES]
 
 # --- Auth, sessions --------------------------------------------------------------------------
 LOGIN_URL = "/accounts/login/"

@@ -1,5 +1,5 @@
 """The base view of every agent route (/api/agent/v1/): agent-key authentication, the scope each method needs,
-one rate limit per key (120 calls a minute, X-RateLimit-* headers, the typed 429), and errors in the platform
+one rate limit per key (120 calls a minute, the rate-limit headers, the typed 429), and errors in the platform
 envelope with a stable error.code; the one reader of query parameters and the one reader of JSON bodies; the one
 list route (query -> selector -> page -> body)."""
 

@@ -93,7 +93,7 @@ def error_response_for_route(request: HttpRequest, error: errors.ApiError) -> Js
     response = JsonResponse(render_error(error, envelope), status=error.status)
     for name, value in error.headers.items():
         response[name] = value
-    # A rate-limited route's responses all carry X-RateLimit-*; a refusal before the route does not count.
+    # A rate-limited route's responses all carry the rate-limit headers; a refusal before the route does not count.
     scope = getattr(view_class, "rate_scope", None)
     usage = ratelimit.rate_limit_peek(scope, request) if scope is not None else None
     for name, value in (usage.headers() if usage else {}).items():

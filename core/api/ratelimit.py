@@ -59,6 +59,14 @@ def _bucket(scope: RateScope, request: HttpRequest) -> str:
     return "ip:" + client_ip(request)
 
 
+# The headers every answer of a rate-limited route carries: the one place they are named (the schema documents
+# them, CORS exposes them, RateUsage.headers sets them).
+LIMIT_HEADER = "X-RateLimit-Limit"
+REMAINING_HEADER = "X-RateLimit-Remaining"
+RESET_HEADER = "X-RateLimit-Reset"
+HEADER_NAMES: tuple[str, ...] = (LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER)
+
+
 @dataclass(frozen=True)
 class RateUsage:
     limit: int
@@ -67,9 +75,9 @@ class RateUsage:
 
     def headers(self) -> dict[str, str]:
         return {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(self.remaining),
-            "X-RateLimit-Reset": str(self.reset_at),
+            LIMIT_HEADER: str(self.limit),
+            REMAINING_HEADER: str(self.remaining),
+            RESET_HEADER: str(self.reset_at),
         }
 
 
@@ -105,7 +113,7 @@ def _usage(scope: RateScope, request: HttpRequest, *, increment: bool) -> tuple[
 
 
 def rate_limit_peek(scope: RateScope, request: HttpRequest) -> RateUsage | None:
-    """The bucket's usage without counting this request: the X-RateLimit-* headers of a request refused before
+    """The bucket's usage without counting this request: the rate-limit headers of a request refused before
     it reached the route (wrong method, over a size limit), which is not a call of the route."""
     limit, usage = _usage(scope, request, increment=False)
     if usage is None:  # RATELIMIT_ENABLE is off
@@ -115,7 +123,7 @@ def rate_limit_peek(scope: RateScope, request: HttpRequest) -> RateUsage | None:
 
 
 def rate_limit_check(scope: RateScope, request: HttpRequest) -> RateUsage | None:
-    """Counts this request. Returns the usage for the X-RateLimit-* headers, or raises the typed
+    """Counts this request. Returns the usage for the rate-limit headers, or raises the typed
     429 when the bucket is full; the caller sends it before any work, so nothing is recorded."""
     limit, usage = _usage(scope, request, increment=True)
     if usage is None:  # RATELIMIT_ENABLE is off

@@ -13,6 +13,7 @@ from drf_spectacular.utils import Direction, OpenApiResponse, extend_schema_fiel
 from rest_framework import serializers
 
 from core import limits
+from core.api import ratelimit
 from core.api.envelopes import TYPED
 from core.api.fields import AnyField, LeanSerializer
 
@@ -104,9 +105,9 @@ def _header(description: str, *, required: bool, schema: dict[str, Any] | None =
 INTEGER = {"type": "integer"}
 # Every answer of a rate-limited route, refusals before the count included (core.middleware).
 RATE_LIMIT_HEADERS = {
-    "X-RateLimit-Limit": _header("Calls allowed per minute in this bucket", required=True, schema=INTEGER),
-    "X-RateLimit-Remaining": _header("Calls left in the current minute", required=True, schema=INTEGER),
-    "X-RateLimit-Reset": _header("Unix time when the bucket refills", required=True, schema=INTEGER),
+    ratelimit.LIMIT_HEADER: _header("Calls allowed per minute in this bucket", required=True, schema=INTEGER),
+    ratelimit.REMAINING_HEADER: _header("Calls left in the current minute", required=True, schema=INTEGER),
+    ratelimit.RESET_HEADER: _header("Unix time when the bucket refills", required=True, schema=INTEGER),
 }
 RETRY_AFTER = {"Retry-After": _header("Seconds to wait before retrying", required=True, schema=INTEGER)}
 REQUEST_ID = {"X-Request-ID": _header("This request's id, as logged by the server", required=True)}
@@ -120,7 +121,7 @@ WWW_AUTHENTICATE = {"WWW-Authenticate": _header("The credential this route expec
 
 class ApiAutoSchema(AutoSchema):
     """Adds what every route of a kind shares, read from the view's policy attributes (core.api.base):
-    the 429 and X-RateLimit-* of rate-limited routes, X-Request-ID, the key-rotation headers of
+    the 429 and rate-limit headers of rate-limited routes, X-Request-ID, the key-rotation headers of
     program-key routes, the request filter's 400/413/414/431, and minLength 1 on request strings DRF
     refuses when blank."""
 

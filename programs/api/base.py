@@ -5,6 +5,10 @@ class SaleTrackApi(ProgramKeyApi):
     default_error_codes = SALE_ERROR_CODES
     failure_message = messages.SALE_TRACKING_FAILED
     rate_scope = ratelimit.TRACK_MONEY
+
+Every call's request-log row is written by call_logged, the one place a row is made from a call: CallLoggedApi's
+dispatch calls it for the DRF routes, and the click and sale routes' fast path (tracking/api/lean.py) for the calls
+it answers without DRF, as it runs core.api.base's other steps.
 """
 
 import time
@@ -82,28 +86,53 @@ class CallLoggedApi(BaseApi):
             sent = None
         if not self.log_answered and response.status_code < 400:
             return response
-        program_id, note, refused = (key.program_id if key else self.log_program_id), self.log_note or {}, ("", "")
-        # A rate-limited call was refused before its key was read, and is not worth a query more.
-        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) if key is None else None
-        token = token if response.status_code != 429 else None
-        found = refused_key_find(token) if token else None
-        if found is not None:
-            program_id = program_id or found.program_id
-            note, refused = {**note, **found.note}, (found.shown, found.mode)
-        match = getattr(request, "resolver_match", None)
-        api_call_record(
-            program_id=program_id,
-            method=request.method or "",  # set on every request the server received
-            route=match.url_name if match and match.url_name else request.path,
-            status=response.status_code,
-            body=getattr(response, "data", None),
-            request_id=getattr(request, "request_id", ""),
+        call_logged(
+            request,
+            response,
             key=key,
-            latency_ms=round((time.monotonic() - started) * 1000),
-            excerpt={**body_excerpt(sent), **note},
-            refused_key=refused,
+            program_id=key.program_id if key else self.log_program_id,
+            sent=sent,
+            note=self.log_note,
+            started=started,
         )
         return response
+
+
+def call_logged(
+    request: HttpRequest,
+    response: HttpResponseBase,
+    *,
+    key: ProgramKey | None,
+    program_id: int | None,
+    sent: Any,
+    note: dict[str, Any] | None,
+    started: float,
+) -> None:
+    """Queues the call's request-log row (programs.calllog): its route, answer, key and latency since `started`
+    (time.monotonic()), an excerpt of what it `sent` (the body, or the query of a read) with `note` added. A call
+    whose Bearer key did not authenticate it is logged under that key's program (refused_key_find)."""
+    refused = ("", "")
+    note = note or {}
+    # A rate-limited call was refused before its key was read, and is not worth a query more.
+    token = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) if key is None else None
+    token = token if response.status_code != 429 else None
+    found = refused_key_find(token) if token else None
+    if found is not None:
+        program_id = program_id or found.program_id
+        note, refused = {**note, **found.note}, (found.shown, found.mode)
+    match = getattr(request, "resolver_match", None)
+    api_call_record(
+        program_id=program_id,
+        method=request.method or "",  # set on every request the server received
+        route=match.url_name if match and match.url_name else request.path,
+        status=response.status_code,
+        body=getattr(response, "data", None),
+        request_id=getattr(request, "request_id", ""),
+        key=key,
+        latency_ms=round((time.monotonic() - started) * 1000),
+        excerpt={**body_excerpt(sent), **note},
+        refused_key=refused,
+    )
 
 
 class ProgramKeyApi(CallLoggedApi):

@@ -5,7 +5,9 @@ nearly every sale a POST of a JSON object with the program's key. For them DRF w
 the renderer, pick the parser, run the authentication, permission and throttle steps and finalize the response:
 about a tenth of a worker's time per call. `track_click` and `track_sale` answer those calls themselves, through
 the same pieces: the same parser (parse_json_body), key lookup and checks, body validation (the routes'
-serializers), rate limit, service, exception handler and envelopes, JSON rendering, headers and request-log row.
+serializers), service, and the steps BaseApi and CallLoggedApi run through the same functions: rate limit,
+exception handler and envelopes, JSON rendering and headers (core.api.base.plain_json_answer), request-log row
+(programs.api.base.call_logged).
 A sale's key and the customer its click_id names are read in one round trip (key_and_customer_get).
 
 They only answer what they know they answer exactly as DRF would: everything else (another method, a missing,
@@ -36,18 +38,15 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import ValidationError
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from core.api import ratelimit
 from core.api.auth import bearer_token
-from core.api.base import BaseApi
-from core.api.handler import api_exception_handler
+from core.api.base import plain_json_answer
 from core.api.parsers import parse_json_body
 from core.clientip import client_ip
 from core.errors import ApiError
 from core.middleware import request_id_of
-from programs.calllog import api_call_record, body_excerpt
+from programs.api.base import ProgramKeyApi, call_logged
 from programs.models import ProgramKey
 from tracking.services.click import ClickContext, ClickInput, ClickRecorded, click_record
 from tracking.services.common import sale_is_test
@@ -66,8 +65,7 @@ _PLAIN_ACCEPT = frozenset(("", "*/*", "application/json"))
 _PLAIN_CONTENT_TYPES = frozenset(
     ("application/json", "application/json; charset=utf-8", "application/json;charset=utf-8")
 )
-_RENDERER = JSONRenderer()
-# What it answers, and what it logs: (status, body) and the log row's program (None: the key's, or none).
+# What it answers, and the log row's program (None: the key's, or none).
 Answer = tuple[Response, int | None]
 
 
@@ -97,7 +95,7 @@ def track_click(request: HttpRequest) -> HttpResponseBase:
         first_party_click(request, response, result)
         return response, program_id
 
-    return _answered(request, ClickTrackApi, ratelimit.TRACK_CLICK, answer, body=body, key=None, started=started)
+    return _answered(request, ClickTrackApi, answer, body=body, key=None, started=started)
 
 
 @csrf_exempt
@@ -113,7 +111,7 @@ def track_sale(request: HttpRequest) -> HttpResponseBase:
         result = sale_record(data=data, key=key, request_id=request_id_of(request), prefetched=prefetched)
         return Response(sale_body(result)), None
 
-    return _answered(request, SaleTrackApi, ratelimit.TRACK_MONEY, answer, body=body, key=key, started=started)
+    return _answered(request, SaleTrackApi, answer, body=body, key=key, started=started)
 
 
 # Each URL's view stays the DRF class for everything that inspects it: the OpenAPI schema (cls), the envelope and
@@ -181,55 +179,20 @@ def _plain_sale(
 
 def _answered(
     request: HttpRequest,
-    view_class: type[BaseApi],
-    rate_scope: ratelimit.RateScope,
+    view_class: type[ProgramKeyApi],
     answer: Callable[[], Answer],
     *,
     body: dict[str, Any],
     key: ProgramKey | None,
     started: float,
 ) -> HttpResponseBase:
-    """BaseApi.initial's rate limit, the route's post(), the exception handler, BaseApi.finalize_response's headers
-    and CallLoggedApi's log row."""
-    usage = None
-    program_id = None
-    try:
-        usage = ratelimit.rate_limit_check(rate_scope, request)
-        response, program_id = answer()
-    except Exception as exc:  # noqa: BLE001 - the API's one exception handler decides, as DRF's dispatch lets it
-        view = view_class()
-        view.request = request  # type: ignore[assignment]  # the handler reads the path, for its log line
-        response = api_exception_handler(exc, {"view": view})
-    response.accepted_renderer = _RENDERER
-    response.accepted_media_type = _RENDERER.media_type
-    response.renderer_context = {}  # type: ignore[attr-defined]  # set by DRF before render()
-    response.render()
-    response["Allow"] = _allowed(view_class)
-    for name, value in (usage.headers() if usage is not None else {}).items():
-        response.headers.setdefault(name, value)
-    response["X-Request-ID"] = request_id_of(request)
-    match = request.resolver_match
-    api_call_record(
-        program_id=key.program_id if key is not None else program_id,
-        method="POST",
-        route=match.url_name if match and match.url_name else request.path,
-        status=response.status_code,
-        body=response.data,
-        request_id=request_id_of(request),
-        key=key,
-        latency_ms=round((time.monotonic() - started) * 1000),
-        excerpt=body_excerpt(body),
-    )
+    """The steps DRF's dispatch would run, through the same functions: core.api.base.plain_json_answer (rate
+    limit, the route's post(), exception handler, rendering, headers), then the log row (call_logged). The
+    program a row names is the key's, or the one `answer` found."""
+    response, program_id = plain_json_answer(request, view_class, answer)
+    program_id = key.program_id if key is not None else program_id
+    call_logged(request, response, key=key, program_id=program_id, sent=body, note=None, started=started)
     return response
-
-
-_ALLOWED: dict[type[BaseApi], str] = {}
-
-
-def _allowed(view_class: type[BaseApi]) -> str:
-    if view_class not in _ALLOWED:
-        _ALLOWED[view_class] = ", ".join(view_class().allowed_methods)
-    return _ALLOWED[view_class]
 
 
 # What the tracking routes never use: each serves a signed-in browser (the routes are CSRF-exempt and read no
