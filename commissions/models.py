@@ -62,7 +62,7 @@ class Commission(SameWorkspace, models.Model):
             # A partner's commissions newest first (the partner portal's Commissions page).
             models.Index(fields=["partner", "-created_at", "-id"], name="commission_partner_time"),
             models.Index(fields=["program", "status", "-created_at", "-id"], name="commission_program_status"),
-            # The rollup task finds the sales whose commission changed lately (tracking.insight.rollups).
+            # The rollup task finds the sales whose commission changed lately (tracking.rollups).
             models.Index(fields=["updated_at"], name="commission_updated_at"),
             # The review queue: a program's held commissions, newest first.
             models.Index(

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "portal",
     "payouts",
     "imports",
+    "insight",
 ]
 
 MIDDLEWARE = [
@@ -228,7 +229,7 @@ CELERY_BEAT_SCHEDULE = {
     "purge-request-log": {"task": "programs.purge_request_log", "schedule": 3600.0},
 }
 
-# --- Rollups (tracking.insight.rollups) ---------------------------------------------------------------------
+# --- Rollups (tracking.rollups) ------------------------------------------------------------------
 # Seconds between rollup runs: how stale a report may be about changes to events already counted (a settled
 # lead, a refund, a void). New events are always counted at once (the reads add them live).
 ROLLUP_INTERVAL_SECONDS = env_int("ROLLUP_INTERVAL_SECONDS", 60, minimum=1)

@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("", include("programs.api.urls")),
     path("", include("tracking.api.urls")),
+    path("", include("insight.urls")),
     path("", include("tracking.stripe.urls")),
     path("", include("payouts.urls")),
     path("", include("dashboard.api.urls")),

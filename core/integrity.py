@@ -214,7 +214,7 @@ def integrity_verify_task() -> bool:
 
 
 def integrity_readiness(program: Any) -> dict[str, str] | None:
-    """The readiness checklist's "Integrity" item (tracking.insight.readiness, registered by tracking): the latest
+    """The readiness checklist's "Integrity" item (one of insight.readiness's providers): the latest
     run, when, and whether this program's records held every invariant; only this program's counts are told. None
     before the first run."""
     run = IntegrityRun.objects.order_by("-started_at", "-pk").first()

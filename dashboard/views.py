@@ -29,6 +29,7 @@ from core.ids import page_number_parse
 from core.money import money
 from core.pagination import CappedPaginator
 from core.urls import public_url
+from insight.explain import explanation_get
 from programs.api.calllog import LogsQuerySerializer
 from programs.calllog import api_calls_list
 from programs.models import (
@@ -46,8 +47,8 @@ from programs.models import (
 from programs.permissions import program_for_action
 from programs.selectors import membership_get, program_live_key_get
 from tracking.api.queries import ExplainQuerySerializer
-from tracking.insight.explain import explanation_get
-from tracking.insight.rollups import (
+from tracking.models import ClickEvent, SaleEvent
+from tracking.rollups import (
     Watermarks,
     clicks_not_on_counters,
     partner_commission_cents,
@@ -56,7 +57,6 @@ from tracking.insight.rollups import (
     with_clicks_not_counted,
     with_sales_not_counted,
 )
-from tracking.models import ClickEvent, SaleEvent
 from tracking.selectors.clicks import COUNTED_CLICKS
 from tracking.services.tracker import tracker_script_tag
 
@@ -355,7 +355,7 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
         .order_by("-revenue_cents", "partner__name", "pk")
     )
 
-    # Counters and rollups are read together with the clicks and sales not in them yet (tracking.insight.rollups), again
+    # Counters and rollups are read together with the clicks and sales not in them yet (tracking.rollups), again
     # if a rollup run commits meanwhile.
     def read(marks: Watermarks) -> dict[str, Any]:
         page = Paginator(enrolments, PARTNERS_PER_PAGE).get_page(request.GET.get("page"))
@@ -500,7 +500,7 @@ EXPLAIN_SELECTOR_LABELS = {
 
 @program_page
 def program_explain(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
-    """Attribution explained (tracking.insight.explain): for ?transaction_id=, ?click_id= or ?customer_key=; with
+    """Attribution explained (insight.explain): for ?transaction_id=, ?click_id= or ?customer_key=; with
     none, the form to ask (?by=<selector>&value=)."""
     given = present({name: request.GET.get(name, "").strip() for name in EXPLAIN_SELECTOR_LABELS})
     by = request.GET.get("by", "")

@@ -1,4 +1,4 @@
-"""The readiness checklist's "Import" check (tracking.insight.readiness): the program's last import from another
+"""The readiness checklist's "Import" check (insight.readiness): the program's last import from another
 platform, what came over, and what to check after switching. Informational: it passes, and warns only when an
 import was interrupted (then what is here is whole batches, not the whole import). None when nothing was ever
 imported. One query, whatever the program holds."""

@@ -146,7 +146,7 @@ class ProcessorEventAdmin(admin.ModelAdmin[ProcessorEvent]):
 
 @admin.register(DailyRollup)
 class DailyRollupAdmin(ReadOnlyAdmin[DailyRollup]):
-    """Written only by the rollup task (tracking.insight.rollups): an edit would make the reports disagree with a
+    """Written only by the rollup task (tracking.rollups): an edit would make the reports disagree with a
     recount (`manage.py rollup verify`)."""
 
     list_display = ["program", "day", "is_test", "partner_id", "link_id", "clicks", "leads", "attributed_sales"]

@@ -7,17 +7,13 @@ class TrackingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core.integrity import integrity_check_register, integrity_readiness
+        from core.integrity import integrity_check_register
         from programs.models import Partner, PartnerProgram, Program, ReferralLink
 
-        from .insight.readiness import program_check_providers
         from .integrity import CHECKS
         from .link_cache import link_cache_clear
 
         integrity_check_register(*CHECKS)
-        # The readiness checklist shows the latest integrity run (core.integrity, which knows no feature app).
-        if integrity_readiness not in program_check_providers:
-            program_check_providers.append(integrity_readiness)
 
         for model in (ReferralLink, Program, PartnerProgram, Partner):
             post_save.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-save")

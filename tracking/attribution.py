@@ -1,7 +1,7 @@
 """The attribution window: the one rule saying whether a sale is credited to the customer's click. The sale
 that converts the customer must come within the program's cookie window (cookie_window_days) of the click that
 counted for it; later sales and renewals follow the customer. The sale services decide with it and
-tracking.insight.explain explains with it."""
+insight.explain explains with it."""
 
 from dataclasses import dataclass
 from datetime import datetime

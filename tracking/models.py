@@ -134,7 +134,7 @@ class LeadEvent(SameWorkspace, models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["program", "is_test", "-lead_timestamp", "-id"], name="lead_program_time_id"),
-            # The rollup task finds the days whose leads settled lately (tracking.insight.rollups).
+            # The rollup task finds the days whose leads settled lately (tracking.rollups).
             models.Index(fields=["settled_at"], name="lead_settled_at"),
             models.Index(fields=["program", "is_test", "-id"], name="lead_program_id"),
             models.Index(fields=["program", "email"], name="lead_program_email"),
@@ -187,7 +187,7 @@ class SaleEvent(SameWorkspace, models.Model):
     # NoCommission), in the decision's transaction: an attributed live sale with neither this nor a
     # commission is one whose commission was lost, and only such a sale is the reconciler's to complete.
     no_commission_reason = models.CharField(max_length=32, blank=True, default="")
-    # Which lookup found the sale's customer, written with the sale (tracking.insight.explain reads it): "customer_key"
+    # Which lookup found the sale's customer, written with the sale (insight.explain reads it): "customer_key"
     # or "click_id" on the sale endpoint, "stripe:<step>" for a Stripe payment (stripe.attribution's found_by).
     # Empty when no customer matched, and on sales recorded before it existed.
     attributed_by = models.CharField(max_length=32, blank=True, default="")
@@ -298,7 +298,7 @@ class ProcessorEvent(models.Model):
 
 
 class DailyRollup(models.Model):
-    """One program's events of one UTC day, per partner and link, as tracking.insight.rollups counts them: reads that
+    """One program's events of one UTC day, per partner and link, as tracking.rollups counts them: reads that
     would otherwise group raw events (performance, readiness, partners) sum these rows plus the live delta of the
     events not folded in yet. partner_id and link_id are plain ids, 0 for none (a unique key over NULLs would not
     merge); a partner deleted later keeps its id here and the reads show it as "(no partner)", as the raw events do."""

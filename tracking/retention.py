@@ -1,5 +1,5 @@
 """Raw clicks over time: the click table grows with every visit, while the reports read rollups
-(tracking.insight.rollups). An operator drops raw clicks older than N days (`manage.py prune_clicks`, or daily with
+(tracking.rollups). An operator drops raw clicks older than N days (`manage.py prune_clicks`, or daily with
 RAW_CLICK_RETENTION_DAYS); the rollups keep their totals, and customers, leads, sales, commissions and refunds
 keep working, as none of them needs its clicks once recorded. Explain shows the clicks that remain."""
 
@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from .insight.rollups import rollups_update
 from .models import ClickEvent, RollupState
+from .rollups import rollups_update
 
 DELETE_BATCH = 10_000
 

@@ -2,9 +2,9 @@ from django.conf import settings
 
 from core.tasks import service_task
 
-from .insight.rollups import rollups_update
 from .reconciler import commissions_reconcile
 from .retention import raw_clicks_prune
+from .rollups import rollups_update
 from .stripe.events import processor_event_attempt
 
 

@@ -114,7 +114,7 @@ class CliStatusKeySerializer(serializers.Serializer[Any]):
 class CliStatusDataSerializer(serializers.Serializer[Any]):
     program = CliStatusProgramSerializer()
     key = CliStatusKeySerializer()
-    readiness = ReadinessVerdictSerializer(help_text="The readiness verdict (tracking.insight.readiness)")
+    readiness = ReadinessVerdictSerializer(help_text="The readiness verdict (insight.readiness)")
 
 
 class CliTestEventLimitSerializer(serializers.Serializer[Any]):

@@ -20,6 +20,8 @@ from core.api.query import ID_MAX, QueryIdAfterField, QueryIntegerField, present
 from core.errors import BadRequestError
 from core.middleware import request_id_of
 from core.urls import public_url
+from insight.explain import explanation_get
+from insight.readiness import readiness_compute
 from programs.api.base import ProgramKeyApi
 from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
 from programs.api.serializers import CliInitInputSerializer
@@ -27,8 +29,6 @@ from programs.calllog import api_calls_list
 from programs.models import Action
 from tracking.api.queries import ExplainQuerySerializer
 from tracking.api.schema import EXPLAIN_OK
-from tracking.insight.explain import explanation_get
-from tracking.insight.readiness import readiness_compute
 from webhooks import messages as webhook_messages
 from webhooks.listen import LISTEN_PAGE_MAX, webhook_event_cursor, webhook_events_after
 from webhooks.models import EventType

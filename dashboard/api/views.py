@@ -17,6 +17,8 @@ from core.api.query import present
 from core.clientip import client_ip
 from core.middleware import request_id_of
 from core.urls import public_url
+from insight.explain import explanation_get
+from insight.readiness import readiness_compute
 from programs.api.base import ProgramMemberApi
 from programs.api.calllog import ApiCallLogResultSerializer, LogsQuerySerializer
 from programs.api.schema import MEMBER_ERRORS, PROGRAM_ID
@@ -25,8 +27,6 @@ from programs.models import Action
 from programs.selectors import membership_get
 from tracking.api.queries import DAY_RANGE, DayRangeQuerySerializer, EventsQuerySerializer, ExplainQuerySerializer
 from tracking.api.schema import EXPLAIN_OK, TrackingPerformanceResultSerializer
-from tracking.insight.explain import explanation_get
-from tracking.insight.readiness import readiness_compute
 from tracking.selectors.events import tracking_events_list
 from tracking.selectors.performance import tracking_performance_get
 from tracking.selectors.status import tracking_status_get, tracking_test_events_get

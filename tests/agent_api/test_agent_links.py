@@ -142,7 +142,7 @@ class TestList:
             ReferralLinkFactory.create(program=program, partner=partner)
         agent = agent_for(workspace, programs=(program,) if limited else ())
         agent.get(LINKS)
-        # the key, whether it is limited, the page, then the clicks (tracking.insight.rollups.link_click_counts: the
+        # the key, whether it is limited, the page, then the clicks (tracking.rollups.link_click_counts: the
         # watermarks, the counters, the clicks not on them yet, the watermarks again)
         with django_assert_num_queries(3 + 4):
             assert len(agent.get(LINKS, {"limit": 3}).json()["data"]) == 3

@@ -1,4 +1,4 @@
-"""The dashboard's readiness page lists the mistakes readiness names (tracking.insight.diagnosis), each with its fix."""
+"""The dashboard's readiness page lists the mistakes readiness names (insight.diagnosis), each with its fix."""
 
 import httpx
 import pytest

@@ -6,10 +6,10 @@ from unittest import mock
 
 import pytest
 
+from insight.explain import EXPLAIN_SALE_NOT_FOUND
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bad_request, platform_error
-from tracking.insight.explain import EXPLAIN_SALE_NOT_FOUND
 
 from .conftest import bearer, error_of
 

@@ -6,10 +6,10 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
+from insight.readiness import readiness_compute
 from programs.services import program_key_mark_rotation
 from tests.factories import ReferralLinkFactory
 from tests.helpers import platform_error
-from tracking.insight.readiness import readiness_compute
 
 from .conftest import STATUS, bearer, error_of
 

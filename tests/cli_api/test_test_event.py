@@ -173,7 +173,7 @@ def test_a_missing_or_unknown_key_is_a_401_and_runs_nothing(api_client, headers,
 
 def test_the_verification_link_is_marked_synthetic_so_readiness_ignores_it():
     from cli_api.services import verification_fixture_ensure
-    from tracking.insight.readiness import readiness_compute
+    from insight.readiness import readiness_compute
 
     program = ProgramFactory()
     fixture = verification_fixture_ensure(program=program)

@@ -23,9 +23,9 @@ from core import messages
 from programs.models import PartnerProgram
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bearer, run_together
-from tracking.insight.rollups import rollups_update
 from tracking.models import SaleEvent
 from tracking.reconciler import RECONCILE_GRACE, commissions_reconcile
+from tracking.rollups import rollups_update
 
 pytestmark = pytest.mark.django_db
 

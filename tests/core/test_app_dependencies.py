@@ -21,6 +21,7 @@ APPS = (
     "payouts",
     "portal",
     "imports",
+    "insight",
 )
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
 

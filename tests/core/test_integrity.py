@@ -15,9 +15,9 @@ from django.utils import timezone
 from commissions.models import Commission, CommissionStatus, LedgerEntry
 from core.integrity import integrity_readiness, integrity_verify, integrity_verify_task
 from core.models import IntegrityRun
+from insight.readiness import readiness_compute
 from payouts.models import Payout, PayoutCommission
 from programs.models import Partner
-from tracking.insight.readiness import readiness_compute
 from tracking.models import SaleEvent
 from webhooks.models import EventType, WebhookEvent
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from commissions.models import Commission, LedgerEntry
 from programs.models import PartnerProgram
 from tests.helpers import bearer
-from tracking.insight.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
+from tracking.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
 from tracking.selectors.performance import tracking_performance_get
 
 CLICK_URL = "/api/v1/track/click"

@@ -10,8 +10,8 @@ from fraud.config import rule_update
 from fraud.rules import Rule, Traffic
 from tests.factories import CustomerFactory
 from tests.helpers import bad_request, bearer
-from tracking.insight.rollups import rollups_update
 from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent, TrackingLog
+from tracking.rollups import rollups_update
 
 from .flow import (
     CHROME_UA,

@@ -8,8 +8,8 @@ import pytest
 from fraud.config import rule_update
 from fraud.rules import Rule, Traffic
 from tests.factories import ReferralLinkFactory
-from tracking.insight.rollups import rollups_update
 from tracking.models import ClickEvent
+from tracking.rollups import rollups_update
 
 from .flow import (
     CHROME_UA,

@@ -239,7 +239,7 @@ def test_a_renewal_of_an_imported_customer_is_attributed_by_its_stripe_id(client
 
 
 def test_imported_sales_and_leads_count_in_the_partners_stats_after_a_rollup_run():
-    from tracking.insight.rollups import rollups_update, rollups_verify
+    from tracking.rollups import rollups_update, rollups_verify
 
     program = ProgramFactory()
     source = small_source(partners=2)

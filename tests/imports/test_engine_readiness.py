@@ -11,10 +11,10 @@ from imports.engine import import_source
 from imports.models import ImportRun
 from imports.platforms import PLATFORMS
 from imports.platforms.base import Platform
+from insight.readiness import readiness_compute
 from programs.models import Partner, PartnerAccount
 from tests.factories import ProgramFactory
 from tests.imports.engine_sources import small_source
-from tracking.insight.readiness import readiness_compute
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def fake_platform(monkeypatch):
 
 
 def import_of(program):
-    with mock.patch("tracking.insight.readiness.mistakes_find", return_value=[]):
+    with mock.patch("insight.readiness.mistakes_find", return_value=[]):
         verdict = readiness_compute(program=program)
     return next((check for check in verdict["checks"] if check["id"] == "import"), None), verdict
 

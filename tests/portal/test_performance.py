@@ -16,7 +16,7 @@ from portal import services
 from programs.models import PartnerProgram
 from tests.event_activity import ACTIVITY_DAY1, ACTIVITY_DAY2, ACTIVITY_NOW, click, lead, sale
 from tests.factories import MembershipFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
-from tracking.insight.rollups import rollups_update
+from tracking.rollups import rollups_update
 from tracking.selectors.performance import tracking_performance_get
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("frozen")]

@@ -6,8 +6,8 @@ from typing import Any
 from commissions.models import Commission, LedgerEntry
 from programs.models import PartnerProgram
 from tests.helpers import bearer
-from tracking.insight.rollups import rollups_update
 from tracking.models import SaleEvent
+from tracking.rollups import rollups_update
 
 URL = "/api/v1/track/sale"
 REFUND_URL = "/api/v1/track/refund"

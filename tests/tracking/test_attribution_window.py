@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from insight.explain import customer_explain, sale_explain
 from tests.tracking.sales import post_sale, sale_body
 from tracking.attribution import attribution_window
-from tracking.insight.explain import customer_explain, sale_explain
 from tracking.models import Customer, SaleEvent
 
 pytestmark = pytest.mark.django_db

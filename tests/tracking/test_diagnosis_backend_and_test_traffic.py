@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from insight.diagnosis import keys_and_stripe
 from programs.models import ApiCall, ProgramKey
 from programs.services import program_key_mark_rotation, program_key_regenerate
 from tests.factories import ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
-from tracking.insight.diagnosis import keys_and_stripe
 
 pytestmark = pytest.mark.django_db
 

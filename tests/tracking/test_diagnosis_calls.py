@@ -1,4 +1,4 @@
-"""Readiness names the mistakes read from the request log (tracking.insight.diagnosis.calls): each is made over HTTP as
+"""Readiness names the mistakes read from the request log (insight.diagnosis.calls): each is made over HTTP as
 an integrator would, then GET /api/v1/programs/me/readiness with the program key names it with its fix."""
 
 from datetime import timedelta
@@ -9,14 +9,14 @@ import pytest
 from django.utils import timezone
 from typer.testing import CliRunner
 
+from insight.diagnosis import Mistake, calls
+from insight.readiness import FAIL, PASS, Check, Verdict, readiness_verdict
 from programs.models import ApiCall
 from svc_cli.client import Api
 from svc_cli.main import app
 from tests.factories import CustomerFactory, ProgramFactory
 from tests.helpers import bearer
 from tests.tracking.sales import post_sale, sale_body
-from tracking.insight.diagnosis import Mistake, calls
-from tracking.insight.readiness import FAIL, PASS, Check, Verdict, readiness_verdict
 
 pytestmark = pytest.mark.django_db
 

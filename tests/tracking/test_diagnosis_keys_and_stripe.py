@@ -1,5 +1,5 @@
 """Readiness names the mistakes about keys, the tracker, sales without leads and Stripe: each is made over HTTP
-as an integrator would make it, then tracking.insight.diagnosis finds it with its fix."""
+as an integrator would make it, then insight.diagnosis finds it with its fix."""
 
 from datetime import timedelta
 
@@ -7,14 +7,14 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-import tracking.insight.diagnosis.keys_and_stripe as keys_and_stripe
+import insight.diagnosis.keys_and_stripe as keys_and_stripe
 from core import messages
+from insight.diagnosis import Mistake, mistakes_find
 from programs.models import ApiCall, Program, ProgramKey, RetiredProgramKey
 from programs.services import program_key_regenerate
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
 from tests.stripe_payloads import ACCOUNT, checkout_session, event, invoice, post_event
-from tracking.insight.diagnosis import Mistake, mistakes_find
 from tracking.models import ProcessorEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ READINESS_URL = "/api/v1/programs/me/readiness"
 
 def mistake(program, code: str) -> Mistake | None:
     """The mistake as GET /api/v1/programs/me/readiness names it (asked with the program's test key, so the
-    question itself is no live-key call), checked against tracking.insight.diagnosis directly."""
+    question itself is no live-key call), checked against insight.diagnosis directly."""
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {program.raw_test_api_key}")
     response = client.get(READINESS_URL)

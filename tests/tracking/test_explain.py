@@ -1,4 +1,4 @@
-"""tracking.insight.explain: why a sale or a customer was credited as it was. Sales are made the way integrators make
+"""insight.explain: why a sale or a customer was credited as it was. Sales are made the way integrators make
 them (POST /api/v1/track/sale and /refund, signed Stripe webhooks), so attributed_by is what the sale path
 recorded."""
 
@@ -11,11 +11,11 @@ from django.utils import timezone
 
 from commissions.models import ProductCommissionRate
 from core.errors import NotFoundError
+from insight.explain import NOT_RECORDED, customer_explain, sale_explain
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bearer
 from tests.stripe_payloads import ACCOUNT, checkout_session, event, post_event
 from tests.tracking.sales import REFUND_URL, post_sale, sale_body
-from tracking.insight.explain import NOT_RECORDED, customer_explain, sale_explain
 from tracking.models import Customer, LeadEvent, ProcessorEvent, SaleEvent
 
 pytestmark = pytest.mark.django_db

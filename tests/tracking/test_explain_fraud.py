@@ -1,4 +1,4 @@
-"""tracking.insight.explain names the fraud rule that decided something: a click recorded as a duplicate, a bot or a
+"""insight.explain names the fraud rule that decided something: a click recorded as a duplicate, a bot or a
 prefetch (the last two never attributed, explained as the click alone), a click flagged paid_ads, and a held
 commission with its reason, what the owner can do and its review history. Clicks and sales are made over HTTP."""
 
@@ -9,11 +9,11 @@ from commissions.services import commission_hold, commission_release, commission
 from core.errors import NotFoundError
 from fraud.config import rule_update
 from fraud.rules import SPECS
+from insight.explain import NEVER_ATTRIBUTED, customer_explain, sale_explain
 from programs.models import Role
 from tests.factories import CustomerFactory, MembershipFactory
 from tests.helpers import bearer
 from tests.tracking.sales import REFUND_URL, post_sale, sale_body
-from tracking.insight.explain import NEVER_ATTRIBUTED, customer_explain, sale_explain
 from tracking.models import ClickEvent, Customer
 
 pytestmark = pytest.mark.django_db

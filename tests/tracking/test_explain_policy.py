@@ -7,8 +7,8 @@ import pytest
 
 from commissions.models import Commission, ProductCommissionRate
 from commissions.services import commission_policy
+from insight.explain import sale_explain
 from tests.tracking.sales import post_sale, sale_body
-from tracking.insight.explain import sale_explain
 
 pytestmark = pytest.mark.django_db
 

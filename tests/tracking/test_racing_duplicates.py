@@ -12,8 +12,8 @@ from fraud.config import rule_update
 from fraud.rules import Rule, visitor_hash
 from tests.factories import ReferralLinkFactory
 from tests.helpers import run_together
-from tracking.insight.rollups import link_click_counts, rollups_update
 from tracking.models import ClickEvent
+from tracking.rollups import link_click_counts, rollups_update
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -9,11 +9,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.times import utc_text
+from insight.readiness import readiness_compute
 from programs.models import PartnerProgram, ProgramKey, ReferralLink
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bearer
-from tracking.insight.readiness import readiness_compute
 from tracking.models import ClickEvent, LeadEvent, ProcessorEvent
 from tracking.services.first_party import first_party_seen_forget
 
@@ -338,7 +338,7 @@ def test_without_a_counted_click_it_reads_the_latest_uncounted_one_more():
     ClickEvent.objects.create(program=uncounted, click_id="prefetch-1", traffic="prefetch", user_agent="Chrome")
 
     def queries(of) -> int:
-        with mock.patch("tracking.insight.readiness.mistakes_find", return_value=[]):
+        with mock.patch("insight.readiness.mistakes_find", return_value=[]):
             with CaptureQueriesContext(connection) as captured:
                 readiness_compute(program=of)
         return len(captured)
@@ -356,7 +356,7 @@ def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
     # 12 the last import (with its partners not invited yet and any interrupted run): the same twelve however many
     # events. (A program without a counted click reads its latest uncounted one too: the test below.)
     # The mistakes' detectors count their own queries (tests/tracking/test_diagnosis_*.py).
-    with mock.patch("tracking.insight.readiness.mistakes_find", return_value=[]):
+    with mock.patch("insight.readiness.mistakes_find", return_value=[]):
         with django_assert_num_queries(12):
             readiness_compute(program=program)
         key = ProgramKey.objects.get(program=program, mode="live")
@@ -465,7 +465,7 @@ def test_the_user_agents_of_bot_clicks_cost_one_query_more_only_when_there_are_s
     ClickEvent.objects.create(program=crawled, traffic="bot", user_agent=GOOGLEBOT_UA)
 
     def queries(of) -> int:
-        with mock.patch("tracking.insight.readiness.mistakes_find", return_value=[]):
+        with mock.patch("insight.readiness.mistakes_find", return_value=[]):
             with CaptureQueriesContext(connection) as captured:
                 readiness_compute(program=of)
         return len(captured)

@@ -21,7 +21,7 @@ from tests.tracking.test_readiness import ready_program
 pytestmark = pytest.mark.django_db
 
 READINESS = "/api/v1/programs/me/readiness"
-DIAGNOSIS = Path(__file__).resolve().parents[2] / "tracking" / "insight" / "diagnosis"
+DIAGNOSIS = Path(__file__).resolve().parents[2] / "insight" / "diagnosis"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "readiness.md"
 GOOGLEBOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 

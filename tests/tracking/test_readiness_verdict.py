@@ -3,7 +3,7 @@ needs one (failures before warnings)."""
 
 from django.utils import timezone
 
-from tracking.insight.readiness import FAIL, PASS, WARN, Check, key_check, readiness_verdict
+from insight.readiness import FAIL, PASS, WARN, Check, key_check, readiness_verdict
 
 
 def check(status: str, next_step: str = "") -> Check:

@@ -1,4 +1,4 @@
-"""The daily rollups (tracking.insight.rollups): a run folds events in, the reads add what is not folded in yet, and
+"""The daily rollups (tracking.rollups): a run folds events in, the reads add what is not folded in yet, and
 either way every read equals a recount of the raw events."""
 
 import threading
@@ -15,15 +15,15 @@ from django.test import Client
 from commissions.models import Commission
 from commissions.selectors import commission_payable_by_partner
 from commissions.services import commission_void
+from insight.explain import sale_explain
+from insight.readiness import readiness_compute
 from programs.models import PartnerProgram, ReferralLink, Role
 from tests.event_activity import ACTIVITY_NOW, click, lead, sale
 from tests.factories import MembershipFactory, UserFactory
-from tracking.insight import rollups
-from tracking.insight.explain import sale_explain
-from tracking.insight.readiness import readiness_compute
-from tracking.insight.rollups import link_click_counts, rollup_read, rollups_update, rollups_verify
+from tracking import rollups
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
 from tracking.retention import raw_clicks_prune
+from tracking.rollups import link_click_counts, rollup_read, rollups_update, rollups_verify
 from tracking.selectors.performance import tracking_performance_get
 from tracking.services.refund import refund_record
 

@@ -17,8 +17,8 @@ from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
 from tests.helpers import REQUEST_LOG_ROW, assert_rate_limited, bad_request, bearer, platform_error
 from tracking.enrichment import Geo
-from tracking.insight.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
 from tracking.models import ClickEvent, Customer, TrackingLog
+from tracking.rollups import clicks_not_on_counters, link_click_counts, rollup_read, with_clicks_not_counted
 
 pytestmark = pytest.mark.django_db
 
@@ -656,7 +656,7 @@ class TestHotPath:
         #    alone, without BEGIN/COMMIT: see the test below); SQLite has no INSERT in WITH: SELECT the
         #    duplicate probe, INSERT customer, INSERT click event, in a transaction
         # 5. RELEASE SAVEPOINT
-        # No counter UPDATE: the rollup task adds clicks to the link and partner counters (tracking.insight.rollups).
+        # No counter UPDATE: the rollup task adds clicks to the link and partner counters (tracking.rollups).
         # No key lookup (no Authorization header), no customer lookup (no existing_click_id) and no
         # program lookup (no program_id).
         inserts = 1 if insert_pair_supported() else 3

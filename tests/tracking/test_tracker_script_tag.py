@@ -3,8 +3,8 @@
 import pytest
 
 from dashboard.views import integration_snippets
+from insight.readiness import readiness_compute
 from tests.factories import ProgramFactory
-from tracking.insight.readiness import readiness_compute
 from tracking.services.tracker import tracker_script_tag
 
 

@@ -10,8 +10,8 @@ from commissions.models import Commission, LedgerEntry
 from core.errors import BadRequestError
 from programs.models import PartnerProgram, ProgramKey
 from tests.factories import ProgramFactory, ReferralLinkFactory
-from tracking.insight.rollups import rollups_update
 from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent, TrackingLog
+from tracking.rollups import rollups_update
 from tracking.services.verification import (
     VERIFICATION_AMOUNT_CENTS,
     site_url,

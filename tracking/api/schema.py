@@ -104,7 +104,7 @@ class ReadinessClicksSetAsideSerializer(serializers.Serializer[Any]):
     )
 
 
-# The readiness verdict (tracking.insight.readiness.readiness_compute), as every surface answers it.
+# The readiness verdict (insight.readiness.readiness_compute), as every surface answers it.
 class ReadinessVerdictSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField()
     ready = serializers.BooleanField(help_text="No check fails")
@@ -154,7 +154,7 @@ class ClickSourcesSerializer(serializers.Serializer[Any]):
 ClickSourcesResultSerializer = output_serializer("ClickSourcesResultSerializer", {"data": ClickSourcesSerializer()})
 
 
-# --- The explanations (tracking.insight.explain) -------------------------------------------------------------
+# --- The explanations (insight.explain) -------------------------------------------------------------
 # Its items (a sale, a partner, a link, a click, a sale refused after the window) are rendered by these output
 # serializers from the rows themselves. Times stay datetimes (format=None): the explain page formats them and the
 # JSON renderer writes them as every explain body always has.
@@ -225,7 +225,7 @@ class ExplainRefusedSaleSerializer(serializers.Serializer[Any]):
 
 
 # A click (tracking.models.ClickEvent) of a customer or of a click id: the click rules' steps need the program's
-# rules (context "click_rules": tracking.insight.explain's _ClickRules).
+# rules (context "click_rules": insight.explain's _ClickRules).
 class ExplainClickEventSerializer(serializers.Serializer[Any]):
     clicked_at = _datetime(source="click_timestamp")
     link = ExplainLinkSerializer(allow_null=True)
@@ -323,7 +323,7 @@ class ExplainProcessorEventSerializer(serializers.Serializer[Any]):
 
 
 # A ledger entry of a commission (commissions.models.LedgerEntry) with the running total up to it: rendered from
-# tracking.insight.explain's LedgerLine.
+# insight.explain's LedgerLine.
 class ExplainLedgerEntrySerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="entry.pk")
     kind = serializers.CharField(source="entry.kind")

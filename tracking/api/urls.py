@@ -1,7 +1,7 @@
 from django.urls import path
 
 from .lean import track_click, track_sale
-from .reports import ProgramClickSourcesGetApi, ProgramReadinessGetApi
+from .reports import ProgramClickSourcesGetApi
 from .tracker import TrackerConfigGetApi, VisitTrackApi, tracker_script_get
 from .views import LeadTrackApi, RefundTrackApi
 
@@ -13,6 +13,5 @@ urlpatterns = [
     path("api/v1/track/visit", VisitTrackApi.as_view(), name="track-visit"),
     path("api/v1/track/config", TrackerConfigGetApi.as_view(), name="track-config"),
     path("js/svc-tracker.js", tracker_script_get, name="tracker-script"),
-    path("api/v1/programs/me/readiness", ProgramReadinessGetApi.as_view(), name="program-readiness"),
     path("api/v1/programs/me/analytics/sources", ProgramClickSourcesGetApi.as_view(), name="program-click-sources"),
 ]

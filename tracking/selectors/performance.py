@@ -1,13 +1,13 @@
 """The performance report: live clicks, settled leads, attributed sales, revenue and commission per UTC day and
-per partner, read from the daily rollups plus the live delta (tracking.insight.rollups)."""
+per partner, read from the daily rollups plus the live delta (tracking.rollups)."""
 
 from collections.abc import Iterable
 from datetime import date, timedelta
 from typing import Any
 
 from programs.models import Partner, Program
-from tracking.insight.rollups import CLICK, KINDS, Watermarks, rollup_read, rollup_sums, rows_with_delta
 from tracking.models import DailyRollup
+from tracking.rollups import CLICK, KINDS, Watermarks, rollup_read, rollup_sums, rows_with_delta
 
 NO_PARTNER_NAME = "(no partner)"
 
@@ -31,7 +31,7 @@ def tracking_performance_get(*, program: Program, date_from: date, date_to: date
     inclusive range. Revenue is the sales' amount_cents; commission is what their commissions still pay
     (commissions.selectors.payable_cents, the definition every page uses).
     Amounts are summed as stored, whatever their currency.
-    Read from the daily rollups plus the live delta of the events not folded in yet (tracking.insight.rollups): the
+    Read from the daily rollups plus the live delta of the events not folded in yet (tracking.rollups): the
     cost follows the days and partners in range, not the number of events."""
 
     def read(marks: Watermarks) -> list[dict[str, Any]]:

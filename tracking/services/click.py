@@ -342,7 +342,7 @@ def _click_record(
         event.customer, event.click_id = customer, customer.click_id
         event.save()
         # No counter is updated here: the rollup task adds the clicks to the link and partner counters
-        # (tracking.insight.rollups), so the clicks of a popular link never queue on its row lock.
+        # (tracking.rollups), so the clicks of a popular link never queue on its row lock.
     return _recorded(event, link=link, customer=customer)
 
 

@@ -329,7 +329,7 @@ def sale_record_for_customer(
             is_test=False,
             request_id=request_id,
             transaction_id=fields.processor_event_id,
-            # What tracking.insight.explain tells of a sale refused here (nothing else of it is stored).
+            # What insight.explain tells of a sale refused here (nothing else of it is stored).
             click_id=customer.click_id,
             click_age_days=window.shown_age_days,
             window_days=window.window_days,

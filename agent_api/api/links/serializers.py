@@ -10,7 +10,7 @@ from rest_framework import serializers
 from core.api.fields import IsoDateTimeField, StrictCharField, spec_messages
 from programs.models import ReferralLink
 from programs.services import SHORT_LINK_PATTERN
-from tracking.insight.rollups import ClickCount
+from tracking.rollups import ClickCount
 
 from ... import messages
 from ..base import id_filter
@@ -66,7 +66,7 @@ class LinkCreateSerializer(serializers.Serializer[Any]):
 
 
 # A link; its clicks and latest click are the counters plus the clicks the rollup task has not added to them yet:
-# context["counts"] holds them by link id (tracking.insight.rollups.link_click_counts, read by the view), and a link
+# context["counts"] holds them by link id (tracking.rollups.link_click_counts, read by the view), and a link
 # without an entry shows its counters.
 class AgentLinkSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(source="pk")

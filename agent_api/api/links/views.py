@@ -20,7 +20,7 @@ from programs.services import (
     referral_link_create,
     referral_link_deactivate,
 )
-from tracking.insight.rollups import link_click_counts
+from tracking.rollups import link_click_counts
 
 from ... import messages
 from ...selectors import agent_link_get, agent_links_list, agent_partner_get, agent_program_get

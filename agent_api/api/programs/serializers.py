@@ -20,7 +20,7 @@ from ..serializers import page_serializer, result_serializer
 
 @dataclass(frozen=True)
 class ProgramDetail:
-    """A program with its live key and its readiness verdict (tracking.insight.readiness.readiness_compute)."""
+    """A program with its live key and its readiness verdict (insight.readiness.readiness_compute)."""
 
     shown: ProgramWithLiveKey
     readiness: dict[str, Any]

@@ -10,10 +10,10 @@ from rest_framework.response import Response
 
 from core.api.query import present
 from core.urls import public_url
+from insight.readiness import readiness_compute
 from programs.selectors import program_live_key_get
 from tracking.api.queries import DAY_RANGE, DayRangeQuerySerializer
 from tracking.api.schema import TrackingPerformanceResultSerializer
-from tracking.insight.readiness import readiness_compute
 from tracking.selectors.performance import tracking_performance_get
 
 from ...selectors import ProgramWithLiveKey, agent_program_get, agent_programs_with_live_key, programs_with_live_key

@@ -4,10 +4,10 @@ signed-in member (tracking:list). The explanation itself is tested in tests/trac
 import pytest
 
 from core import messages
+from insight.explain import EXPLAIN_CUSTOMER_NOT_FOUND, EXPLAIN_SALE_NOT_FOUND
 from programs.models import Role
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory, UserFactory
 from tests.helpers import bad_request, platform_error
-from tracking.insight.explain import EXPLAIN_CUSTOMER_NOT_FOUND, EXPLAIN_SALE_NOT_FOUND
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,11 @@ import pytest
 from django.utils import timezone
 
 from core import messages
+from insight.readiness import readiness_compute
 from programs.models import ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import ProgramFactory, ReferralLinkFactory
 from tests.helpers import bearer
-from tracking.insight.readiness import readiness_compute
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ class TestProgramKeyRoute:
         assert response.has_header("Deprecation") and response.has_header("Sunset")
 
     def test_a_failure_is_a_typed_500_with_retry_after(self, api_client, program):
-        with mock.patch("tracking.api.reports.readiness_compute", side_effect=RuntimeError("password=hunter2")):
+        with mock.patch("insight.api.readiness_compute", side_effect=RuntimeError("password=hunter2")):
             response = api_client.get(URL, **bearer(program.raw_api_key))
         assert response.status_code == 500
         assert response.json() == {

@@ -12,8 +12,8 @@ from commissions.models import Commission
 from programs.models import PartnerProgram, ProgramKey
 from tests.factories import CustomerFactory, ReferralLinkFactory, SaleFactory
 from tests.helpers import bad_request
-from tracking.insight.rollups import rollups_update
 from tracking.models import ClickEvent, Customer, LeadEvent, SaleEvent
+from tracking.rollups import rollups_update
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ a customer's clicks, leads and sales; linked from each commission."""
 import pytest
 
 from commissions.services import commission_hold
+from insight.explain import EXPLAIN_SALE_NOT_FOUND
 from tests.factories import CommissionFactory, CustomerFactory, ReferralLinkFactory, SaleFactory
-from tracking.insight.explain import EXPLAIN_SALE_NOT_FOUND
 from tracking.models import ClickEvent
 
 pytestmark = pytest.mark.django_db

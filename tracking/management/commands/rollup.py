@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tracking.insight.rollups import rollups_catch_up, rollups_verify
+from tracking.rollups import rollups_catch_up, rollups_verify
 
 
 class Command(BaseCommand):

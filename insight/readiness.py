@@ -12,12 +12,15 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core import messages
+from core.integrity import integrity_readiness
 from core.times import utc_text
 from fraud.rules import Traffic
+from imports.readiness import import_check
+from insight.diagnosis import DIAGNOSIS_WINDOW, Mistake, mistakes_find
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
-from tracking.insight.diagnosis import DIAGNOSIS_WINDOW, Mistake, mistakes_find
-from tracking.insight.rollups import (
+from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
+from tracking.rollups import (
     ALL_COLUMNS,
     CLICK,
     KIND_MODELS,
@@ -30,7 +33,6 @@ from tracking.insight.rollups import (
     rollup_sums,
     rows_with_delta,
 )
-from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
 from tracking.selectors.clicks import MARKED_CLICKS, NEWEST_FIRST
 from tracking.services.tracker import tracker_script_tag
 
@@ -180,7 +182,7 @@ def _event_totals(program: Program) -> dict[bool, dict[str, int]]:
 
 
 def readiness_counts(*, program: Program, now: datetime | None = None) -> ReadinessCounts:
-    """Counts from the daily rollups plus their live delta (tracking.insight.rollups), last times from the indexes: the
+    """Counts from the daily rollups plus their live delta (tracking.rollups), last times from the indexes: the
     cost does not grow with the number of events. The user agents of recent bot clicks are read (one query more)
     only when there are some."""
     now = now or timezone.now()
@@ -501,9 +503,10 @@ def live_events_check(counts: ReadinessCounts) -> Check:
     )
 
 
-# Checks other apps add (the imports app: the last import from another platform), each a function of the program
-# answering a Check's fields or None when it has nothing to say; registered in their AppConfig.ready().
-program_check_providers: list[Callable[[Program], dict[str, str] | None]] = []
+# The checks other apps answer, in this order: the latest integrity run (core.integrity) and the last import from
+# another platform (imports.readiness). Each is a function of the program answering a Check's fields, or None when
+# it has nothing to say.
+program_check_providers: tuple[Callable[[Program], dict[str, str] | None], ...] = (integrity_readiness, import_check)
 
 
 def provided_checks(program: Program) -> list[Check]:
@@ -535,7 +538,7 @@ def readiness_verdict(checks: list[Check], mistakes: list[Mistake] | None = None
 
 
 def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_url: str = "") -> dict[str, Any]:
-    """Counts, checks and the mistakes seen in recent calls (tracking.insight.diagnosis) for one program. `key`, when
+    """Counts, checks and the mistakes seen in recent calls (insight.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is. The
     seven checks come first, always in the same order; then, when there is something to say, the cookie's mode, the bot
     clicks, the clicks set aside, the integration mistakes and the last import (docs/readiness.md)."""

@@ -6,8 +6,8 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
+from insight.readiness import BOT_DAYS, SET_ASIDE_WHY, clicks_set_aside_read
 from programs.models import Program
-from tracking.insight.readiness import BOT_DAYS, SET_ASIDE_WHY, clicks_set_aside_read
 
 register = template.Library()
 

@@ -1,1 +1,0 @@
-"""Reads that explain: attribution explained, readiness, the integration diagnosis and the report rollups."""
