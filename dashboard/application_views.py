@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 from core.ids import MAX_BIGINT
 from portal.services import ApplicationDecided, application_approve, application_reject
 from programs.models import Action, PartnerApplication
+from programs.services import program_applications_set
 
 from .views import ProgramAccess
 from .webhook_views import program_action
@@ -82,10 +83,11 @@ def application_reject_view(request: HttpRequest, access: ProgramAccess, applica
 def application_settings(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     form = ApplicationSettingsForm(request.POST)
     form.is_valid()  # two checkboxes: always valid, unchecked when absent
-    program = access.program
-    program.applications_open = form.cleaned_data["applications_open"]
-    program.applications_auto_approve = form.cleaned_data["applications_auto_approve"]
-    program.save(update_fields=["applications_open", "applications_auto_approve"])
+    program = program_applications_set(
+        program_id=access.program.pk,
+        applications_open=form.cleaned_data["applications_open"],
+        applications_auto_approve=form.cleaned_data["applications_auto_approve"],
+    )
     if not program.applications_open:
         flash.success(request, SETTINGS_CLOSED)
     else:

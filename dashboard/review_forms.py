@@ -2,11 +2,11 @@
 decided by fraud.config.rule_update, whose message the page shows next to the rule."""
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
-from fraud.config import RuleConfig
+from fraud.config import RuleChanges, RuleConfig
 from fraud.rules import SPECS, THRESHOLD_RANGE, WINDOW_RANGE
 from fraud.rules import Action as RuleAction
 
@@ -67,7 +67,7 @@ class RuleForm(FieldErrorsForm):
         if self.spec.window_minutes is None:
             del self.fields["window_minutes"]
 
-    def changes(self) -> dict[str, object]:
+    def changes(self) -> RuleChanges:
         """The cleaned settings that differ from the rule's current ones (call after is_valid)."""
         current = {
             "enabled": self.config.enabled,
@@ -75,4 +75,5 @@ class RuleForm(FieldErrorsForm):
             "threshold": self.config.threshold,
             "window_minutes": self.config.window_minutes,
         }
-        return {name: value for name, value in self.cleaned_data.items() if current[name] != value}
+        # The form's fields are RuleChanges' keys, cleaned to their types.
+        return cast(RuleChanges, {name: value for name, value in self.cleaned_data.items() if current[name] != value})

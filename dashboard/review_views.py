@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages as flash
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 
@@ -23,7 +22,7 @@ from core.errors import BadRequestError
 from core.ids import id_parse
 from core.money import money
 from core.pagination import CappedPaginator
-from fraud.config import program_rules_read, rule_reset, rule_update
+from fraud.config import RulesRefused, program_rules_read, rule_reset, rules_update
 from fraud.rules import SPECS, Rule
 from programs.models import Action
 from tracking.selectors.clicks import MARKED_KINDS, VISITOR_SHOWN, flagged_clicks_list
@@ -227,10 +226,6 @@ def _rules_page(request: HttpRequest, access: ProgramAccess, forms: list[RuleFor
     )
 
 
-class _Rollback(Exception):
-    """Leaves the rules' transaction: one rule refused, so none is saved."""
-
-
 @program_action(Action.TRACKING_LIST, ("GET", "HEAD", "POST"))
 def review_rules(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     """The program's fraud rules: any member reads them; a POST (program:manage) saves the rules that changed,
@@ -243,24 +238,18 @@ def review_rules(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     if not all([form.is_valid() for form in forms]):
         flash.error(request, messages.RULES_NOT_SAVED)
         return _rules_page(request, access, forms, status=400)
-    saved: list[str] = []
+    changes = {form.rule: form.changes() for form in forms}
     try:
-        with transaction.atomic():
-            for form in forms:
-                changes = form.changes()
-                if not changes:
-                    continue
-                try:
-                    rule_update(program_id=access.program.pk, rule=form.rule, **changes)  # type: ignore[arg-type]
-                except BadRequestError as refused:
-                    form.add_error(None, refused.message)
-                else:
-                    saved.append(Rule(form.rule).label)
-            if any(form.errors for form in forms):
-                raise _Rollback
-    except _Rollback:
+        changed = rules_update(
+            program_id=access.program.pk, changes={rule: change for rule, change in changes.items() if change}
+        )
+    except RulesRefused as refused:
+        for form in forms:
+            if form.rule in refused.refusals:
+                form.add_error(None, refused.refusals[form.rule])
         flash.error(request, messages.RULES_NOT_SAVED)
         return _rules_page(request, access, forms, status=400)
+    saved = [Rule(rule).label for rule in changed]
     flash.success(request, messages.RULES_SAVED.format(rules=", ".join(saved)) if saved else messages.RULES_UNCHANGED)
     return redirect("dashboard-review-rules", program_id=access.program.pk)
 

@@ -4,7 +4,9 @@ The click and sale paths read them for every event, so each process keeps them F
 (default 5). Saving a setting clears this process's copy at once; other processes see it within the TTL."""
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -78,17 +80,22 @@ def program_rules_read(program_id: int) -> ProgramRules:
     """The program's rules as stored now (one query)."""
     rules = default_rules()
     for setting in RuleSetting.objects.filter(program_id=program_id):
-        if setting.rule not in rules:
-            continue
-        rules[setting.rule] = RuleConfig(
-            rule=setting.rule,
-            enabled=setting.enabled,
-            action=setting.action,
-            threshold=setting.threshold if SPECS[setting.rule].threshold is not None else None,
-            window_minutes=setting.window_minutes if SPECS[setting.rule].window_minutes is not None else None,
-            customised=True,
-        )
+        if setting.rule in rules:
+            rules[setting.rule] = _config_of(setting)
     return ProgramRules(program_id=program_id, rules=rules)
+
+
+def _config_of(setting: RuleSetting) -> RuleConfig:
+    """A saved setting as the rule runs it: a threshold or window the rule does not have is none."""
+    spec = SPECS[setting.rule]
+    return RuleConfig(
+        rule=setting.rule,
+        enabled=setting.enabled,
+        action=setting.action,
+        threshold=setting.threshold if spec.threshold is not None else None,
+        window_minutes=setting.window_minutes if spec.window_minutes is not None else None,
+        customised=True,
+    )
 
 
 def program_rules_clear(**_signal_kwargs: object) -> None:
@@ -129,9 +136,9 @@ def rule_update(
         if not WINDOW_RANGE[0] <= window_minutes <= WINDOW_RANGE[1]:
             low, high = WINDOW_RANGE
             raise BadRequestError(messages.FRAUD_RULE_WINDOW_RANGE.format(low=low, high=high))
-    with transaction.atomic():
-        current = program_rules_read(program_id).get(rule)
-        updated = replace(
+
+    def changed(current: RuleConfig) -> RuleConfig:
+        return replace(
             current,
             enabled=current.enabled if enabled is None else enabled,
             action=current.action if action is None else action,
@@ -139,18 +146,67 @@ def rule_update(
             window_minutes=current.window_minutes if window_minutes is None else window_minutes,
             customised=True,
         )
-        RuleSetting.objects.update_or_create(
-            program_id=program_id,
-            rule=rule,
-            defaults={
-                "enabled": updated.enabled,
-                "action": updated.action,
-                "threshold": updated.threshold,
-                "window_minutes": updated.window_minutes,
-                "updated_at": timezone.now(),
-            },
+
+    # The setting is locked before it is read: two saves of one rule at once (one turning it off, one changing its
+    # threshold) would otherwise each write the other's setting back as it read it, and one change would be lost.
+    # A rule on its defaults has no row yet: the first save inserts it, and a second one waits on the unique index
+    # until then, and then locks and reads that row.
+    with transaction.atomic():
+        fresh = changed(default_rules()[rule])
+        setting, created = RuleSetting.objects.select_for_update().get_or_create(
+            program_id=program_id, rule=rule, defaults=_columns(fresh)
         )
+        if created:
+            return fresh
+        updated = changed(_config_of(setting))
+        columns = _columns(updated)
+        for name, value in columns.items():
+            setattr(setting, name, value)
+        setting.save(update_fields=list(columns))
     return updated
+
+
+def _columns(config: RuleConfig) -> dict[str, object]:
+    return {
+        "enabled": config.enabled,
+        "action": config.action,
+        "threshold": config.threshold,
+        "window_minutes": config.window_minutes,
+        "updated_at": timezone.now(),
+    }
+
+
+class RuleChanges(TypedDict, total=False):
+    """Some of one rule's settings, as rule_update takes them; a setting left out stays as it is."""
+
+    enabled: bool
+    action: str
+    threshold: int
+    window_minutes: int
+
+
+class RulesRefused(Exception):
+    """rules_update refused some of the rules and saved none; `refusals` gives each refused rule's message."""
+
+    def __init__(self, refusals: dict[str, str]) -> None:
+        super().__init__(refusals)
+        self.refusals = refusals
+
+
+def rules_update(*, program_id: int, changes: Mapping[str, RuleChanges]) -> list[str]:
+    """Changes several rules of a program, all or none, in one transaction: rule_update for each, in the order
+    given. Returns the rules changed. Raises RulesRefused with the message of every rule refused (each is tried,
+    so a page can show them all at once); nothing is saved then."""
+    refusals: dict[str, str] = {}
+    with transaction.atomic():
+        for rule, change in changes.items():
+            try:
+                rule_update(program_id=program_id, rule=rule, **change)
+            except BadRequestError as refused:
+                refusals[rule] = refused.message
+        if refusals:
+            raise RulesRefused(refusals)  # out of the transaction: the rules changed before roll back
+    return list(changes)
 
 
 def rule_reset(*, program_id: int, rule: str) -> RuleConfig:
@@ -162,4 +218,14 @@ def rule_reset(*, program_id: int, rule: str) -> RuleConfig:
     return default_rules()[rule]
 
 
-__all__ = ["ProgramRules", "Rule", "RuleConfig", "program_rules", "rule_reset", "rule_update"]
+__all__ = [
+    "ProgramRules",
+    "Rule",
+    "RuleChanges",
+    "RuleConfig",
+    "RulesRefused",
+    "program_rules",
+    "rule_reset",
+    "rule_update",
+    "rules_update",
+]

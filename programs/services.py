@@ -224,6 +224,19 @@ def program_settings_update(*, program_id: int, changes: SettingsChanges) -> Pro
     return program
 
 
+def program_applications_set(*, program_id: int, applications_open: bool, applications_auto_approve: bool) -> Program:
+    """Opens or closes the program's public application page (portal.applications) and says whether what
+    arrives is approved at once. The row is locked while it is saved, as program_settings_update locks it, so the
+    two writers of a program's settings take turns; the program returned is the row as saved."""
+    with transaction.atomic():
+        program = Program.objects.select_for_update().get(pk=program_id)
+        program.applications_open = applications_open
+        program.applications_auto_approve = applications_auto_approve
+        # save() (not update()), as every program write, so post_save's receivers (the link cache) hear of it.
+        program.save(update_fields=["applications_open", "applications_auto_approve"])
+    return program
+
+
 # --- Partners and referral links ---------------------------------------------------------------------------
 
 
