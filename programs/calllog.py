@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from core.api.query import iso
 from core.redaction import email_mask, redact
-from core.sql import insert_pair_supported, rows_copy
+from core.sql import rows_copy
 
 from .models import ApiCall, ProgramKey
 
@@ -128,13 +128,10 @@ _Row = tuple[Any, ...]
 
 
 def _rows_write(rows: list[_Row]) -> None:
-    """One COPY on PostgreSQL (the rows as they are, the excerpt as JSON text); bulk_create elsewhere."""
-    if insert_pair_supported():
-        rows_copy(
-            ApiCall, ROW_COLUMNS, [(*row[:_EXCERPT], json.dumps(row[_EXCERPT]), *row[_EXCERPT + 1 :]) for row in rows]
-        )
-    else:
-        ApiCall.objects.bulk_create([ApiCall(**dict(zip(ROW_COLUMNS, row, strict=True))) for row in rows])
+    """The rows as they are, the excerpt as JSON text (core.sql.rows_copy: one COPY on PostgreSQL)."""
+    rows_copy(
+        ApiCall, ROW_COLUMNS, [(*row[:_EXCERPT], json.dumps(row[_EXCERPT]), *row[_EXCERPT + 1 :]) for row in rows]
+    )
 
 
 class _Queue:
