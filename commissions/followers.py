@@ -1,16 +1,19 @@
-"""What other apps do when commissions change, registered in their AppConfig.ready() (the portal: the partner's
-emails), so commissions imports none of them. A follower never fails the money path that calls it."""
+"""What other apps do when commissions change (the portal: the partner's emails). They sit above commissions, so
+commissions names them by path here (core.providers) and imports none of them. A follower never fails the money path
+that calls it."""
 
 from collections.abc import Callable
 from datetime import datetime
+
+from core.providers import Providers
 
 from .models import Commission
 
 # Called, inside the caller's transaction, for a commission that became approved (off the sale's path), refunded or
 # reversed; each follower acts after commit.
-status_followers: list[Callable[[Commission | None], None]] = []
+status_followers: Providers[Callable[[Commission | None], None]] = Providers("portal.emails.commission_email_later")
 # Called once the hold-end job has approved what was due (approvals made as their sale was stored are caught up).
-approval_job_followers: list[Callable[..., int]] = []
+approval_job_followers: Providers[Callable[..., int]] = Providers("portal.emails.commission_emails_catch_up")
 
 
 def commission_status_changed(commission: Commission | None) -> None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core import messages
 from core.money import money
+from core.providers import Providers
 from core.tasks import enqueue
 from fraud.sale import NO_FLAGS, SaleFlags
 from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
@@ -192,13 +193,14 @@ def partner_balance(*, partner_id: int, currency: str) -> int:
     return total["total"] or 0
 
 
-# Called, in order, after a clawback with the partner row locked (partner_id=, currency=): the payouts app puts its
-# own first (payouts not sent yet are reduced before open withdrawals). Registered in AppConfig.ready.
-balance_fitters: list[Callable[..., None]] = []
+# Called, in order, after a clawback with the partner row locked (partner_id=, currency=), before this app's own
+# withdrawals_fit_balance: payouts not sent yet are reduced before open withdrawals. The payouts app sits above
+# commissions, so it is named by path (core.providers).
+balance_fitters: Providers[Callable[..., None]] = Providers("payouts.ledger.payouts_fit_balance")
 # Called with a commission being refunded (its row locked, after the clawback): True when the money paid for it has
 # left by a way this app does not record on the commission (the payouts app: a payout exported, sent or paid covers
-# it), so the advertiser gets the manual-review warning, as for a `paid` commission. Registered in AppConfig.ready.
-paid_out_checks: list[Callable[[Commission], bool]] = []
+# it), so the advertiser gets the manual-review warning, as for a `paid` commission.
+paid_out_checks: Providers[Callable[[Commission], bool]] = Providers("payouts.ledger.commission_paid_out")
 
 
 def withdrawals_fit_balance(*, partner_id: int, currency: str) -> None:
