@@ -1,6 +1,9 @@
 """The commissions' invariants for `manage.py verify_integrity` (core.integrity), registered in CommissionsConfig.ready:
 each commission's ledger entries, its status against its credit, its clawbacks, and the webhook events a commission
-announces. Each is one set-based statement (a grouped join or an anti-join)."""
+announces. Each is one set-based statement (a grouped join or an anti-join).
+
+The checks written as SQL are the app's only hand-written SQL, so this module is commissions' SQL module
+(tests/core/test_sql_homes.py); each says, in the comment above it, why it is not the ORM."""
 
 from typing import Any
 
@@ -21,6 +24,7 @@ def _tables() -> dict[str, str]:
     return {"commission": Commission._meta.db_table, "ledger": LedgerEntry._meta.db_table}
 
 
+# Not the ORM: it joins no grouped subquery; as a Subquery per commission the ledger would be summed again for each.
 def commission_ledger(context: CheckContext) -> Sql:
     """A credited commission's credit and deduction entries add up to what it still pays (its amount less what
     refunds or a void took back); one never credited has none that move money. Payout-kind entries on a commission
@@ -36,6 +40,7 @@ def commission_ledger(context: CheckContext) -> Sql:
     )
 
 
+# Not the ORM: it joins no grouped subquery; the deductions are summed once and joined, as in commission_ledger.
 def clawbacks_within_commission(context: CheckContext) -> Sql:
     """Refunds and voids never take back more than the commission: neither deducted_cents nor the ledger's
     deductions exceed its amount."""
@@ -94,6 +99,7 @@ def commission_voided_events(context: CheckContext) -> QuerySet[Commission]:
     )
 
 
+# Not the ORM: it joins no grouped subquery (the per-sale counts, a QuerySet compiled), only a Subquery per row.
 def refund_events(context: CheckContext) -> Sql:
     """Each refund applied to a commission (refund_count) wrote one refund.applied event naming the sale. Asked of
     commissions created in the window, so every refund of theirs is too. The events are counted per sale once, then

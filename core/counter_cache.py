@@ -4,8 +4,8 @@ SQLiteCounterCache: one SQLite file, shared by every process of one server insta
 
 The rate limits count per API server instance, and an instance is usually several gunicorn workers. Local memory
 would give each worker its own count; this file gives them one, with the two operations django-ratelimit needs
-(`add` and `incr`) each a single SQL statement, so they are atomic across processes. Nothing here needs to be
-durable: the counters live a minute, so the file skips fsync.
+(`add` and `incr`) each a single SQL statement (core.statements.CounterFile), so they are atomic across
+processes. Nothing here needs to be durable: the counters live a minute, so the file skips fsync.
 
 Integers are stored as SQLite integers (so `incr` is arithmetic in SQL); anything else is pickled.
 
@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 
 from .logging import outage_log
 from .redis_guard import redis_guard_for
+from .statements import CounterFile
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ BUSY_TIMEOUT_SECONDS = 5.0
 _FIRST_WAIT_SECONDS = 0.00005
 _LONGEST_WAIT_SECONDS = 0.002
 
-_SCHEMA = "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value, expires REAL NOT NULL) WITHOUT ROWID"
 # SQLite has no infinity literal in older versions; a year 5000 timestamp stands for "never".
 _NEVER = 95617584000.0
 
@@ -84,7 +84,7 @@ class SQLiteCounterCache(BaseCache):
         if connection is not None and self._local.pid == os.getpid():
             return connection
         connection = sqlite3.connect(self._path, timeout=0, isolation_level=None)
-        for statement in ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=OFF", _SCHEMA):
+        for statement in CounterFile.SETUP:
             self._retry_busy(connection, statement, ())
         self._local.connection = connection
         self._local.pid = os.getpid()
@@ -117,52 +117,37 @@ class SQLiteCounterCache(BaseCache):
         if now - self._last_cull < CULL_INTERVAL_SECONDS:
             return
         self._last_cull = now
-        self._execute("DELETE FROM cache WHERE expires <= ?", (now,))
+        self._execute(CounterFile.CULL, (now,))
 
     def add(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
         now = time.time()
         self._maybe_cull(now)
         # Most calls find the window's count already there: a read settles them without taking the write lock.
-        if self._execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, now)).fetchone():
+        if self._execute(CounterFile.LIVE, (key, now)).fetchone():
             return False
         # One statement: inserts, or replaces a row that has expired, or leaves a live row alone.
-        cursor = self._execute(
-            "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
-            "WHERE cache.expires <= ?",
-            (key, _encode(value), self._expiry(timeout), now),
-        )
+        cursor = self._execute(CounterFile.ADD, (key, _encode(value), self._expiry(timeout), now))
         return cursor.rowcount == 1
 
     def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         key = self.make_and_validate_key(key, version=version)
-        row = self._execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
+        row = self._execute(CounterFile.GET, (key, time.time())).fetchone()
         return default if row is None else _decode(row[0])
 
     def set(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> None:
         key = self.make_and_validate_key(key, version=version)
-        self._execute(
-            "INSERT INTO cache (key, value, expires) VALUES (?, ?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = excluded.expires",
-            (key, _encode(value), self._expiry(timeout)),
-        )
+        self._execute(CounterFile.SET, (key, _encode(value), self._expiry(timeout)))
 
     def touch(self, key: str, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        cursor = self._execute(
-            "UPDATE cache SET expires = ? WHERE key = ? AND expires > ?", (self._expiry(timeout), key, time.time())
-        )
+        cursor = self._execute(CounterFile.TOUCH, (self._expiry(timeout), key, time.time()))
         return cursor.rowcount == 1
 
     def incr(self, key: str, delta: int = 1, version: int | None = None) -> int:
         key = self.make_and_validate_key(key, version=version)
         # One statement, so two processes incrementing at once both count.
-        row = self._execute(
-            "UPDATE cache SET value = value + ? WHERE key = ? AND expires > ? AND typeof(value) = 'integer' "
-            "RETURNING value",
-            (delta, key, time.time()),
-        ).fetchone()
+        row = self._execute(CounterFile.INCR, (delta, key, time.time())).fetchone()
         if row is None:
             raise ValueError(f"Key '{key}' not found")
         return row[0]
@@ -173,27 +158,21 @@ class SQLiteCounterCache(BaseCache):
         key = self.make_and_validate_key(key)
         now = time.time()
         self._maybe_cull(now)
-        row = self._execute(
-            "INSERT INTO cache (key, value, expires) VALUES (?, 1, ?) ON CONFLICT (key) DO UPDATE SET "
-            "value = CASE WHEN cache.expires <= ? OR typeof(cache.value) <> 'integer' THEN 1 ELSE cache.value + 1 END, "
-            "expires = CASE WHEN cache.expires <= ? THEN excluded.expires ELSE cache.expires END "
-            "RETURNING value",
-            (key, now + timeout, now, now),
-        ).fetchone()
+        row = self._execute(CounterFile.COUNT_ONE, (key, now + timeout, now, now)).fetchone()
         assert row is not None  # an upsert with RETURNING answers its row
         return row[0]
 
     def delete(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        return self._execute("DELETE FROM cache WHERE key = ?", (key,)).rowcount == 1
+        return self._execute(CounterFile.DELETE, (key,)).rowcount == 1
 
     def has_key(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)
-        row = self._execute("SELECT 1 FROM cache WHERE key = ? AND expires > ?", (key, time.time())).fetchone()
+        row = self._execute(CounterFile.LIVE, (key, time.time())).fetchone()
         return row is not None
 
     def clear(self) -> None:
-        self._execute("DELETE FROM cache")
+        self._execute(CounterFile.CLEAR)
 
     def close(self, **kwargs: Any) -> None:
         # Django closes caches after every request; the connection is kept (opening one costs more than a count).

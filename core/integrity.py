@@ -5,7 +5,9 @@ core knows no feature app: each app registers the checks of its own data in its 
 (integrity_check_register), so each invariant lives beside the rows it is about. A check answers the rows that
 break its invariant, as a QuerySet or as SQL (Sql), each row naming itself (`ref`: an id) and its program. The
 runner counts them in one statement per check (the check is an aggregate or an anti-join over its tables, never a
-loop over rows) and only for a check that fails reads up to `examples` refs and how many rows each program has."""
+loop over rows) and only for a check that fails reads up to `examples` refs and how many rows each program has
+(core.statements.offending_sql). A check written as SQL lives in its app's SQL module (tests/core/test_sql_homes.py):
+the app's integrity.py for commissions and payouts, whose only SQL the checks are."""
 
 import time
 from collections.abc import Callable, Sequence
@@ -21,11 +23,10 @@ from django.utils import timezone
 
 from core import messages
 from core.models import IntegrityRun
+from core.statements import PROGRAM, REF, offending_sql
 from core.tasks import service_task
 from core.times import utc_text
 
-# Column names every check's rows carry (a QuerySet's are annotated by the runner; Sql selects them).
-REF, PROGRAM = "integrity_ref", "integrity_program"
 # At most this many programs are named per failed check (readiness reads its own program's count there).
 PROGRAMS_KEPT = 1000
 # Rows this close to the webhook events' retention edge are not asked for their event: the hourly prune may be
@@ -145,15 +146,12 @@ def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 def check_run(check: IntegrityCheck, context: CheckContext, *, examples: int = 10) -> CheckFailure | None:
     inner, params = _inner(check, context)
-    [(count,)] = _rows(f"SELECT COUNT(*) FROM ({inner}) AS offending", params)
+    count_sql, refs_sql, programs_sql = offending_sql(inner)
+    [(count,)] = _rows(count_sql, params)
     if not count:
         return None
-    refs = _rows(f"SELECT {REF} FROM ({inner}) AS offending ORDER BY {REF} LIMIT %s", [*params, examples])
-    programs = _rows(
-        f"SELECT {PROGRAM}, COUNT(*) FROM ({inner}) AS offending WHERE {PROGRAM} IS NOT NULL "
-        f"GROUP BY {PROGRAM} ORDER BY 2 DESC LIMIT %s",
-        [*params, PROGRAMS_KEPT],
-    )
+    refs = _rows(refs_sql, [*params, examples])
+    programs = _rows(programs_sql, [*params, PROGRAMS_KEPT])
     return CheckFailure(
         check=check.id,
         title=check.title,

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.currency import Currency
+from core.statements import HEALTH_PROBE
 
 logger = logging.getLogger("svc.health")
 
@@ -20,7 +21,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the process is up and the database answers a query."""
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+            cursor.execute(HEALTH_PROBE)
             cursor.fetchone()
     except Exception:
         logger.exception("healthz.database_unreachable")

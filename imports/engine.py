@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -31,6 +31,7 @@ from core.money import money
 from programs.link_aliases import RESERVED_LINK_PARAMS, link_aliases_of
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
+from tracking.counters import partner_leads_add
 from tracking.models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, SaleEvent
 from tracking.services.common import new_click_id
 
@@ -261,12 +262,6 @@ def link_param_steps(
         for param, count in counts.items()
         if param not in accepted
     ]
-
-
-def partner_leads_sql() -> str:
-    """tracking.counters' UPDATE adding to a partner's leads in a program, for executemany."""
-    table = connection.ops.quote_name(PartnerProgram._meta.db_table)
-    return f'UPDATE {table} SET "leads" = "leads" + %s WHERE "partner_id" = %s AND "program_id" = %s'
 
 
 # A test replaces this to stop a run in the middle of a batch (after its rows are inserted, before it commits).
@@ -667,13 +662,8 @@ class _Importer:
                 if lead.partner_id:
                     per_partner[lead.partner_id] = per_partner.get(lead.partner_id, 0) + 1
             # The lead path adds to these counters itself (the rollup run adds only clicks and sales): the same
-            # UPDATE ... SET leads = leads + n, sent for the batch's partners at once, in their order (no deadlock).
-            if per_partner:
-                with connection.cursor() as cursor:
-                    cursor.executemany(
-                        partner_leads_sql(),
-                        [[count, partner_id, self.program.pk] for partner_id, count in sorted(per_partner.items())],
-                    )
+            # UPDATE ... SET leads = leads + n, sent for the batch's partners at once.
+            partner_leads_add(program_id=self.program.pk, leads=per_partner)
             self._commit_batch(REFERRAL, number, batch)
 
     # Commissions ---------------------------------------------------------------------------------------------

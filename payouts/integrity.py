@@ -1,6 +1,9 @@
 """The payouts' invariants for `manage.py verify_integrity` (core.integrity), registered in PayoutsConfig.ready: each
 partner's balance against what its commissions and payouts say, each payout's ledger entries and statement, and the
-webhook events of a payout's life."""
+webhook events of a payout's life.
+
+The checks written as SQL are the app's only hand-written SQL, so this module is payouts' SQL module
+(tests/core/test_sql_homes.py); each says, in the comment above it, why it is not the ORM."""
 
 from typing import Any
 
@@ -23,6 +26,7 @@ def _tables() -> dict[str, str]:
     }
 
 
+# Not the ORM: it groups the rows of a UNION ALL, and a union's QuerySet takes no annotate() or filter().
 def partner_balances(context: CheckContext) -> Sql:
     """Each partner's balance in a program and currency (the sum of its ledger entries, what payouts pay and
     partners see) is what its sources say: what its credited commissions still pay, less what its live payouts
@@ -45,6 +49,7 @@ def partner_balances(context: CheckContext) -> Sql:
     return Sql(sql, [*DEAD, payout_kind])
 
 
+# Not the ORM: it joins no grouped subquery; as a Subquery per payout the ledger would be summed again for each.
 def payout_ledger(context: CheckContext) -> Sql:
     """A payout's entries (its debit, less what a refund reduced it by) add up to minus its amount while it is live,
     and to nothing once it failed (all of it given back) or was cancelled."""

@@ -1,26 +1,19 @@
 from decimal import Decimal
-from functools import cache
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 from django.db.models import QuerySet
 
-from core.sql import model_from_row, select_columns_sql
+from core.sql import model_from_row
 
 from .keys import digests_match, key_digest
 from .models import Membership, Program, ProgramKey
 
-
-@cache
-def _key_with_program_sql() -> str:
-    """Every program-key call's first query, written once per process: the ORM compiled this join (about 40
-    columns) again on every call."""
-    keys, programs = ProgramKey._meta.db_table, Program._meta.db_table
-    return (
-        f"SELECT {key_with_program_select()} "
-        f'FROM "{keys}" AS k JOIN "{programs}" AS p ON p."id" = k."program_id" WHERE k."digest" = %s LIMIT 1'
-    )
+# Exported too: tracking.services.sale joins its customer read to the key lookup and reads its columns from here.
+from .sql import KEY_WITH_PROGRAM_COLUMNS as KEY_WITH_PROGRAM_COLUMNS
+from .sql import key_with_program_select as key_with_program_select
+from .sql import key_with_program_sql
 
 
 def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
@@ -28,18 +21,9 @@ def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
     ORDER BY is needed."""
     digest = key_digest(raw_key)
     with connection.cursor() as cursor:
-        cursor.execute(_key_with_program_sql(), [digest])
+        cursor.execute(key_with_program_sql(), [digest])
         row = cursor.fetchone()
     return None if row is None else program_key_from_row(row, digest=digest)
-
-
-# The columns program_key_from_row reads, in order: the key's, then its program's. A caller joining more to the
-# key's query (one round trip for two reads) selects these first and the rest after KEY_WITH_PROGRAM_COLUMNS.
-def key_with_program_select() -> str:
-    return f"{select_columns_sql(ProgramKey, 'k')}, {select_columns_sql(Program, 'p')}"
-
-
-KEY_WITH_PROGRAM_COLUMNS = len(ProgramKey._meta.concrete_fields) + len(Program._meta.concrete_fields)
 
 
 def program_key_from_row(row: "tuple[Any, ...]", *, digest: str) -> ProgramKey | None:

@@ -1,25 +1,10 @@
-"""Running counters on the lead path, as single UPDATE ... SET n = n + k statements (no read-modify-write race).
-These are among the busiest statements of the service and always the same, so their SQL is written once here
-instead of being rebuilt by the ORM on every lead; table and column names come from the models, and the SQL is
-standard (SQLite and PostgreSQL). Clicks and sales update no counter row themselves: the rollup run adds them to
-the counters (tracking.insight.rollups)."""
-
-from functools import cache
+"""Running counters on the lead path, as single UPDATE ... SET n = n + k statements (no read-modify-write race;
+tracking.sql.partner_program_add_sql). Clicks and sales update no counter row themselves: the rollup run adds them
+to the counters (tracking.rollups)."""
 
 from django.db import connection
-from django.db.models import Model
 
-from programs.models import PartnerProgram
-
-
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-@cache
-def _partner_program_sql(columns: tuple[str, ...]) -> str:
-    assignments = ", ".join(f'"{column}" = "{column}" + %s' for column in columns)
-    return f'UPDATE {_table(PartnerProgram)} SET {assignments} WHERE "partner_id" = %s AND "program_id" = %s'
+from .sql import partner_program_add_sql
 
 
 def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> int:
@@ -28,5 +13,17 @@ def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> 
     partner is not enrolled in the program."""
     columns = tuple(sorted(amounts))
     with connection.cursor() as cursor:
-        cursor.execute(_partner_program_sql(columns), [*(amounts[c] for c in columns), partner_id, program_id])
+        cursor.execute(partner_program_add_sql(columns), [*(amounts[c] for c in columns), partner_id, program_id])
         return cursor.rowcount
+
+
+def partner_leads_add(*, program_id: int, leads: dict[int, int]) -> None:
+    """Adds `leads` (partner id -> how many) to the partners' lead counters in the program: partner_program_add's
+    UPDATE for every partner at once (one executemany), in partner order, so two writers never deadlock."""
+    if not leads:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            partner_program_add_sql(("leads",)),
+            [[count, partner_id, program_id] for partner_id, count in sorted(leads.items())],
+        )

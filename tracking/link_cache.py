@@ -14,13 +14,14 @@ and the click is decided again from a fresh read). At most LINK_CACHE_MAX_ENTRIE
 
 import time
 from dataclasses import dataclass
-from functools import cache
 
 from django.conf import settings
 from django.db import connection
 
 from programs.link_aliases import link_aliases_of
-from programs.models import Partner, PartnerProgram, Program, ReferralLink
+from programs.models import Partner, PartnerProgram, Program
+
+from .sql import link_target_sql
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def link_target_get(code: str, *, verified: bool = False) -> LinkTarget | None:
     if hit is not None and now - hit[0] < min(max_age, _verified_limit()):
         return hit[1]
     with connection.cursor() as cursor:
-        cursor.execute(_link_target_sql(), [code])
+        cursor.execute(link_target_sql(), [code])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -58,19 +59,6 @@ def link_target_get(code: str, *, verified: bool = False) -> LinkTarget | None:
             _entries.clear()  # rare: more links in use than the bound; they are read again as clicks come
         _entries[code] = (now, target)
     return target
-
-
-@cache
-def _link_target_sql() -> str:
-    """The link's facts in one indexed query (short_link is unique), its program's window joined. Hand-written: a
-    click on a link not cached would otherwise compile the ORM's query each time (the long tail of a program's
-    links misses the cache more than it hits it)."""
-    link, program = ReferralLink._meta.db_table, Program._meta.db_table
-    return (
-        f'SELECT link."id", link."short_link", link."partner_id", link."program_id", link."is_active", '
-        f'program."cookie_duration" FROM "{link}" AS link LEFT JOIN "{program}" AS program '
-        'ON program."id" = link."program_id" WHERE link."short_link" = %s'
-    )
 
 
 def link_target_forget(code: str) -> None:

@@ -3,44 +3,23 @@ racing duplicates the rollups mark, and the counts and emails the sale rules ask
 holds, is decided in fraud (fraud.click, fraud.sale).
 
 A click's cost stays one statement on PostgreSQL: the duplicate probe runs inside the click's own INSERT
-(DUPLICATE_SQL), and the program's rules come from the process cache."""
+(tracking.sql.DUPLICATE_SQL), and the program's rules come from the process cache."""
 
 from datetime import timedelta
 
 from django.db import connection
 
 from fraud.click import ClickQuality
-from fraud.models import RuleSetting
 from fraud.rules import SPECS, Rule, Traffic
 from fraud.sale import SaleFlags, SaleSubject, sale_flags
 
 from .link_cache import partner_email_get
 from .models import ClickEvent, Customer, SaleEvent
 
-
-def _duplicate_sql() -> str:
-    """The traffic column of a click's INSERT: DUPLICATE when the rule runs (first %s) and a counted click of the
-    same visitor (second) on the same link (third) exists since the window's start (fourth); otherwise the
-    traffic decided before (fifth). The probe uses the partial index click_counted_visitor_link."""
-    table = ClickEvent._meta.db_table
-    return (
-        f'CASE WHEN %s AND EXISTS (SELECT 1 FROM "{table}" AS seen WHERE seen."visitor_hash" = %s '
-        f'AND seen."link_id" = %s AND seen."traffic" = \'\' AND seen."click_timestamp" > %s) '
-        f"THEN '{Traffic.DUPLICATE.value}' ELSE %s END"
-    )
-
-
-DUPLICATE_SQL = _duplicate_sql()
-
-
-def duplicate_params(quality: ClickQuality, *, link_id: int) -> list[object]:
-    return [
-        quality.duplicate_since is not None,
-        quality.visitor_hash,
-        link_id,
-        quality.duplicate_since,
-        quality.traffic,
-    ]
+# Exported too: tracking.services.click puts the duplicate probe in the click's INSERT and reads it from here.
+from .sql import DUPLICATE_SQL as DUPLICATE_SQL
+from .sql import duplicate_params as duplicate_params
+from .sql import racing_duplicates_sql
 
 
 def duplicate_found(quality: ClickQuality, *, link_id: int) -> bool:
@@ -55,27 +34,6 @@ def duplicate_found(quality: ClickQuality, *, link_id: int) -> bool:
     ).exists()
 
 
-def _racing_duplicates_sql() -> str:
-    click = ClickEvent._meta.db_table
-    setting = RuleSetting._meta.db_table
-    return f"""
-        WITH raced AS (
-            SELECT click.id FROM "{click}" AS click
-            LEFT JOIN "{setting}" AS setting
-                ON setting.program_id = click.program_id AND setting.rule = '{Rule.DUPLICATE_CLICK.value}'
-            WHERE click.id > %s AND click.id <= %s AND click.traffic = '' AND NOT click.is_test
-              AND click.visitor_hash <> '' AND COALESCE(setting.enabled, %s)
-              AND EXISTS (
-                  SELECT 1 FROM "{click}" AS seen
-                  WHERE seen.visitor_hash = click.visitor_hash AND seen.link_id = click.link_id
-                    AND seen.traffic = '' AND seen.id < click.id
-                    AND seen.click_timestamp > click.click_timestamp
-                        - make_interval(mins => COALESCE(setting.window_minutes, %s))
-              )
-        )
-        UPDATE "{click}" SET traffic = '{Traffic.DUPLICATE.value}' WHERE id IN (SELECT id FROM raced)"""
-
-
 def racing_duplicates_mark(*, after_id: int, up_to_id: int) -> int:
     """Marks as duplicates the counted clicks of the id range that a counted click of the same visitor on the same
     link preceded within the window: twins sent at the same instant, whose probes (each in its own INSERT) could
@@ -85,7 +43,7 @@ def racing_duplicates_mark(*, after_id: int, up_to_id: int) -> int:
         return 0
     spec = SPECS[Rule.DUPLICATE_CLICK]
     with connection.cursor() as cursor:
-        cursor.execute(_racing_duplicates_sql(), [after_id, up_to_id, spec.enabled, spec.window_minutes])
+        cursor.execute(racing_duplicates_sql(), [after_id, up_to_id, spec.enabled, spec.window_minutes])
         return cursor.rowcount
 
 

@@ -37,6 +37,7 @@ from core.redis_guard import broker_guard
 
 from .models import DeliveryStatus, WebhookDelivery
 from .queue import DELIVER, FAN_OUT_PENDING, queue
+from .sql import ADVISORY_LOCK, ADVISORY_UNLOCK
 
 logger = logging.getLogger("svc.webhooks")
 
@@ -55,12 +56,12 @@ def _queuing_lock() -> Iterator[None]:
         yield
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [QUEUING_LOCK])
+        cursor.execute(ADVISORY_LOCK, [QUEUING_LOCK])
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [QUEUING_LOCK])
+            cursor.execute(ADVISORY_UNLOCK, [QUEUING_LOCK])
 
 
 def broker_holds_messages() -> bool:

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from .dispatch import deliveries_queue
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from .sql import COMMIT_UNFLUSHED
 
 logger = logging.getLogger("svc.webhooks")
 
@@ -94,7 +95,7 @@ def _commit_unflushed() -> None:
     flush, and the WAL is flushed in order."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            cursor.execute(COMMIT_UNFLUSHED)
 
 
 def event_fan_out(*, event_id: int, now: datetime | None = None) -> list[int]:
