@@ -4,14 +4,14 @@ bypasses the ORM (and its save() and signals) in one place per app.
 
 SQL text is a string written in a module (a docstring is prose) that reads as SQL: a statement's or a clause's
 keywords in capitals, a cast of a placeholder, a quoted column compared with one; or a call that writes SQL into a
-query (RawSQL, .raw(), .extra(), core.sql's text builders). The apps' modules are scanned (every top-level package
-with an apps.py); migrations and tests are left out, as in tests/core/test_app_dependencies.py."""
+query (RawSQL, .raw(), .extra(), core.sql's text builders). The apps' modules are scanned; migrations and tests are
+left out, as in tests/core/test_app_dependencies.py."""
 
 import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.core.test_app_dependencies import APPS, ROOT, _app_files
 
 # app -> the module holding its hand-written SQL. An app not listed holds none.
 SQL_HOMES = {
@@ -46,18 +46,6 @@ SQL_TEXT = re.compile(rf"\b(?:{_WORDS})\b|%s::\w|\"\w+\"\s*(?:=|<>|<=|>=|<|>)\s*
 # Calls that put SQL text into a query: by name, and as methods of a manager or a QuerySet.
 SQL_CALLS = {"RawSQL", "select_columns_sql", "insert_sql"}
 SQL_METHODS = {"raw", "extra"}
-
-
-def _apps() -> list[str]:
-    return sorted(path.parent.name for path in ROOT.glob("*/apps.py"))
-
-
-def _app_files(app: str) -> list[Path]:
-    return [
-        path
-        for path in sorted((ROOT / app).rglob("*.py"))
-        if "migrations" not in path.parts and not path.name.startswith("test")
-    ]
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -110,7 +98,7 @@ def _parsed(path: Path) -> ast.Module:
 
 def sql_outside_homes() -> list[str]:
     found: list[str] = []
-    for app in _apps():
+    for app in APPS:
         homes = SQL_HOMES.get(app, ())
         for path in _app_files(app):
             relative = str(path.relative_to(ROOT))
