@@ -1,7 +1,9 @@
+import dataclasses
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import Enum
 from typing import Any, Required, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
@@ -190,12 +192,72 @@ class ClickRecorded:
     click_event: ClickEvent
 
 
+@dataclass(frozen=True)
+class ClickFields:
+    """A click's columns as its body, its request, its link and the click rules give them, up to its insert; the
+    customer's part (customer, click_id) is set once the customer is known."""
+
+    program_id: int
+    partner_id: int
+    link_id: int
+    session_id: str
+    page_url: str
+    page_title: str
+    referrer_url: str
+    user_agent: str
+    screen_resolution: str
+    viewport_size: str
+    language: str
+    timezone: str
+    geo_country: str
+    geo_region: str
+    geo_city: str
+    device_type: str
+    device_os: str
+    browser_name: str
+    is_test: bool
+    click_timestamp: datetime
+    created_at: datetime
+    traffic: str
+    flags: list[str]
+    visitor_hash: str
+
+    def columns(self) -> dict[str, Any]:
+        """The ClickEvent keyword arguments (the flags list is kept as it is: no copy)."""
+        return {name: getattr(self, name) for name in _CLICK_COLUMNS}
+
+
+_CLICK_COLUMNS = tuple(column.name for column in dataclasses.fields(ClickFields))
+
+
+class ClickWrite(Enum):
+    """How a decided click is written (_click_write)."""
+
+    TEST = "test"  # a test click and its own test customer
+    UNATTRIBUTED = "unattributed"  # a bot's or a prefetch's click, alone: no customer
+    GUARDED = "guarded"  # a new visitor: the customer and its click in one statement that checks the link's row
+    TRANSACTION = "transaction"  # the customer found (existing_click_id) or created, and its click
+
+
+@dataclass(frozen=True)
+class ClickDecision:
+    """What a click was decided to be, from its body, its request and its link's facts: its columns and its write."""
+
+    write: ClickWrite
+    fields: ClickFields
+    link: ConfiguredLink
+    code: str  # the link's code, as the link cache keys it
+    quality: ClickQuality | None  # None for a test click only
+    existing_click_id: str
+    scoped: bool  # the body names the program: a customer of another program is not reused
+
+
 def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | TestEventRecorded:
     """Records one click on a referral link and answers the click_id to keep in a first-party cookie.
 
     Raises BadRequestError (bad URL, unknown program or link, broken link), GoneError (link off, nothing
     recorded) and ForbiddenError (test mode naming another program than the key's)."""
-    return _click_record(data=data, context=context, verified_link=True, decisions_left=MAX_CLICK_DECISIONS)
+    return _click_record(data=data, context=context)
 
 
 # A click is decided again, from its link's row as it is now, when that row changed under it; a link changed again and
@@ -203,9 +265,23 @@ def click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | 
 MAX_CLICK_DECISIONS = 3
 
 
-def _click_record(
-    *, data: ClickInput, context: ClickContext, verified_link: bool, decisions_left: int
-) -> ClickRecorded | TestEventRecorded:
+def _click_record(*, data: ClickInput, context: ClickContext) -> ClickRecorded | TestEventRecorded:
+    # Only the first decision may use a link's facts cached long (its INSERT checks the row): a second one comes of a
+    # row that changed, and reads it again.
+    verified_link = True
+    for decision in range(1, MAX_CLICK_DECISIONS + 1):
+        last = decision == MAX_CLICK_DECISIONS
+        decided = _click_decide(data=data, context=context, verified_link=verified_link, last=last)
+        recorded = None if decided is None else _click_write(decided, request_id=context.request_id)
+        if recorded is not None:
+            return recorded
+        verified_link = False
+    raise AssertionError("the last decision takes the transaction, which always writes")
+
+
+def _click_decide(*, data: ClickInput, context: ClickContext, verified_link: bool, last: bool) -> ClickDecision | None:
+    """The click's link, columns and write. None: its link's facts, cached long, are no longer what the link cache
+    reads now, and this write would not check them (the click is decided again)."""
     additional = data.get("additional_data") or {}
     # On click a key "affects only visitor_ip" (and the test-mode program check): only the body flag
     # makes a test click, even with the test key.
@@ -219,13 +295,37 @@ def _click_record(
     code, landing_query, by_alias = _landing(data.get("affiliate_url") or "", named_program)
     # An alias is the program's own parameter: its code is looked up inside that program only.
     link_scope = named_program if by_alias else data.get("program_id")
+    existing_click_id = data.get("existing_click_id") or ""
     # A new visitor's click (the common one) is inserted by one statement that checks the link's row (link_guard).
-    guarded_insert = (
-        not test_mode and not data.get("existing_click_id") and insert_pair_supported() and decisions_left > 1
+    guarded = not test_mode and not existing_click_id and insert_pair_supported() and not last
+    link = _link_for(code, link_scope, verified=verified_link and guarded)
+    fields, quality = _click_fields(data=data, context=context, link=link, landing_query=landing_query, test=test_mode)
+    if quality is None:
+        write = ClickWrite.TEST
+    elif not quality.attributed:
+        if not last and _link_for(code, link_scope) != link:
+            # This INSERT checks no row: facts cached for the guarded one are read again if they are old.
+            return None
+        write = ClickWrite.UNATTRIBUTED
+    else:
+        write = ClickWrite.GUARDED if guarded else ClickWrite.TRANSACTION
+    return ClickDecision(
+        write=write,
+        fields=fields,
+        link=link,
+        code=code,
+        quality=quality,
+        existing_click_id=existing_click_id,
+        scoped=data.get("program_id") is not None,
     )
-    link = _link_for(code, link_scope, verified=verified_link and guarded_insert)
-    program_id = link.program_id
 
+
+def _click_fields(
+    *, data: ClickInput, context: ClickContext, link: ConfiguredLink, landing_query: dict[str, list[str]], test: bool
+) -> tuple[ClickFields, ClickQuality | None]:
+    """The click's columns, from its visitor (IP, user agent, their geo and device) and, but for a test click, the
+    click rules' verdict (also answered: the writes read it)."""
+    program_id = link.program_id
     # visitor_ip is trusted only from the link's own program's server (not a retired key).
     visitor_ip = parse_ip(data.get("visitor_ip"))
     own_key = context.key is not None and context.key.program_id == program_id
@@ -241,7 +341,19 @@ def _click_record(
     if device_type == BOT_DEVICE and not agent_judged(user_agent=user_agent, from_body=bool(body_user_agent)):
         device_type = OTHER_DEVICE
     now = timezone.now()
-    event = ClickEvent(
+    quality = None
+    if not test:
+        quality = click_quality(
+            program_id=program_id,
+            ip=ip,
+            user_agent=user_agent,
+            is_bot_agent=device_type == BOT_DEVICE,
+            method=context.request_method,
+            meta=context.request_meta,
+            landing_query=landing_query,
+            now=now,
+        )
+    return ClickFields(
         program_id=program_id,
         partner_id=link.partner_id,
         link_id=link.pk,
@@ -260,56 +372,51 @@ def _click_record(
         device_type=device_type,
         device_os=device.device_os,
         browser_name=device.browser_name,
-        is_test=test_mode,
+        is_test=test,
         click_timestamp=now,
         created_at=now,
-    )
+        # A test click's are the model's defaults: no rule ran on it.
+        traffic=quality.traffic if quality else "",
+        flags=quality.flags if quality else [],
+        visitor_hash=quality.visitor_hash if quality else "",
+    ), quality
 
-    if test_mode:
+
+def _click_write(decided: ClickDecision, *, request_id: str) -> ClickRecorded | TestEventRecorded | None:
+    """Writes the click as decided, with its customer. None: the link's row changed since its facts were cached (the
+    guarded INSERT inserted nothing), and the click is to be decided again."""
+    fields, link = decided.fields, decided.link
+    if decided.write is ClickWrite.TEST:
         # Test clicks get their own test customer and touch no real counters or attribution.
         with transaction.atomic():
-            customer = _customer_create(click_id=new_click_id(program_id), link=link, now=now, quality=None)
-            event.customer, event.click_id = customer, customer.click_id
+            customer = _customer_create(click_id=new_click_id(fields.program_id), fields=fields)
+            event = ClickEvent(**fields.columns(), customer=customer, click_id=customer.click_id)
             event.save()
         tracking_log(
-            program_id=program_id,
+            program_id=fields.program_id,
             event="click",
             outcome="test",
             is_test=True,
-            request_id=context.request_id,
+            request_id=request_id,
             click_id=customer.click_id,
         )
         return TestEventRecorded(event=event, message=messages.CLICK_TEST_RECORDED, click_id=customer.click_id)
-
-    quality = click_quality(
-        program_id=program_id,
-        ip=ip,
-        user_agent=user_agent,
-        is_bot_agent=device_type == BOT_DEVICE,
-        method=context.request_method,
-        meta=context.request_meta,
-        landing_query=landing_query,
-        now=now,
-    )
-    event.traffic, event.flags, event.visitor_hash = quality.traffic, quality.flags, quality.visitor_hash
-    if not quality.attributed:
+    if decided.write is ClickWrite.UNATTRIBUTED:
         # A bot or a prefetch: the click alone, with no customer, so nothing it leads to is attributed. A browser
         # that sent its cookie's existing_click_id gets it back (a prefetch must not replace the visitor's cookie),
         # but that customer is not touched: its attribution window is not extended. Otherwise a click id no
         # customer has.
-        if decisions_left > 1 and _link_for(code, link_scope) != link:
-            # This INSERT checks no row: facts cached for the guarded one are read again if they are old.
-            return _click_record(data=data, context=context, verified_link=False, decisions_left=decisions_left - 1)
-        event.click_id = data.get("existing_click_id") or new_click_id(program_id)
+        event = ClickEvent(**fields.columns(), click_id=decided.existing_click_id or new_click_id(fields.program_id))
         event.save(force_insert=True)
         return _recorded(event, link=link, customer=None)
-
-    if guarded_insert:
+    quality = decided.quality
+    assert quality is not None  # the rules ran on every click but a test one
+    if decided.write is ClickWrite.GUARDED:
         # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
         # one round trip and no BEGIN/COMMIT; the link check and the duplicate rule's probe run inside it. SQLite
         # has no INSERT in WITH: it takes the transaction below.
-        customer = _customer_new(click_id=new_click_id(program_id), link=link, now=now, quality=quality)
-        event.click_id = customer.click_id
+        customer = _customer_new(click_id=new_click_id(fields.program_id), fields=fields)
+        event = ClickEvent(**fields.columns(), click_id=customer.click_id)
         # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
         with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
             inserted = insert_pair(
@@ -324,22 +431,18 @@ def _click_record(
         if not inserted:
             # The link changed since it was cached (turned off, moved, renamed, deleted): decide the click again
             # from its row as it is now.
-            link_target_forget(code)
-            return _click_record(data=data, context=context, verified_link=False, decisions_left=decisions_left - 1)
+            link_target_forget(decided.code)
+            return None
+        # Set after the insert, which reads customer_id back: set before, the reference would be dropped with it.
         event.customer = customer
         return _recorded(event, link=link, customer=customer)
-
     if duplicate_found(quality, link_id=link.pk):
-        event.traffic = Traffic.DUPLICATE
+        fields = replace(fields, traffic=Traffic.DUPLICATE)
     with transaction.atomic():
         customer = _customer_for_click(
-            existing_click_id=data.get("existing_click_id") or "",
-            link=link,
-            scoped=data.get("program_id") is not None,
-            now=now,
-            quality=quality,
+            existing_click_id=decided.existing_click_id, fields=fields, scoped=decided.scoped
         )
-        event.customer, event.click_id = customer, customer.click_id
+        event = ClickEvent(**fields.columns(), customer=customer, click_id=customer.click_id)
         event.save()
         # No counter is updated here: the rollup task adds the clicks to the link and partner counters
         # (tracking.rollups), so the clicks of a popular link never queue on its row lock.
@@ -357,46 +460,44 @@ def _recorded(event: ClickEvent, *, link: ConfiguredLink, customer: Customer | N
     )
 
 
-def _customer_for_click(
-    *, existing_click_id: str, link: ConfiguredLink, scoped: bool, now: datetime, quality: ClickQuality
-) -> Customer:
+def _customer_for_click(*, existing_click_id: str, fields: ClickFields, scoped: bool) -> Customer:
     """Reuses the customer behind existing_click_id (it keeps its first partner), unless the call is
     scoped to a program and that customer belongs to another one. Otherwise a new customer, under
     existing_click_id when nobody has it yet."""
     if existing_click_id:
         existing = Customer.objects.filter(click_id=existing_click_id, is_test=False).first()
-        if existing is not None and not (scoped and existing.program_id != link.program_id):
-            Customer.objects.filter(pk=existing.pk).update(last_clicked_at=now)
-            existing.last_clicked_at = now
+        if existing is not None and not (scoped and existing.program_id != fields.program_id):
+            Customer.objects.filter(pk=existing.pk).update(last_clicked_at=fields.click_timestamp)
+            existing.last_clicked_at = fields.click_timestamp
             return existing
         if existing is None and not Customer.objects.filter(click_id=existing_click_id).exists():
             try:
                 with transaction.atomic():
-                    return _customer_create(click_id=existing_click_id, link=link, now=now, quality=quality)
+                    return _customer_create(click_id=existing_click_id, fields=fields)
             except IntegrityError:
                 # A concurrent click created it first: reuse theirs.
                 return Customer.objects.get(click_id=existing_click_id)
-    return _customer_create(click_id=new_click_id(link.program_id), link=link, now=now, quality=quality)
+    return _customer_create(click_id=new_click_id(fields.program_id), fields=fields)
 
 
-def _customer_create(*, click_id: str, link: ConfiguredLink, now: datetime, quality: ClickQuality | None) -> Customer:
-    customer = _customer_new(click_id=click_id, link=link, now=now, quality=quality)
+def _customer_create(*, click_id: str, fields: ClickFields) -> Customer:
+    customer = _customer_new(click_id=click_id, fields=fields)
     customer.save(force_insert=True)
     return customer
 
 
-def _customer_new(*, click_id: str, link: ConfiguredLink, now: datetime, quality: ClickQuality | None) -> Customer:
-    """The customer a click on the link creates (not saved yet). A test click's (no quality: the rules do not run on
-    it) is a test customer, with no visitor and no flags."""
+def _customer_new(*, click_id: str, fields: ClickFields) -> Customer:
+    """The customer the click creates (not saved yet): the click's program, partner, link, time, visitor and flags. A
+    test click's is a test customer (no rule ran on it: no visitor and no flags)."""
     return Customer(
-        program_id=link.program_id,
+        program_id=fields.program_id,
         click_id=click_id,
-        first_partner_id=link.partner_id,
-        first_link_id=link.pk,
-        is_test=quality is None,
-        first_clicked_at=now,
-        last_clicked_at=now,
-        visitor_hash=quality.visitor_hash if quality else "",
-        click_flags=quality.flags if quality else [],
-        created_at=now,
+        first_partner_id=fields.partner_id,
+        first_link_id=fields.link_id,
+        is_test=fields.is_test,
+        first_clicked_at=fields.click_timestamp,
+        last_clicked_at=fields.click_timestamp,
+        visitor_hash=fields.visitor_hash,
+        click_flags=fields.flags,
+        created_at=fields.created_at,
     )
