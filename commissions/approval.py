@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from core.sql import SqlValue, insert_family, insert_pair_supported
+from core.sql import SqlValue, insert_family
 from webhooks.events import event_emit, event_new, event_saved
 from webhooks.models import EventType, WebhookEvent
 from webhooks.payloads import commission_data
@@ -95,23 +95,10 @@ def commission_event_emit(commission: Commission, event_type: str) -> None:
 def commission_insert(commission: Commission) -> None:
     """Inserts a new commission with its commission.created event, and, when it is approved at once (hold 0),
     its ledger credit and commission.approved, or, when a fraud rule holds it (hold_rule), the hold's ledger entry
-    and review entry; all of it commits together. On PostgreSQL it is one statement (no transaction of its own
-    needed); elsewhere a transaction (a savepoint inside the caller's)."""
+    and review entry; all of it commits together (core.sql.insert_family). Inside the caller's transaction no
+    savepoint is taken: a failure undoes all of it with it."""
     events = commission_events(commission)
-    if not insert_pair_supported():
-        # Inside the caller's transaction no savepoint is needed: a failure undoes all of it with it.
-        with transaction.atomic(savepoint=False):
-            commission.save(force_insert=True)
-            if commission.credited:
-                ledger_credit(commission)
-            if commission.hold_rule:
-                for row in _rule_hold_rows(commission):
-                    row.save(force_insert=True)
-            for event in events:
-                event.object_id = commission.pk
-                event.save(force_insert=True)
-    else:
-        insert_family(commission, commission_dependents(commission, events))
+    insert_family(commission, commission_dependents(commission, events))
     for event in events:
         event_saved(event)
 

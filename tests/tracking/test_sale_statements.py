@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry
-from core import messages
+from core import messages, sql
 from core.sql import UNFLUSHED
 from fraud.config import program_rules
 from fraud.models import RuleSetting
@@ -52,9 +52,8 @@ def wanted(link):
 
 @pytest.fixture
 def portable(monkeypatch):
-    """The path SQLite takes, forced on any database."""
-    monkeypatch.setattr("commissions.approval.insert_pair_supported", lambda: False)
-    monkeypatch.setattr("tracking.services.settlement.insert_pair_supported", lambda: False)
+    """The path SQLite takes (core.sql's INSERTs a row at a time), forced on any database."""
+    monkeypatch.setitem(sql._capabilities, "default", sql.PORTABLE)
 
 
 @pytest.fixture
@@ -120,10 +119,14 @@ def test_both_paths_store_the_same_commissions_credits_and_metrics(request, api_
 
 
 def test_a_failed_credit_on_the_portable_path_leaves_no_commission(api_client, link, portable, monkeypatch):
-    def boom(commission):
-        raise RuntimeError("ledger on fire")
+    row_insert = sql._row_insert
 
-    monkeypatch.setattr("commissions.approval.ledger_credit", boom)
+    def boom(obj, *args, **kwargs):
+        if isinstance(obj, LedgerEntry):
+            raise RuntimeError("ledger on fire")
+        return row_insert(obj, *args, **kwargs)
+
+    monkeypatch.setattr(sql, "_row_insert", boom)
     CustomerFactory(link=link, customer_key="user_1")
     response = post_sale(api_client, link.program, **sale_body())
     assert response.status_code == 500

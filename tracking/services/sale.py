@@ -14,7 +14,7 @@ from commissions.services import SaleCommission
 from core import messages
 from core.currency import Currency
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
-from core.sql import insert_family, insert_pair_supported, model_from_row, select_columns_sql
+from core.sql import capabilities, insert_family, model_from_row, select_columns_sql
 from programs.keys import key_digest
 from programs.models import Program, ProgramKey
 from programs.selectors import (
@@ -150,9 +150,9 @@ def _key_and_customer_sql() -> str:
 def key_and_customer_get(raw_key: str, click_id: str) -> tuple[ProgramKey | None, PrefetchedCustomer | None]:
     """The key raw_key is (as program_key_get_by_raw finds it) and the live customer click_id names, in one round
     trip: a sale's two reads before it writes. The customer is read whatever the key's program; sale_record checks
-    that it is the program's, as it does for one it reads itself. SQLite has no LATERAL join: the key alone, and
-    no customer read ahead (None)."""
-    if not insert_pair_supported():
+    that it is the program's, as it does for one it reads itself. Without a LATERAL join (SQLite): the key alone,
+    and no customer read ahead (None)."""
+    if not capabilities().lateral_join:
         return program_key_get_by_raw(raw_key), None
     digest = key_digest(raw_key)
     with connection.cursor() as cursor:
@@ -184,34 +184,25 @@ def _customer_select_sql(condition: str) -> str:
 def sale_insert(*, fields: SaleFields, unflushed: bool = False) -> SaleEvent:
     """Inserts the sale, with its sale.created webhook event, on its own: it stays recorded even if the
     commission fails next, and the unique constraint on processor_event_id is what stops a duplicate, even a
-    concurrent one. On PostgreSQL the sale and its event are one statement, atomic by itself (core.sql.
-    insert_family); elsewhere a transaction. Inside a caller's transaction (processor events) a savepoint keeps
-    a duplicate from breaking it.
+    concurrent one. The sale and its event commit together (core.sql.insert_family: on PostgreSQL one statement,
+    atomic by itself); inside a caller's transaction (processor events) a savepoint keeps a duplicate from
+    breaking it.
 
     `unflushed` (outside a transaction, when the caller commits the sale's settlement right after): on
     PostgreSQL the sale's commit does not wait for the WAL flush (core.sql.insert_unflushed). The sale is
     visible, and a duplicate refused, at once; the settlement's commit, which waits for its flush, makes the
     sale durable too before the call is answered."""
-    in_transaction = transaction.get_connection().in_atomic_block
+    sale = SaleEvent(**fields.columns())
+    event = _sale_created(sale)
     try:
-        if not in_transaction and insert_pair_supported():
-            sale = SaleEvent(**fields.columns())
-            event = _sale_created(sale)
-            insert_family(sale, [(event, {"object_id": "{first_id}"})], unflushed=unflushed)
-            event_saved(event)
-            return sale
-        with transaction.atomic():
-            sale = SaleEvent.objects.create(**fields.columns())
-            event = _sale_created(sale)
-            event.object_id = sale.pk
-            event.save(force_insert=True)
-            event_saved(event)
-            return sale
+        insert_family(sale, [(event, {"object_id": "{first_id}"})], unflushed=unflushed, savepoint=True)
     except IntegrityError:
         duplicate = _duplicate_of(fields)
         if duplicate is None:
             raise
         raise duplicate from None
+    event_saved(event)
+    return sale
 
 
 def _duplicate_of(fields: SaleFields) -> ConflictError | None:

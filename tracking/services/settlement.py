@@ -12,7 +12,7 @@ from commissions.approval import commission_dependents, commission_events
 from commissions.calculations import NoCommission
 from commissions.models import Commission
 from commissions.services import SaleCommission, commission_for_sale, commission_settle
-from core.sql import SqlValue, insert_family, insert_pair_supported
+from core.sql import SqlValue, family_commits_alone, insert_family
 from programs.models import CrossWorkspace, Program
 from webhooks.events import event_saved
 from webhooks.models import WebhookEvent
@@ -33,14 +33,11 @@ def commission_create_for_sale(
     if sale.no_commission_reason:
         return SaleCommission(commission=None, no_commission=NoCommission(sale.no_commission_reason))
     # A repeat sale (the customer is converted already) writes one statement: the commission with its
-    # credit, or the reason on the sale. On PostgreSQL that statement is atomic by itself, so it runs
-    # without BEGIN and COMMIT; a first sale locks the customer, and SQLite writes the credit apart, in a
-    # transaction. Inside a caller's transaction, a savepoint keeps a duplicate from breaking it.
-    one_statement = (
-        insert_pair_supported()
-        and not transaction.get_connection().in_atomic_block
-        and not customer_conversion_due(customer=customer, sale_at=sale.sale_date)
-    )
+    # credit, or the reason on the sale. Where that statement commits by itself (core.sql.family_commits_alone)
+    # it runs without BEGIN and COMMIT; a first sale locks the customer, in a transaction, and a database that
+    # writes the commission's rows one at a time writes them in one. Inside a caller's transaction, a savepoint
+    # keeps a duplicate from breaking it.
+    one_statement = family_commits_alone() and not customer_conversion_due(customer=customer, sale_at=sale.sale_date)
     try:
         with nullcontext() if one_statement else transaction.atomic():
             return _settle(sale=sale, customer=customer, program=program, now=now)
@@ -92,15 +89,16 @@ def sale_settled_at_once(
 ) -> SaleCommission | None:
     """Inserts an attributed live sale not stored yet, its sale.created event and what commission_create_for_sale
     would then write (the commission with its rows and events, or the reason it pays nothing, on the sale) in one
-    statement: one round trip and one commit where there were two, when that is all there is to write. That is on
-    PostgreSQL in autocommit, for a customer converted by an earlier sale (no lock to take), whose program's sale
-    rules do not count the customer's stored sales (sale_velocity counts this one too). Otherwise answers None and
-    writes nothing: the caller stores the sale, then settles it.
+    statement: one round trip and one commit where there were two, when that is all there is to write. That is
+    where the statement commits by itself (core.sql.family_commits_alone: PostgreSQL, whose jsonb the events' data
+    is completed with, in autocommit), for a customer converted by an earlier sale (no lock to take), whose
+    program's sale rules do not count the customer's stored sales (sale_velocity counts this one too). Otherwise
+    answers None and writes nothing: the caller stores the sale, then settles it.
 
     The decision is commission_create_for_sale's, made with the same inputs. Raises what the statement raises
     (IntegrityError for a transaction_id already taken) with nothing written; the caller then tells a duplicate
     from a failure the two-step path reports (the sale stored, the commission failed)."""
-    if not insert_pair_supported() or transaction.get_connection().in_atomic_block:
+    if not family_commits_alone():
         return None
     if customer_conversion_due(customer=customer, sale_at=sale.sale_date):
         return None
