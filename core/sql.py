@@ -19,7 +19,8 @@ Every database writes the same rows: what a statement may use is decided once pe
 On PostgreSQL a family is one statement; elsewhere (SQLite, 3.35+: INSERT ... RETURNING, INSERT ... SELECT ...
 WHERE) the same INSERTs run one row at a time in one transaction, each dependent's SQL over the ids already
 inserted, the guard checked by the first row's INSERT, and `unflushed` does nothing. rows_copy is COPY on
-PostgreSQL and a multi-row INSERT elsewhere. Callers do not ask which.
+PostgreSQL and a multi-row INSERT elsewhere. A writer's caller does not ask which; one that uses more (a LATERAL
+join, a statement that commits by itself) asks capabilities or family_commits_alone, here.
 
 These rows never go through save(): no pre_save or post_save signal is sent for them, on any database. So no
 receiver may be connected to a model written here: WRITTEN_BY_HAND lists them, the writers refuse a model it does
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, TypeAlias
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, transaction
 from django.db.models import BooleanField, CharField, Field, ForeignKey, IntegerField, JSONField, Model, TextField
 from django.db.models.fields import AutoFieldMixin
@@ -93,7 +95,10 @@ def capabilities(using: str = "default") -> Capabilities:
     """What the database `using` offers (decided on the first call for the alias, then kept)."""
     found = _capabilities.get(using)
     if found is None:
-        found = _capabilities[using] = POSTGRESQL if connections[using].vendor == "postgresql" else PORTABLE
+        connection = connections[using]
+        if connection.vendor != "postgresql" and not connection.features.can_return_columns_from_insert:
+            raise ImproperlyConfigured(f"core.sql writes with INSERT ... RETURNING, which {connection.vendor} lacks")
+        found = _capabilities[using] = POSTGRESQL if connection.vendor == "postgresql" else PORTABLE
     return found
 
 
