@@ -220,7 +220,12 @@ class LeanRoutesMiddleware:
     """In MIDDLEWARE, before the signed-in middleware: a POST to a tracking route goes on through the
     middleware listed after this one except SIGNED_IN_MIDDLEWARE, to its view, as Django's handler would send it
     (each step wrapped in convert_exception_to_response, the middleware's process_exception on a view's
-    exception). Every other request goes on through the whole chain."""
+    exception). Every other request goes on through the whole chain.
+
+    The chain is built here, not by a django.core.handlers.base.BaseHandler (tried: no faster): its
+    load_middleware reads settings.MIDDLEWARE alone, so running it over the kept list means swapping a global
+    setting while it builds; and it runs view hooks, where this chain refuses a middleware that has them (as
+    test_lean_routes.py requires)."""
 
     def __init__(self, get_response: Handler) -> None:
         self.get_response = get_response
