@@ -3,11 +3,11 @@ not. One computation serves GET /api/v1/programs/me/readiness, the dashboard and
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Count, Exists, IntegerField, OuterRef, Subquery
+from django.db.models import Count, Exists, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -17,6 +17,13 @@ from core.times import utc_text
 from fraud.rules import Traffic
 from imports.readiness import import_check
 from insight.diagnosis import DIAGNOSIS_WINDOW, Mistake, mistakes_find
+from insight.sql import (
+    count_annotation,
+    exists_annotation,
+    one_row_sql,
+    recent_set_aside_sql,
+    user_agents_counted_sql,
+)
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
 from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
@@ -33,7 +40,6 @@ from tracking.rollups import (
     rollup_sums,
     rows_with_delta,
 )
-from tracking.selectors.clicks import MARKED_CLICKS, NEWEST_FIRST
 from tracking.services.tracker import tracker_script_tag
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -93,28 +99,15 @@ def _recent_bots_sql(
     program_id: int, *, now: datetime, select: str, traffic: str = Traffic.BOT
 ) -> tuple[str, list[Any]]:
     """SELECT `select` from the live clicks set aside as bots (or for another `traffic` reason) within BOT_DAYS
-    among the program's latest BOT_SCAN marked clicks. The latest marked clicks are a subquery with its own LIMIT,
-    which the planner cannot flatten: it reads them off the partial index first, then filters those. (As
-    `id IN (...)` with the filters outside, PostgreSQL scanned every click of the table for bots, measured.)"""
-    latest = (
-        ClickEvent.objects.filter(MARKED_CLICKS, program_id=program_id)
-        .order_by(NEWEST_FIRST)
-        .values("traffic", "is_test", "click_timestamp", "user_agent")[:BOT_SCAN]
-    )
-    latest_sql, latest_params = latest.query.sql_with_params()
-    since = connection.ops.adapt_datetimefield_value(now - timedelta(days=BOT_DAYS))
-    sql = (
-        f"SELECT {select} FROM ({latest_sql}) AS recent "
-        "WHERE recent.traffic = %s AND NOT recent.is_test AND recent.click_timestamp >= %s"
-    )
-    return sql, [*latest_params, str(traffic), since]
+    among the program's latest BOT_SCAN marked clicks (insight.sql.recent_set_aside_sql)."""
+    return recent_set_aside_sql(program_id, now=now, select=select, traffic=traffic, days=BOT_DAYS, scan=BOT_SCAN)
 
 
 def bot_agents_read(program_id: int, *, now: datetime) -> list[tuple[str, int]]:
     """The user agents of the recent bot clicks (_recent_bots_sql) with their counts, most frequent first."""
     sql, params = _recent_bots_sql(program_id, now=now, select="recent.user_agent, COUNT(*)")
     with connection.cursor() as cursor:
-        cursor.execute(f"{sql} GROUP BY recent.user_agent ORDER BY COUNT(*) DESC, recent.user_agent", params)
+        cursor.execute(user_agents_counted_sql(sql), params)
         return [(agent, seen) for agent, seen in cursor.fetchall()]
 
 
@@ -123,9 +116,7 @@ def clicks_set_aside_read(program_id: int, *, now: datetime) -> dict[str, int]:
     marked clicks), in one query: what the overview shows (readiness reads the same with its other times)."""
     parts = [_recent_bots_sql(program_id, now=now, select="COUNT(*)", traffic=reason) for reason in SET_ASIDE_REASONS]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT " + ", ".join(f"({sql})" for sql, _ in parts), [p for _, params in parts for p in params]
-        )
+        cursor.execute(one_row_sql([sql for sql, _ in parts]), [p for _, params in parts for p in params])
         row = cursor.fetchone() or ()
     return {str(reason): seen or 0 for reason, seen in zip(SET_ASIDE_REASONS, row, strict=False)}
 
@@ -148,10 +139,10 @@ def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
 
     subqueries: dict[str, Subquery | RawSQL] = {kind: latest(kind) for kind in KINDS}
     bots_sql, bots_params = _recent_bots_sql(program.pk, now=now, select="1")
-    subqueries[RECENT_BOTS] = RawSQL(f"EXISTS ({bots_sql})", bots_params, output_field=BooleanField())
+    subqueries[RECENT_BOTS] = exists_annotation(bots_sql, bots_params)
     for reason in SET_ASIDE_REASONS:
         count_sql, count_params = _recent_bots_sql(program.pk, now=now, select="COUNT(*)", traffic=reason)
-        subqueries[f"{SET_ASIDE}{reason}"] = RawSQL(f"({count_sql})", count_params, output_field=IntegerField())
+        subqueries[f"{SET_ASIDE}{reason}"] = count_annotation(count_sql, count_params)
     last = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
     # Only a program without a counted click asks whether uncounted ones came; then every live click it has is
     # uncounted, and the newest is the first row of its time index. (Asked always, "the newest uncounted click"

@@ -25,20 +25,20 @@ the recounts and the live delta all use it, and `rollups_verify` checks that the
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from functools import cache
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Max, Model, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from commissions.models import Commission
 from commissions.selectors import payable_cents
-from programs.models import Partner, PartnerProgram, ReferralLink
+from programs.models import Partner, ReferralLink
 from tracking.models import ClickEvent, DailyRollup, LeadEvent, RollupState, SaleEvent
 from tracking.quality import racing_duplicates_mark
+from tracking.sql import link_clicks_add_sql, partner_program_add_sql, rollup_add_sql
 
 CLICK, LEAD, SALE = "click", "lead", "sale"
 KINDS = (CLICK, LEAD, SALE)
@@ -116,27 +116,12 @@ def kind_grouped(kind: str, events: QuerySet[Any]) -> list[dict[str, Any]]:
 # --- Writing --------------------------------------------------------------------------------------------------
 
 
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-@cache
-def _add_sql(columns: tuple[str, ...]) -> str:
-    """INSERT ... ON CONFLICT DO UPDATE adding to the existing row (PostgreSQL and SQLite 3.24+ alike)."""
-    table = _table(DailyRollup)
-    names = ", ".join(f'"{name}"' for name in (*GROUP, *columns))
-    marks = ", ".join(["%s"] * (len(GROUP) + len(columns)))
-    sums = ", ".join(f'"{c}" = {table}."{c}" + EXCLUDED."{c}"' for c in columns)
-    conflict = ", ".join(f'"{name}"' for name in GROUP)
-    return f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT ({conflict}) DO UPDATE SET {sums}"
-
-
 def _rollup_add(kind: str, rows: Iterable[dict[str, Any]]) -> None:
     columns = COLUMNS[kind]
     values = [[row[name] for name in (*GROUP, *columns)] for row in rows]
     if values:
         with connection.cursor() as cursor:
-            cursor.executemany(_add_sql(columns), values)
+            cursor.executemany(rollup_add_sql(GROUP, columns), values)
 
 
 def _counters_add(rows: Iterable[dict[str, Any]]) -> None:
@@ -152,17 +137,15 @@ def _counters_add(rows: Iterable[dict[str, Any]]) -> None:
         if row["partner_id"]:
             key = (row["partner_id"], row["program_id"])
             partners[key] = partners.get(key, 0) + row["clicks"]
-    link_table, partner_table = _table(ReferralLink), _table(PartnerProgram)
     with connection.cursor() as cursor:
         if links:
             cursor.executemany(
-                f'UPDATE {link_table} SET "clicks" = "clicks" + %s, "last_clicked" = CASE WHEN "last_clicked" IS NULL '
-                f'OR "last_clicked" < %s THEN %s ELSE "last_clicked" END WHERE "id" = %s',
+                link_clicks_add_sql(),
                 [[clicks, last_at, last_at, link_id] for link_id, (clicks, last_at) in sorted(links.items())],
             )
         if partners:
             cursor.executemany(
-                f'UPDATE {partner_table} SET "clicks" = "clicks" + %s WHERE "partner_id" = %s AND "program_id" = %s',
+                partner_program_add_sql(("clicks",)),
                 [[clicks, partner_id, program_id] for (partner_id, program_id), clicks in sorted(partners.items())],
             )
 
@@ -179,11 +162,7 @@ def _sale_counters_add(*, after_id: int, up_to_id: int) -> None:
     values = [[count, revenue or 0, partner_id, program_id] for partner_id, program_id, count, revenue in rows]
     if values:
         with connection.cursor() as cursor:
-            cursor.executemany(
-                f'UPDATE {_table(PartnerProgram)} SET "sales" = "sales" + %s, "revenue_cents" = "revenue_cents" + %s '
-                f'WHERE "partner_id" = %s AND "program_id" = %s',
-                values,
-            )
+            cursor.executemany(partner_program_add_sql(("sales", "revenue_cents")), values)
 
 
 def _state_locked() -> RollupState:

@@ -8,12 +8,14 @@ from functools import cache
 from django.db import connection
 from django.db.models import Model
 
+from core.sql import select_columns_sql
 from fraud.click import ClickQuality
 from fraud.models import RuleSetting
 from fraud.rules import Rule, Traffic
-from programs.models import PartnerProgram, Program, ReferralLink
+from programs.models import PartnerProgram, Program, ProgramKey, ReferralLink
+from programs.sql import key_with_program_select
 
-from .models import ClickEvent
+from .models import ClickEvent, Customer, DailyRollup
 
 
 def _table(model: type[Model]) -> str:
@@ -92,6 +94,45 @@ def racing_duplicates_sql() -> str:
         UPDATE "{click}" SET traffic = '{Traffic.DUPLICATE.value}' WHERE id IN (SELECT id FROM raced)"""
 
 
+# --- Sales -------------------------------------------------------------------------------------------------------
+
+
+# Not the ORM: the conditions of customer_select_sql below (a sale's customer lookups). The click_id lookup, also the
+# condition inside key_and_customer_sql's LATERAL join (click_id is unique).
+CUSTOMER_BY_CLICK_ID = '"click_id" = %s AND "is_test" = %s'
+# Not the ORM: as above, the customer_key lookup (the earliest customer with the key keeps the attribution).
+CUSTOMER_BY_KEY = '"program_id" = %s AND "customer_key" = %s AND "is_test" = %s ORDER BY "id"'
+
+
+# Not the ORM: a sale's two reads (its key with the program, and the customer its click_id names) in one round trip,
+# which the ORM cannot join (a LATERAL join; PostgreSQL only: core.sql.capabilities().lateral_join).
+@cache
+def key_and_customer_sql() -> str:
+    """The key whose digest is the third %s with its program (programs.sql.key_with_program_select's columns), then
+    every column of the customer CUSTOMER_BY_CLICK_ID finds with the first two (NULLs when none)."""
+    keys, programs, customers = ProgramKey._meta.db_table, Program._meta.db_table, Customer._meta.db_table
+    return (
+        f"SELECT {key_with_program_select()}, {select_columns_sql(Customer, 'c')} "
+        f'FROM "{keys}" AS k JOIN "{programs}" AS p ON p."id" = k."program_id" '
+        f'LEFT JOIN LATERAL (SELECT * FROM "{customers}" WHERE {CUSTOMER_BY_CLICK_ID} LIMIT 1) AS c ON true '
+        'WHERE k."digest" = %s LIMIT 1'
+    )
+
+
+# Not the ORM: the ORM would compile the same SELECT again on every sale (about a sixth of a sale's time in Python);
+# the row is read back without its raw-query machinery (core.sql.model_from_row).
+@cache
+def customer_select_sql(condition: str) -> str:
+    """The first customer (every column) WHERE condition (CUSTOMER_BY_CLICK_ID or CUSTOMER_BY_KEY)."""
+    return f'SELECT {select_columns_sql(Customer, "c")} FROM "{Customer._meta.db_table}" AS c WHERE {condition} LIMIT 1'
+
+
+# Not the ORM: the sale's id is known only inside the statement that inserts it (core.sql.insert_family's
+# {first_id}), so the commission's events get it there, by jsonb (settlement.sale_settled_at_once runs on PostgreSQL
+# only).
+DATA_WITH_SALE_ID = "(%s::jsonb || jsonb_build_object('sale_id', {first_id}))"
+
+
 # --- Counters ----------------------------------------------------------------------------------------------------
 
 
@@ -103,3 +144,29 @@ def partner_program_add_sql(columns: tuple[str, ...]) -> str:
     program (%s): no read-modify-write race."""
     assignments = ", ".join(f'"{column}" = "{column}" + %s' for column in columns)
     return f'UPDATE {_table(PartnerProgram)} SET {assignments} WHERE "partner_id" = %s AND "program_id" = %s'
+
+
+# Not the ORM: the ORM has no INSERT ... ON CONFLICT DO UPDATE that adds to the row it meets (PostgreSQL and SQLite
+# 3.24+ alike); the rollups fold a batch of groups with one executemany.
+@cache
+def rollup_add_sql(group: tuple[str, ...], columns: tuple[str, ...]) -> str:
+    """INSERT of a DailyRollup row of `group` and `columns` (one %s each, in that order) that, on a row of the same
+    group already there, adds `columns` to it."""
+    table = _table(DailyRollup)
+    names = ", ".join(f'"{name}"' for name in (*group, *columns))
+    marks = ", ".join(["%s"] * (len(group) + len(columns)))
+    sums = ", ".join(f'"{c}" = {table}."{c}" + EXCLUDED."{c}"' for c in columns)
+    conflict = ", ".join(f'"{name}"' for name in group)
+    return f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT ({conflict}) DO UPDATE SET {sums}"
+
+
+# Not the ORM: the link's last_clicked moves only forward, decided in the UPDATE itself (a CASE the ORM would build
+# again for every batch), so two runs adding clicks never move it back.
+@cache
+def link_clicks_add_sql() -> str:
+    """Adds %s clicks to the link whose id is the fourth %s, and moves its last_clicked to the third %s when it is
+    empty or before the second."""
+    return (
+        f'UPDATE {_table(ReferralLink)} SET "clicks" = "clicks" + %s, "last_clicked" = CASE WHEN "last_clicked" '
+        f'IS NULL OR "last_clicked" < %s THEN %s ELSE "last_clicked" END WHERE "id" = %s'
+    )

@@ -2,7 +2,6 @@ import dataclasses
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cache
 from typing import Any, Literal, TypedDict, cast
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -14,15 +13,11 @@ from commissions.services import SaleCommission
 from core import messages
 from core.currency import Currency
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
-from core.sql import capabilities, insert_family, model_from_row, select_columns_sql
+from core.sql import capabilities, insert_family, model_from_row
 from programs.keys import key_digest
 from programs.models import Program, ProgramKey
-from programs.selectors import (
-    KEY_WITH_PROGRAM_COLUMNS,
-    key_with_program_select,
-    program_key_from_row,
-    program_key_get_by_raw,
-)
+from programs.selectors import program_key_from_row, program_key_get_by_raw
+from programs.sql import KEY_WITH_PROGRAM_COLUMNS
 from webhooks.events import event_new, event_saved
 from webhooks.models import EventType
 from webhooks.payloads import sale_data
@@ -30,6 +25,7 @@ from webhooks.payloads import sale_data
 from ..attribution import attribution_window
 from ..link_cache import enrolment_exists
 from ..models import Customer, CustomerStatus, SaleEvent
+from ..sql import CUSTOMER_BY_CLICK_ID, CUSTOMER_BY_KEY, customer_select_sql, key_and_customer_sql
 from .common import TestEventRecorded, sale_is_test, tracking_log
 from .settlement import commission_create_for_sale, sale_settled_at_once
 
@@ -112,39 +108,23 @@ class PrefetchedCustomer:
     customer: Customer | None
 
 
-# The click_id lookup, and the same condition inside key_and_customer_get's LATERAL join.
-_BY_CLICK_ID = '"click_id" = %s AND "is_test" = %s'  # click_id is unique
-
-
 def _customer_for_sale(
     *, program: Program, customer_key: str, click_id: str, is_test: bool, prefetched: PrefetchedCustomer | None = None
 ) -> tuple[Customer | None, str]:
     """customer_key first (the earliest customer with it keeps the attribution), then click_id. Returns the
     customer and the lookup that found it (kept on the sale as attributed_by), or (None, "")."""
     if customer_key:
-        sql = _customer_select_sql('"program_id" = %s AND "customer_key" = %s AND "is_test" = %s ORDER BY "id"')
-        customer = _customer_fetch(sql, [program.pk, customer_key, is_test])
+        customer = _customer_fetch(customer_select_sql(CUSTOMER_BY_KEY), [program.pk, customer_key, is_test])
         if customer is not None:
             return customer, "customer_key"
     if click_id:
         if prefetched is not None and prefetched.click_id == click_id and not is_test:
             customer = prefetched.customer
         else:
-            customer = _customer_fetch(_customer_select_sql(_BY_CLICK_ID), [click_id, is_test])
+            customer = _customer_fetch(customer_select_sql(CUSTOMER_BY_CLICK_ID), [click_id, is_test])
         if customer is not None:
             return customer, "click_id"
     return None, ""
-
-
-@cache
-def _key_and_customer_sql() -> str:
-    keys, programs, customers = ProgramKey._meta.db_table, Program._meta.db_table, Customer._meta.db_table
-    return (
-        f"SELECT {key_with_program_select()}, {select_columns_sql(Customer, 'c')} "
-        f'FROM "{keys}" AS k JOIN "{programs}" AS p ON p."id" = k."program_id" '
-        f'LEFT JOIN LATERAL (SELECT * FROM "{customers}" WHERE {_BY_CLICK_ID} LIMIT 1) AS c ON true '
-        'WHERE k."digest" = %s LIMIT 1'
-    )
 
 
 def key_and_customer_get(raw_key: str, click_id: str) -> tuple[ProgramKey | None, PrefetchedCustomer | None]:
@@ -156,7 +136,7 @@ def key_and_customer_get(raw_key: str, click_id: str) -> tuple[ProgramKey | None
         return program_key_get_by_raw(raw_key), None
     digest = key_digest(raw_key)
     with connection.cursor() as cursor:
-        cursor.execute(_key_and_customer_sql(), [click_id, False, digest])
+        cursor.execute(key_and_customer_sql(), [click_id, False, digest])
         row = cursor.fetchone()
     if row is None:
         return None, PrefetchedCustomer(click_id=click_id, customer=None)
@@ -171,14 +151,6 @@ def _customer_fetch(sql: str, params: list[Any]) -> Customer | None:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return None if row is None else cast(Customer, model_from_row(Customer, row))
-
-
-@cache
-def _customer_select_sql(condition: str) -> str:
-    """The first customer (every column) WHERE condition: built once per process, where the ORM would compile
-    the same SELECT again on every sale (about a sixth of a sale's time in Python), and read back without the
-    ORM's raw-query machinery (core.sql.model_from_row)."""
-    return f'SELECT {select_columns_sql(Customer, "c")} FROM "{Customer._meta.db_table}" AS c WHERE {condition} LIMIT 1'
 
 
 def sale_insert(*, fields: SaleFields, unflushed: bool = False) -> SaleEvent:

@@ -19,6 +19,7 @@ from webhooks.models import WebhookEvent
 
 from ..models import Customer, CustomerStatus, SaleEvent
 from ..quality import SaleNotStored, sale_review
+from ..sql import DATA_WITH_SALE_ID
 
 
 def commission_create_for_sale(
@@ -135,4 +136,4 @@ def sale_settled_at_once(
 def _with_sale_id(event: WebhookEvent) -> SqlValue:
     """The event's data with its sale_id set to the id of the sale the statement inserts."""
     data = WebhookEvent._meta.get_field("data").get_db_prep_save(event.data, connection)
-    return "(%s::jsonb || jsonb_build_object('sale_id', {first_id}))", [data]
+    return DATA_WITH_SALE_ID, [data]
