@@ -80,7 +80,7 @@ class SQLiteCounterCache(BaseCache):
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per thread, and never one inherited across a fork.
-        connection = getattr(self._local, "connection", None)
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is not None and self._local.pid == os.getpid():
             return connection
         connection = sqlite3.connect(self._path, timeout=0, isolation_level=None)
@@ -150,7 +150,8 @@ class SQLiteCounterCache(BaseCache):
         row = self._execute(CounterFile.INCR, (delta, key, time.time())).fetchone()
         if row is None:
             raise ValueError(f"Key '{key}' not found")
-        return row[0]
+        value: int = row[0]
+        return value
 
     def count_one(self, key: str, timeout: float) -> int:
         """One more in the counter under `key`, which starts at 1 (living `timeout` seconds) when it is missing or
@@ -160,7 +161,8 @@ class SQLiteCounterCache(BaseCache):
         self._maybe_cull(now)
         row = self._execute(CounterFile.COUNT_ONE, (key, now + timeout, now, now)).fetchone()
         assert row is not None  # an upsert with RETURNING answers its row
-        return row[0]
+        count: int = row[0]
+        return count
 
     def delete(self, key: str, version: int | None = None) -> bool:
         key = self.make_and_validate_key(key, version=version)

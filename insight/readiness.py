@@ -143,7 +143,7 @@ def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
     for reason in SET_ASIDE_REASONS:
         count_sql, count_params = _recent_bots_sql(program.pk, now=now, select="COUNT(*)", traffic=reason)
         subqueries[f"{SET_ASIDE}{reason}"] = count_annotation(count_sql, count_params)
-    last = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
+    last: dict[str, Any] = Program.objects.filter(pk=program.pk).annotate(**subqueries).values(*subqueries).get()
     # Only a program without a counted click asks whether uncounted ones came; then every live click it has is
     # uncounted, and the newest is the first row of its time index. (Asked always, "the newest uncounted click"
     # would walk every click of a program whose clicks all counted.)

@@ -178,7 +178,8 @@ def _resolve_base_url(explicit: str | None, saved: dict[str, Any] | None) -> str
     if explicit:
         return explicit.rstrip("/")
     if saved:
-        return saved["base_url"]
+        saved_url: str = saved["base_url"]
+        return saved_url
     return DEFAULT_BASE_URL
 
 
@@ -251,7 +252,8 @@ def _wait_for_login(api: Api, start: dict[str, Any], output: Output) -> dict[str
                 raise
             status = data.get("status")
             if status == "complete":
-                return data
+                completed: dict[str, Any] = data
+                return completed
             if status == "expired":
                 raise expired
             if status == "denied":

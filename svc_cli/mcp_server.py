@@ -655,11 +655,13 @@ def _operation(openapi: dict[str, Any] | None, spec: ToolSpec) -> dict[str, Any]
 def _enum_of(schema: dict[str, Any]) -> list[Any] | None:
     """The values a parameter takes: its enum, or that of one of its anyOf branches (the agent API declares an
     empty value as a second branch, since a blank query parameter means absent)."""
-    if isinstance(schema.get("enum"), list):
-        return schema["enum"]
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        return enum
     for branch in schema.get("anyOf") or []:
-        if isinstance(branch, dict) and isinstance(branch.get("enum"), list):
-            return branch["enum"]
+        branch_enum = branch.get("enum") if isinstance(branch, dict) else None
+        if isinstance(branch_enum, list):
+            return branch_enum
     return None
 
 

@@ -14,7 +14,8 @@ def partner_program_add(*, partner_id: int, program_id: int, **amounts: int) -> 
     columns = tuple(sorted(amounts))
     with connection.cursor() as cursor:
         cursor.execute(partner_program_add_sql(columns), [*(amounts[c] for c in columns), partner_id, program_id])
-        return cursor.rowcount
+        updated: int = cursor.rowcount
+        return updated
 
 
 def partner_leads_add(*, program_id: int, leads: dict[int, int]) -> None:

@@ -44,7 +44,8 @@ def racing_duplicates_mark(*, after_id: int, up_to_id: int) -> int:
     spec = SPECS[Rule.DUPLICATE_CLICK]
     with connection.cursor() as cursor:
         cursor.execute(racing_duplicates_sql(), [after_id, up_to_id, spec.enabled, spec.window_minutes])
-        return cursor.rowcount
+        marked: int = cursor.rowcount
+        return marked
 
 
 # --- Sales -----------------------------------------------------------------------------------------------------

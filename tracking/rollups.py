@@ -182,7 +182,8 @@ class RunResult:
 
 
 def _events_in(kind: str, row: dict[str, Any]) -> int:
-    return row["leads"] + row["provisional_leads"] if kind == LEAD else row[COLUMNS[kind][0]]
+    events: int = row["leads"] + row["provisional_leads"] if kind == LEAD else row[COLUMNS[kind][0]]
+    return events
 
 
 def _fold_new(kind: str, state: RollupState, *, settled_before: datetime) -> tuple[int, bool]:
@@ -294,7 +295,8 @@ class Watermarks:
     counters_from_sale_id: int = 0
 
     def of(self, kind: str) -> int:
-        return getattr(self, f"{kind}_id")
+        watermark: int = getattr(self, f"{kind}_id")
+        return watermark
 
     @property
     def counted_click_id(self) -> int:
@@ -333,7 +335,10 @@ def rollup_read(read: Callable[[Watermarks], T]) -> T:
 
 def rollup_sums(rollups: QuerySet[DailyRollup], *keys: str) -> QuerySet[DailyRollup, dict[str, Any]]:
     """The rollup rows summed per `keys` (every column)."""
-    return rollups.order_by().values(*keys).annotate(**{column: Sum(column) for column in ALL_COLUMNS})
+    sums: QuerySet[DailyRollup, dict[str, Any]] = (
+        rollups.order_by().values(*keys).annotate(**{column: Sum(column) for column in ALL_COLUMNS})
+    )
+    return sums
 
 
 def rows_with_delta(

@@ -188,7 +188,7 @@ class ApiAutoSchema(AutoSchema):
         return parameters
 
     def _map_basic_serializer(self, serializer: serializers.Serializer[Any], direction: Direction) -> dict[str, Any]:
-        schema = super()._map_basic_serializer(serializer, direction)
+        schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
         # A serializer may declare how many fields the route needs at least (an empty PATCH is refused).
         min_properties = getattr(serializer, "min_properties", None)
         if min_properties:
@@ -198,7 +198,7 @@ class ApiAutoSchema(AutoSchema):
     def _map_serializer_field(
         self, field: AnyField, direction: Direction, bypass_extensions: bool = False
     ) -> dict[str, Any]:
-        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)
         # DRF refuses "" for a CharField without allow_blank; say so where the caller sends it.
         if (
             direction == "request"

@@ -51,7 +51,8 @@ def _forwarded(request: HttpRequest, name: str) -> str:
     X-Forwarded-For (core.clientip). A balancer that appends its own host in turn costs the Domain, never more."""
     if settings.TRUSTED_PROXY_COUNT <= 0:
         return ""
-    return request.META.get(name, "").rsplit(",", 1)[-1].strip()
+    forwarded: str = request.META.get(name, "")
+    return forwarded.rsplit(",", 1)[-1].strip()
 
 
 def original_scheme(request: HttpRequest) -> str:
@@ -70,7 +71,8 @@ def original_host(request: HttpRequest) -> str:
 def cookie_domain(host: str) -> str:
     """The FIRST_PARTY_COOKIE_DOMAIN entry (comma-separated) the host is, or is under; empty (a host-only cookie)
     when none is: a browser drops a cookie whose Domain does not cover the host it came from."""
-    for entry in settings.FIRST_PARTY_COOKIE_DOMAIN.split(","):
+    domains: str = settings.FIRST_PARTY_COOKIE_DOMAIN
+    for entry in domains.split(","):
         domain = entry.strip().lstrip(".").lower()
         if domain and (host == domain or host.endswith("." + domain)):
             return domain

@@ -265,7 +265,7 @@ class LeanRoutesMiddleware:
             except Exception as exc:
                 for middleware in reversed(instances):
                     handled = getattr(middleware, "process_exception", None)
-                    answer = handled(request, exc) if handled else None
+                    answer: HttpResponseBase | None = handled(request, exc) if handled else None
                     if answer is not None:
                         return answer
                 raise

@@ -239,7 +239,8 @@ class ExplainClickEventSerializer(serializers.Serializer[Any]):
 
     @extend_schema_field(ExplainFraudRuleSerializer(many=True))
     def get_rules(self, click: Any) -> list[dict[str, str]]:
-        return self.context["click_rules"].steps(traffic=click.traffic, flags=click.flags)
+        steps: list[dict[str, str]] = self.context["click_rules"].steps(traffic=click.traffic, flags=click.flags)
+        return steps
 
 
 # A customer (tracking.models.Customer) as its explanation shows it.
