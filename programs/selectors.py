@@ -9,11 +9,7 @@ from core.sql import model_from_row
 
 from .keys import digests_match, key_digest
 from .models import Membership, Program, ProgramKey
-
-# Exported too: tracking.services.sale joins its customer read to the key lookup and reads its columns from here.
-from .sql import KEY_WITH_PROGRAM_COLUMNS as KEY_WITH_PROGRAM_COLUMNS
-from .sql import key_with_program_select as key_with_program_select
-from .sql import key_with_program_sql
+from .sql import KEY_WITH_PROGRAM_COLUMNS, key_with_program_sql
 
 
 def program_key_get_by_raw(raw_key: str) -> ProgramKey | None:
