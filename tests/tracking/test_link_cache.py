@@ -20,9 +20,9 @@ def test_a_repeat_click_does_not_read_the_link_again(api_client, django_assert_n
     link = ReferralLinkFactory()
     click(api_client, link.short_link)
     # SAVEPOINT, the customer and click INSERTs (one statement on PostgreSQL: core.sql.insert_pair, which in
-    # production runs without a transaction; elsewhere the duplicate probe and two INSERTs), RELEASE. The link
+    # production runs without a transaction; elsewhere two INSERTs, the probe in the click's), RELEASE. The link
     # and the program's fraud rules come from the cache; the counters are the rollup task's (tracking.rollups).
-    with django_assert_num_queries(2 + (1 if insert_pair_supported() else 3) + REQUEST_LOG_ROW):
+    with django_assert_num_queries(2 + (1 if insert_pair_supported() else 2) + REQUEST_LOG_ROW):
         assert click(api_client, link.short_link).status_code == 200
 
 

@@ -1,5 +1,4 @@
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
@@ -13,7 +12,7 @@ from core import messages
 from core.clientip import parse_ip
 from core.errors import ApiError, BadRequestError, TypedGoneError
 from core.ids import id_parse
-from core.sql import SqlValue, insert_pair, insert_pair_supported
+from core.sql import SqlValue, insert_pair
 from core.text import storable_text
 from fraud.click import ClickQuality, click_quality
 from fraud.rules import Traffic, agent_judged
@@ -304,7 +303,7 @@ def _click_decide(*, data: ClickInput, context: ClickContext, verified_link: boo
     link_scope = named_program if by_alias else data.get("program_id")
     existing_click_id = data.get("existing_click_id") or ""
     # A new visitor's click (the common one) is inserted by one statement that checks the link's row (link_guard).
-    guarded = not test_mode and not existing_click_id and insert_pair_supported() and not last
+    guarded = not test_mode and not existing_click_id and not last
     link = _link_for(code, link_scope, verified=verified_link and guarded)
     fields, quality = _click_fields(data=data, context=context, link=link, landing_query=landing_query, test=test_mode)
     if quality is None:
@@ -420,21 +419,21 @@ def _click_write(decided: ClickDecision, *, request_id: str) -> ClickRecorded | 
     assert quality is not None  # the rules ran on every click but a test one
     if decided.write is ClickWrite.GUARDED:
         # The common click (a new visitor): the customer and its click in one statement, atomic by itself, so
-        # one round trip and no BEGIN/COMMIT; the link check and the duplicate rule's probe run inside it. SQLite
-        # has no INSERT in WITH: it takes the transaction below.
+        # one round trip and no BEGIN/COMMIT; the link check and the duplicate rule's probe run inside it (SQLite,
+        # which has no INSERT in WITH: the same two INSERTs in a transaction, core.sql.insert_pair).
         customer = _customer_new(click_id=new_click_id(fields.program_id), fields=fields)
         event = fields.event(click_id=customer.click_id)
-        # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
-        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
-            inserted = insert_pair(
-                customer,
-                event,
-                refers={
-                    "customer_id": "{first_id}",
-                    "traffic": (DUPLICATE_SQL, duplicate_params(quality, link_id=link.pk)),
-                },
-                guard=link_guard(link),
-            )
+        inserted = insert_pair(
+            customer,
+            event,
+            refers={
+                "customer_id": "{first_id}",
+                "traffic": (DUPLICATE_SQL, duplicate_params(quality, link_id=link.pk)),
+            },
+            guard=link_guard(link),
+            # Inside a caller's transaction, a savepoint keeps a failed statement from breaking it.
+            savepoint=True,
+        )
         if not inserted:
             # The link changed since it was cached (turned off, moved, renamed, deleted): decide the click again
             # from its row as it is now.
