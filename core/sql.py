@@ -102,11 +102,6 @@ def capabilities(using: str = "default") -> Capabilities:
     return found
 
 
-def insert_pair_supported(using: str = "default") -> bool:
-    """Whether insert_pair and insert_family write their rows in one statement (the query counts tests pin)."""
-    return capabilities(using).insert_in_with
-
-
 def family_commits_alone(using: str = "default") -> bool:
     """Whether insert_family, called now, is one statement that commits by itself: INSERT inside WITH, in
     autocommit. One round trip and no BEGIN and COMMIT; elsewhere, or inside a transaction, it is not."""

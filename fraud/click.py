@@ -1,7 +1,7 @@
 """The click rules applied to a click before it is stored: how it counts (bot, prefetch, human), the flags it
 raises (paid_ads), and whether the duplicate rule runs on it, from when. Decided from the request alone and the
 program's settings (the process cache); the duplicate probe against the stored clicks is tracking's
-(tracking.quality.DUPLICATE_SQL)."""
+(tracking.sql.DUPLICATE_SQL)."""
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass

@@ -17,8 +17,6 @@ from .link_cache import partner_email_get
 from .models import ClickEvent, Customer, SaleEvent
 
 # Exported too: tracking.services.click puts the duplicate probe in the click's INSERT and reads it from here.
-from .sql import DUPLICATE_SQL as DUPLICATE_SQL
-from .sql import duplicate_params as duplicate_params
 from .sql import racing_duplicates_sql
 
 

@@ -39,6 +39,22 @@ def link_target_sql() -> str:
     )
 
 
+# Not the ORM: the guard of a new visitor's click, checked inside its own INSERT (core.sql.insert_pair's guard) so the
+# link's facts may come from the process cache; the ORM puts no condition on an INSERT.
+def _link_guard_sql() -> str:
+    """True while the link's row says what the click was decided from: the link whose id is the first %s still has
+    the code (second), is on, has the partner (third) and program (fourth), and its program the window (fifth)."""
+    link, program = ReferralLink._meta.db_table, Program._meta.db_table
+    return (
+        f'EXISTS (SELECT 1 FROM "{link}" AS link JOIN "{program}" AS program ON program."id" = link."program_id" '
+        'WHERE link."id" = %s AND link."short_link" = %s AND link."is_active" AND link."partner_id" = %s '
+        'AND link."program_id" = %s AND program."cookie_duration" = %s)'
+    )
+
+
+LINK_GUARD_SQL = _link_guard_sql()
+
+
 # Not the ORM: the duplicate probe runs inside the click's own INSERT (a core.sql.SqlValue), so a click stays one
 # statement on PostgreSQL; the ORM puts no subquery in an INSERT.
 def _duplicate_sql() -> str:

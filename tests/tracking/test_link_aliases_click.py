@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core import messages
-from core.sql import insert_pair_supported
+from core.sql import capabilities
 from tests.factories import ProgramFactory, ReferralLinkFactory
 from tests.helpers import REQUEST_LOG_ROW, bad_request
 from tracking.models import ClickEvent, Customer
@@ -131,7 +131,7 @@ class TestQueries:
 
     def test_an_aff_click_reads_no_alias(self, api_client, program, link, django_assert_num_queries):
         # As TestHotPath in test_track_click: link, fraud settings, SAVEPOINT, the insert(s), RELEASE, the log row.
-        inserts = 1 if insert_pair_supported() else 2
+        inserts = 1 if capabilities().insert_in_with else 2
         with django_assert_num_queries(4 + inserts + REQUEST_LOG_ROW):
             assert click(api_client, "aff=oldcode&fpr=x", program_id=program.pk).status_code == 200
         with CaptureQueriesContext(connection) as captured:

@@ -1,6 +1,6 @@
 import pytest
 
-from core.sql import SqlValue, insert_pair_supported
+from core.sql import SqlValue, capabilities
 from programs.models import PartnerProgram, ReferralLink
 from tests.factories import CustomerFactory, ReferralLinkFactory
 from tests.helpers import REQUEST_LOG_ROW, bearer
@@ -22,7 +22,7 @@ def test_a_repeat_click_does_not_read_the_link_again(api_client, django_assert_n
     # SAVEPOINT, the customer and click INSERTs (one statement on PostgreSQL: core.sql.insert_pair, which in
     # production runs without a transaction; elsewhere two INSERTs, the probe in the click's), RELEASE. The link
     # and the program's fraud rules come from the cache; the counters are the rollup task's (tracking.rollups).
-    with django_assert_num_queries(2 + (1 if insert_pair_supported() else 2) + REQUEST_LOG_ROW):
+    with django_assert_num_queries(2 + (1 if capabilities().insert_in_with else 2) + REQUEST_LOG_ROW):
         assert click(api_client, link.short_link).status_code == 200
 
 
@@ -57,7 +57,7 @@ def test_a_change_made_elsewhere_applies_when_the_entry_expires(api_client, monk
     assert ClickEvent.objects.count() == 2
 
 
-@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+@pytest.mark.skipif(not capabilities().insert_in_with, reason="the checked INSERT is PostgreSQL's")
 def test_a_new_visitor_click_sees_a_change_made_elsewhere_at_once(api_client, monkeypatch, settings):
     settings.LINK_CACHE_SECONDS = 5
     link = ReferralLinkFactory()
@@ -71,7 +71,7 @@ def test_a_new_visitor_click_sees_a_change_made_elsewhere_at_once(api_client, mo
     assert ClickEvent.objects.count() == 1
 
 
-@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+@pytest.mark.skipif(not capabilities().insert_in_with, reason="the checked INSERT is PostgreSQL's")
 def test_a_link_given_to_another_partner_elsewhere_credits_the_new_partner_at_once(api_client, settings):
     settings.LINK_CACHE_SECONDS = 5
     link = ReferralLinkFactory()
@@ -84,7 +84,7 @@ def test_a_link_given_to_another_partner_elsewhere_credits_the_new_partner_at_on
     assert latest.customer.first_partner_id == other.pk
 
 
-@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+@pytest.mark.skipif(not capabilities().insert_in_with, reason="the checked INSERT is PostgreSQL's")
 def test_a_long_tail_link_stays_cached_for_new_visitors(api_client, monkeypatch, settings, django_assert_num_queries):
     """Past LINK_CACHE_SECONDS, within LINK_CACHE_VERIFIED_SECONDS, a new visitor's click reads no link: its INSERT
     checks the row."""
@@ -151,7 +151,7 @@ def test_a_missing_enrolment_is_not_cached(api_client):
     assert sale(api_client, link, "t1", "u1").status_code == 200
 
 
-@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+@pytest.mark.skipif(not capabilities().insert_in_with, reason="the checked INSERT is PostgreSQL's")
 def test_a_link_whose_row_never_matches_is_decided_a_bounded_number_of_times(api_client, monkeypatch):
     """A row that changes under every checked INSERT (here: a check that never holds) sends the click round at most
     MAX_CLICK_DECISIONS times; the last decision takes the transaction and records it."""
@@ -168,7 +168,7 @@ def test_a_link_whose_row_never_matches_is_decided_a_bounded_number_of_times(api
     assert ClickEvent.objects.get().customer.first_link_id == link.pk
 
 
-@pytest.mark.skipif(not insert_pair_supported(), reason="the checked INSERT is PostgreSQL's")
+@pytest.mark.skipif(not capabilities().insert_in_with, reason="the checked INSERT is PostgreSQL's")
 def test_an_unknown_code_on_a_named_program_is_read_once(api_client, django_assert_num_queries):
     """The long-cached read found nothing, so it read the row just now: the refusal is not read again."""
     program = ReferralLinkFactory().program

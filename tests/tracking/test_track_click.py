@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core import messages, sql
-from core.sql import insert_pair_supported
+from core.sql import capabilities
 from programs.models import ApiCall, PartnerProgram, ProgramKey
 from programs.services import program_key_mark_rotation
 from tests.factories import CustomerFactory, PartnerFactory, ProgramFactory, ReferralLinkFactory
@@ -659,7 +659,7 @@ class TestHotPath:
         # No counter UPDATE: the rollup task adds clicks to the link and partner counters (tracking.rollups).
         # No key lookup (no Authorization header), no customer lookup (no existing_click_id) and no
         # program lookup (no program_id).
-        inserts = 1 if insert_pair_supported() else 2
+        inserts = 1 if capabilities().insert_in_with else 2
         with django_assert_num_queries(4 + inserts + REQUEST_LOG_ROW):
             response = post_click(api_client, {"affiliate_url": aff_url("summer")})
         assert response.status_code == 200

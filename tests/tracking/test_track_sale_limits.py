@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from commissions.models import Commission
-from core.sql import insert_pair_supported
+from core.sql import capabilities
 from tests.factories import CustomerFactory, ProgramFactory
 from tests.helpers import REQUEST_LOG_ROW, assert_rate_limited, bearer
 from tests.tracking.sales import REFUND_URL, nothing_recorded, post_sale, program_with, sale_body
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def family_statements(rows: int) -> int:
     """A row and the rows inserted with it (core.sql.insert_family): one statement on PostgreSQL, one INSERT per
     row elsewhere."""
-    return 1 if insert_pair_supported() else rows
+    return 1 if capabilities().insert_in_with else rows
 
 
 def sale_statements() -> int:

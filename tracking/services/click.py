@@ -17,12 +17,13 @@ from core.text import storable_text
 from fraud.click import ClickQuality, click_quality
 from fraud.rules import Traffic, agent_judged
 from programs.link_aliases import alias_code
-from programs.models import Program, ProgramKey, ReferralLink
+from programs.models import Program, ProgramKey
 
 from ..enrichment import BOT_DEVICE, OTHER_DEVICE, device_for_user_agent, geo_for_ip
 from ..link_cache import LinkTarget, link_target_forget, link_target_get, program_aliases_get
 from ..models import ClickEvent, Customer
-from ..quality import DUPLICATE_SQL, duplicate_found, duplicate_params
+from ..quality import duplicate_found
+from ..sql import DUPLICATE_SQL, LINK_GUARD_SQL, duplicate_params
 from .common import (
     TestEventRecorded,
     body_test_mode,
@@ -127,18 +128,6 @@ def _configured_link(link: LinkTarget | None, program_id: str | int | None) -> C
         program_id=link.program_id,
         cookie_window_days=link.cookie_window_days,
     )
-
-
-def _link_guard_sql() -> str:
-    link, program = ReferralLink._meta.db_table, Program._meta.db_table
-    return (
-        f'EXISTS (SELECT 1 FROM "{link}" AS link JOIN "{program}" AS program ON program."id" = link."program_id" '
-        'WHERE link."id" = %s AND link."short_link" = %s AND link."is_active" AND link."partner_id" = %s '
-        'AND link."program_id" = %s AND program."cookie_duration" = %s)'
-    )
-
-
-LINK_GUARD_SQL = _link_guard_sql()
 
 
 def link_guard(link: ConfiguredLink) -> SqlValue:
