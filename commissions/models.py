@@ -15,11 +15,24 @@ class CommissionStatus(models.TextChoices):
     REVERSED = "reversed", "Reversed"
 
 
+class CommissionKind(models.TextChoices):
+    SALE = "sale", "Earned by a sale"
+    BONUS = "bonus", "A milestone bonus (groups.models.BonusAward): no sale"
+
+
 class Commission(SameWorkspace, models.Model):
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="commissions")
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="commissions")
     # The sale and customer are named, not imported: tracking depends on commissions, never the reverse.
-    sale = models.OneToOneField("tracking.SaleEvent", on_delete=models.PROTECT, related_name="commission")
+    sale = models.OneToOneField(
+        "tracking.SaleEvent", on_delete=models.PROTECT, null=True, blank=True, related_name="commission"
+    )
+    kind = models.CharField(max_length=8, choices=CommissionKind.choices, default=CommissionKind.SALE)
+    # The terms it was computed under, kept as they were: the partner's group then (NULL: the default group, or a
+    # commission older than groups) and the type and rate applied ("" and NULL for a bonus or an older commission).
+    group = models.ForeignKey("groups.PartnerGroup", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    commission_type = models.CharField(max_length=32, blank=True, default="")
+    commission_rate = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
     customer = models.ForeignKey(
         "tracking.Customer", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -78,6 +91,9 @@ class Commission(SameWorkspace, models.Model):
                 name="commission_deduction_within_amount",
             ),
             models.CheckConstraint(condition=Q(sale_refunded_cents__gte=0), name="commission_refund_nonnegative"),
+            models.CheckConstraint(
+                condition=Q(kind=CommissionKind.BONUS) | Q(sale__isnull=False), name="commission_sale_unless_bonus"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -119,13 +135,22 @@ class ProductCommissionRate(models.Model):
     """Per-product policy: a sale whose product_id matches uses this type and rate instead of the program's."""
 
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="product_rates")
+    # The group whose rate it is; NULL: the default group's (the program's).
+    group = models.ForeignKey(
+        "groups.PartnerGroup", on_delete=models.CASCADE, null=True, blank=True, related_name="product_rates"
+    )
     product_id = models.CharField(max_length=255)
     commission_type = models.CharField(max_length=32, choices=CommissionType.choices)
     commission_rate = models.DecimalField(max_digits=14, decimal_places=4)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["program", "product_id"], name="product_rate_unique"),
+            models.UniqueConstraint(
+                fields=["program", "product_id"], condition=Q(group__isnull=True), name="product_rate_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["group", "product_id"], condition=Q(group__isnull=False), name="product_rate_group_unique"
+            ),
             models.CheckConstraint(condition=Q(commission_rate__gt=0), name="product_rate_positive"),
         ]
 

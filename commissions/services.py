@@ -16,6 +16,7 @@ from core.money import money
 from core.providers import Providers
 from core.tasks import enqueue
 from fraud.sale import NO_FLAGS, SaleFlags
+from groups.terms import GroupTerms, partner_terms, program_terms
 from programs.models import RECURRING_TYPES, CrossWorkspace, Partner, Program
 from webhooks.events import event_emit
 from webhooks.models import EventType
@@ -52,27 +53,34 @@ PAST_PENDING = frozenset({CommissionStatus.APPROVED, CommissionStatus.PAID})
 
 @dataclass(frozen=True)
 class CommissionPolicy:
-    """The type and rate a sale is settled with, and where they come from: the program, or the per-product
-    override matching the sale's product_id (then product_id is the override's)."""
+    """The type and rate a sale is settled with, and where they come from: the partner's group (the default
+    group's are the program's), or the group's per-product override matching the sale's product_id (then
+    product_id is the override's)."""
 
     commission_type: str
     rate: Decimal
     source: Literal["program", "product"] = "program"
     product_id: str = ""
+    terms: GroupTerms | None = None
 
 
-def commission_policy(*, program: Program, product_id: str) -> CommissionPolicy:
-    """The program's type and rate, or a per-product override matching the sale's product_id."""
+def commission_policy(*, program: Program, product_id: str, terms: GroupTerms | None = None) -> CommissionPolicy:
+    """The group's type and rate (`terms`; None: the default group's, the program's), or the group's per-product
+    override matching the sale's product_id."""
+    terms = terms or program_terms(program)
     if product_id:
-        override = ProductCommissionRate.objects.filter(program=program, product_id=product_id).first()
+        override = ProductCommissionRate.objects.filter(
+            program=program, group_id=terms.group_id, product_id=product_id
+        ).first()
         if override is not None:
             return CommissionPolicy(
                 commission_type=override.commission_type,
                 rate=override.commission_rate,
                 source="product",
                 product_id=product_id,
+                terms=terms,
             )
-    return CommissionPolicy(commission_type=program.commission_type, rate=program.commission_rate)
+    return CommissionPolicy(commission_type=terms.commission_type, rate=terms.rate, terms=terms)
 
 
 SALE_OF_ANOTHER_PROGRAM = "Sale #{sale} and customer #{customer} must both be rows of program #{program}"
@@ -85,6 +93,7 @@ class SaleCommission:
     commission: Commission | None
     no_commission: NoCommission | None = None
     created: bool = False  # False when an earlier run had already settled the sale
+    terms: GroupTerms | None = None  # the terms it was decided under (None: not decided by this run)
 
 
 class SettledSale(Protocol):
@@ -144,21 +153,22 @@ def commission_for_sale(
     # workspace's partner (programs.models.same_workspace, in their clean() and services).
     if sale.program_id != program.pk or customer.program_id != program.pk:
         raise CrossWorkspace(SALE_OF_ANOTHER_PROGRAM.format(sale=sale.pk, customer=customer.pk, program=program.pk))
-    policy = commission_policy(program=program, product_id=sale.product_id)
+    terms = partner_terms(partner_id=sale.partner_id, program=program)
+    policy = commission_policy(program=program, product_id=sale.product_id, terms=terms)
     commission_type, rate = policy.commission_type, policy.rate
     first_commissioned_at = None
-    if commission_type in RECURRING_TYPES and program.duration_months and first_sale_at < sale.sale_date:
+    if commission_type in RECURRING_TYPES and terms.duration_months and first_sale_at < sale.sale_date:
         first_commissioned_at = _first_commissioned_at(customer_id=customer.pk)
     refusal = commission_refusal(
         commission_type=commission_type,
         is_renewal=sale.is_recurring,
         sale_at=sale.sale_date,
         first_commissioned_at=first_commissioned_at,
-        duration_months=program.duration_months,
+        duration_months=terms.duration_months,
     )
     if refusal is not None:
-        return SaleCommission(commission=None, no_commission=refusal)
-    instant = program.hold_days == 0 and flags.hold is None
+        return SaleCommission(commission=None, no_commission=refusal, terms=terms)
+    instant = terms.hold_days == 0 and flags.hold is None
     amount = commission_amount(sale_amount=sale.amount_cents, commission_type=commission_type, rate=rate)
     commission = Commission(
         program=program,
@@ -170,14 +180,17 @@ def commission_for_sale(
         status=CommissionStatus.APPROVED if instant else CommissionStatus.PENDING,
         credited=instant,
         approved_at=now if instant else None,
-        hold_until=now + timedelta(days=program.hold_days),
+        hold_until=now + timedelta(days=terms.hold_days),
+        group_id=terms.group_id,
+        commission_type=commission_type,
+        commission_rate=rate,
         held_at=now if flags.hold else None,
         hold_rule=flags.hold.rule if flags.hold else "",
         hold_reason=flags.hold.text if flags.hold else "",
         flags=flags.rules,
         created_at=now,
     )
-    return SaleCommission(commission=commission, created=True)
+    return SaleCommission(commission=commission, created=True, terms=terms)
 
 
 def _first_commissioned_at(*, customer_id: int) -> datetime | None:

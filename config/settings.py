@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "payouts",
     "imports",
     "insight",
+    "groups",
 ]
 
 MIDDLEWARE = [

@@ -461,6 +461,10 @@ class PartnerProgram(SameWorkspace, models.Model):
     leads = models.PositiveBigIntegerField(default=0)
     sales = models.PositiveBigIntegerField(default=0)
     revenue_cents = models.BigIntegerField(default=0)
+    # The partner's group in this program (groups.models.PartnerGroup); NULL is the program's default group.
+    group = models.ForeignKey(
+        "groups.PartnerGroup", on_delete=models.RESTRICT, null=True, blank=True, related_name="enrolments"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     workspace_relations = ("program", "partner")

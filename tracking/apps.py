@@ -8,6 +8,7 @@ class TrackingConfig(AppConfig):
 
     def ready(self) -> None:
         from core.integrity import integrity_check_register
+        from groups.models import PartnerGroup
         from programs.models import Partner, PartnerProgram, Program, ReferralLink
 
         from .integrity import CHECKS
@@ -15,6 +16,6 @@ class TrackingConfig(AppConfig):
 
         integrity_check_register(*CHECKS)
 
-        for model in (ReferralLink, Program, PartnerProgram, Partner):
+        for model in (ReferralLink, Program, PartnerProgram, Partner, PartnerGroup):
             post_save.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-save")
             post_delete.connect(link_cache_clear, sender=model, dispatch_uid=f"link-cache-{model.__name__}-delete")

@@ -1,5 +1,5 @@
 """What every click and sale reads and what rarely changes, cached in-process: a referral link's routing
-facts, which partners are enrolled in which programs, partners' emails (the self_referral rule) and programs'
+facts, which partners are enrolled in which programs and in which group (groups.terms), partners' emails (the self_referral rule) and programs'
 link aliases.
 
 Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
+from groups.terms import terms_cache_clear
 from programs.link_aliases import link_aliases_of
-from programs.models import Partner, PartnerProgram, Program
+from programs.models import Partner, Program
 
 from .sql import link_target_sql
 
@@ -35,7 +36,6 @@ class LinkTarget:
 
 
 _entries: dict[str, tuple[float, LinkTarget]] = {}  # code -> (when read, facts)
-_enrolments: dict[tuple[int, int], float] = {}
 _partner_emails: dict[int, tuple[float, str]] = {}
 _program_aliases: dict[int, tuple[float, tuple[str, ...] | None]] = {}
 
@@ -71,16 +71,6 @@ def _verified_limit() -> float:
     return settings.LINK_CACHE_VERIFIED_SECONDS if settings.LINK_CACHE_SECONDS > 0 else 0.0
 
 
-def enrolment_exists(*, partner_id: int, program_id: int) -> bool:
-    now = time.monotonic()
-    if _enrolments.get((partner_id, program_id), 0.0) > now:
-        return True
-    exists = PartnerProgram.objects.filter(partner_id=partner_id, program_id=program_id).exists()
-    if exists and settings.LINK_CACHE_SECONDS > 0:
-        _enrolments[(partner_id, program_id)] = now + settings.LINK_CACHE_SECONDS
-    return exists
-
-
 def partner_email_get(partner_id: int) -> str:
     """The partner's email ("" for none, or no such partner)."""
     now = time.monotonic()
@@ -110,7 +100,7 @@ def program_aliases_get(program_id: int) -> tuple[str, ...] | None:
 
 
 def link_cache_clear(**_signal_kwargs: object) -> None:
+    terms_cache_clear()
     _program_aliases.clear()
     _entries.clear()
-    _enrolments.clear()
     _partner_emails.clear()

@@ -26,6 +26,8 @@ class EventType(models.TextChoices):
     COMMISSION_REVERSED = "commission.reversed"
     REFUND_APPLIED = "refund.applied"
     PARTNER_ENROLLED = "partner.enrolled"
+    # An extension: a partner put in another group (groups.services.partner_move).
+    PARTNER_GROUP_CHANGED = "partner.group_changed"
     PAYOUT_CREATED = "payout.created"
     PAYOUT_PAID = "payout.paid"
     PAYOUT_FAILED = "payout.failed"

@@ -94,6 +94,21 @@ def partner_enrolled_data(*, enrolment: Any, partner: Any) -> dict[str, Any]:
     }
 
 
+def partner_group_changed_data(*, change: Any, from_name: str, to_name: str) -> dict[str, Any]:
+    """partner.group_changed: a partner put in another group of the program (id is the change's)."""
+    return {
+        "partner_id": change.partner_id,
+        "from_group_id": change.from_group_id,
+        "from_group": from_name,
+        "to_group_id": change.to_group_id,
+        "to_group": to_name,
+        "reason": change.reason,
+        "period": change.period_key,
+        "figure": change.figure,
+        "changed_at": utc_text(change.created_at),
+    }
+
+
 # Types whose real event names no row of its own (no `data.id`): a refund is a step on a sale's commission.
 WITHOUT_OBJECT_ID = frozenset({EventType.REFUND_APPLIED})
 
@@ -168,6 +183,17 @@ EXAMPLE_DATA: dict[str, dict[str, Any]] = {
         "name": "Example Partner",
         "email": "partner@example.com",
         "enrolled_at": "2026-01-01T00:00:00Z",
+    },
+    EventType.PARTNER_GROUP_CHANGED: {
+        "partner_id": 0,
+        "from_group_id": 0,
+        "from_group": "Default",
+        "to_group_id": 0,
+        "to_group": "Gold",
+        "reason": "tier",
+        "period": "2026-01",
+        "figure": 12,
+        "changed_at": "2026-01-31T00:00:00Z",
     },
     **{
         kind: {

@@ -245,6 +245,19 @@ class SaleInputSerializer(SharedFieldsSerializer, TypedInputSerializer[SaleInput
     )
     product_id = optional_text("product_id", 255)
     additional_data = additional_data_field()
+    # An extension (not in the spec): the coupon code the customer paid with. Read only when neither click_id nor
+    # customer_key attributes the sale; then the code's partner gets the customer and the sale.
+    coupon_code = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text=(
+            "Extension. The coupon code the customer used (case-insensitive). Ignored when click_id or customer_key "
+            "attributes the sale; otherwise the code's partner gets the customer (with customer_key, when sent) and "
+            "the sale, instead of 400 no_attribution."
+        ),
+        error_messages=spec_messages("coupon_code must be a string of at most 100 characters"),
+    )
 
     def __init__(self, *args: Any, test_mode: bool = False, **kwargs: Any) -> None:
         self.test_mode = test_mode

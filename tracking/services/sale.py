@@ -1,5 +1,6 @@
 import dataclasses
 import logging
+import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal, TypedDict, cast
@@ -14,6 +15,8 @@ from core import messages
 from core.currency import Currency
 from core.errors import BadRequestError, ConflictError, InternalServerError, UnprocessableEntityError
 from core.sql import capabilities, insert_family, model_from_row
+from groups.codes import code_normalized, code_partner_id
+from groups.terms import enrolment_get
 from programs.keys import key_digest
 from programs.models import Program, ProgramKey
 from programs.selectors import program_key_from_row, program_key_get_by_raw
@@ -23,7 +26,6 @@ from webhooks.models import EventType
 from webhooks.payloads import sale_data
 
 from ..attribution import attribution_window
-from ..link_cache import enrolment_exists
 from ..models import Customer, CustomerStatus, SaleEvent
 from ..sql import CUSTOMER_BY_CLICK_ID, CUSTOMER_BY_KEY, customer_select_sql, key_and_customer_sql
 from .common import TestEventRecorded, sale_is_test, tracking_log
@@ -63,6 +65,7 @@ class SaleInput(TypedDict, total=False):
     subscription_interval: IntervalValue | Literal[""] | None
     product_id: str
     additional_data: dict[str, Any]
+    coupon_code: str
 
 
 @dataclass(frozen=True)
@@ -261,12 +264,22 @@ def sale_record(
     customer, found_by = _customer_for_sale(
         program=program, customer_key=customer_key, click_id=click_id, is_test=False, prefetched=prefetched
     )
+    coupon_code = data.get("coupon_code") or ""
+    if customer is None and coupon_code:
+        fields = _sale_fields(data=data, program=program, now=now, is_test=False, attributed_by="coupon_code")
+        # The customer the code brings is kept only with its sale: a duplicate or a failure leaves neither.
+        with transaction.atomic():
+            customer = coupon_customer_make(program=program, code=coupon_code, customer_key=customer_key, now=now)
+            if customer is not None:
+                return sale_record_for_customer(
+                    program=program, customer=customer, fields=fields, now=now, request_id=request_id
+                )
     if customer is None:
-        raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id, click_id)
+        raise _no_attribution(program, messages.SALE_CUSTOMER_NOT_FOUND, request_id, click_id, coupon_code)
     if customer.program_id != program.pk:
         raise _no_attribution(program, messages.SALE_NO_ATTRIBUTION, request_id, click_id)
-    if customer.first_partner_id is not None and not enrolment_exists(
-        partner_id=customer.first_partner_id, program_id=program.pk
+    if customer.first_partner_id is not None and (
+        enrolment_get(partner_id=customer.first_partner_id, program_id=program.pk) is None
     ):
         raise _no_attribution(program, messages.SALE_NO_PARTNER_PROGRAM, request_id, click_id)
 
@@ -362,12 +375,16 @@ def sale_message(settled: SaleCommission, *, program: Program) -> str:
     if settled.no_commission == NoCommission.RENEWAL_NOT_RECURRING:
         return messages.SALE_RECORDED_RENEWAL_NOT_PAID
     if settled.no_commission == NoCommission.RECURRING_PERIOD_ENDED:
-        return messages.SALE_RECORDED_RECURRING_ENDED.format(months=program.duration_months)
+        months = settled.terms.duration_months if settled.terms is not None else program.duration_months
+        return messages.SALE_RECORDED_RECURRING_ENDED.format(months=months)
     return messages.SALE_RECORDED
 
 
-def _no_attribution(program: Program, message: str, request_id: str, click_id: str = "") -> BadRequestError:
-    # The click id sent, if any, so a refused sale can be traced to its click (a bot's has no customer).
+def _no_attribution(
+    program: Program, message: str, request_id: str, click_id: str = "", coupon_code: str = ""
+) -> BadRequestError:
+    # The click id sent, if any, so a refused sale can be traced to its click (a bot's has no customer), and the
+    # coupon code no partner holds (insight.readiness names such codes).
     tracking_log(
         program_id=program.pk,
         event="sale",
@@ -376,8 +393,28 @@ def _no_attribution(program: Program, message: str, request_id: str, click_id: s
         request_id=request_id,
         message=message,
         **({"click_id": click_id} if click_id else {}),
+        **({"coupon_code": code_normalized(coupon_code)} if coupon_code else {}),
     )
     return BadRequestError(message, code="no_attribution")
+
+
+def coupon_customer_make(*, program: Program, code: str, customer_key: str, now: datetime) -> Customer | None:
+    """The customer a sale carrying a coupon code brings, credited to the code's partner (groups.codes.
+    code_partner_id): a new customer, with the sale's customer_key when it sent one so later sales follow it by
+    key. None when no partner holds the code. Its click_id is made up ("coupon_" and a random part): no click
+    ever carried it."""
+    partner_id = code_partner_id(program_id=program.pk, code=code)
+    if partner_id is None:
+        return None
+    return Customer.objects.create(
+        program=program,
+        click_id=f"coupon_{secrets.token_urlsafe(18)}",
+        customer_key=customer_key or None,
+        first_partner_id=partner_id,
+        first_clicked_at=now,
+        last_clicked_at=now,
+        created_at=now,
+    )
 
 
 def sale_record_unattributed(*, fields: SaleFields) -> SaleEvent:
