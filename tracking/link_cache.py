@@ -1,6 +1,6 @@
 """What every click and sale reads and what rarely changes, cached in-process: a referral link's routing
-facts, which partners are enrolled in which programs and in which group (groups.terms), partners' emails (the self_referral rule) and programs'
-link aliases.
+facts, which partners are enrolled in which programs and in which group (groups.terms), partners' emails (the
+self_referral rule) and programs' link aliases.
 
 Entries live LINK_CACHE_SECONDS (default 5). Saving or deleting a link, program or enrolment through the ORM
 clears this process's cache at once; other server processes see the change within the TTL (a link turned
