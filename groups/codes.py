@@ -69,3 +69,12 @@ def code_register(
             )
     except IntegrityError:
         raise ConflictError(messages.CODE_TAKEN.format(code=normalized), code="coupon_code_taken") from None
+
+
+def code_deactivate(*, code: CouponCode) -> bool:
+    """Stops the code attributing sales (the row stays: sales it attributed keep naming it). True when it was
+    active. A Stripe promotion code stays as it is on the connected account: the customer still gets the discount,
+    the partner no longer gets the sale."""
+    changed = CouponCode.objects.filter(pk=code.pk, is_active=True).update(is_active=False)
+    code.is_active = False
+    return bool(changed)
