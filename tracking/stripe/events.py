@@ -2,8 +2,10 @@
 (kept on the event for operators); anything unexpected raises, rolls the event back whole and is retried."""
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import stripe
@@ -15,26 +17,33 @@ from django.utils import timezone
 from commissions.models import Commission
 from commissions.services import refund_apply
 from core.errors import BadRequestError, ConflictError
+from groups.codes import code_normalized
 from programs.models import Program
 
 from ..amounts import MAX_AMOUNT_CENTS
 from ..models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
+from ..services.common import tracking_log
 from ..services.lead import lead_settle
 from ..services.sale import (
     SUPPORTED_CURRENCIES,
     SaleFields,
     SaleWindowExpired,
+    coupon_customer_make,
     sale_insert,
     sale_record_for_customer,
     sale_record_unattributed,
 )
 from .attribution import PaymentParties, stripe_customer_attribute
+from .codes import CarriedCode, carried_code_named, invoice_codes, session_codes
 from .old_platforms import OLD_PLATFORM_STEP, old_platform_customer
 
 logger = logging.getLogger("svc.stripe")
 
-# A Stripe-attributed sale's attributed_by: this, then the step of stripe_customer_attribute that matched.
+# A Stripe-attributed sale's attributed_by: this, then the step of stripe_customer_attribute that matched, or
+# PROMOTION_CODE_STEP.
 STRIPE_ATTRIBUTED_BY = "stripe:"
+# The step after stripe_customer_attribute's: the promotion code the payment carried (tracking.stripe.codes).
+PROMOTION_CODE_STEP = "promotion_code"
 
 # Keyed by Stripe's (interval, interval_count), looked up with whatever the event carries.
 INTERVALS: dict[tuple[object, object], str] = {
@@ -66,6 +75,9 @@ class Payment:
     subscription_id: str = ""
     subscription_interval: str = ""
     product_id: str = ""
+    # The promotion codes the payment carried, read only when nothing else attributes it (an invoice's may be
+    # asked of Stripe).
+    promotion_codes: Callable[[], list[CarriedCode]] = list
 
 
 def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outcome:
@@ -107,13 +119,59 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
 
     customer, found_by = stripe_customer_attribute(program=program, parties=payment.parties)
     if customer is None:
-        try:
-            sale = sale_record_unattributed(fields=fields)
-        except ConflictError as duplicate:
-            return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
-        return Outcome("unattributed payment recorded (no commission)", sale=sale)
+        return _record_by_code(program, payment, fields, now)
 
     _settle_provisional_lead(customer=customer, parties=payment.parties, now=now)
+    try:
+        return _record_attributed(program, payment, fields, customer=customer, found_by=found_by, now=now)
+    except ConflictError as duplicate:
+        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
+
+
+def _record_by_code(program: Program, payment: Payment, fields: SaleFields, now: datetime) -> Outcome:
+    """After every other step: the first promotion code the payment carried that a partner holds brings that
+    partner a new customer (tracking.services.sale.coupon_customer_make, as the sale API's coupon_code does) and
+    the sale. Otherwise the payment is recorded unattributed, and the code it carried is logged for readiness."""
+    carried: list[CarriedCode] = []
+    for found in payment.promotion_codes():
+        named = carried_code_named(program, found)
+        carried.append(named)
+        if not named.code:
+            continue
+        try:
+            # The customer the code brings is kept only with its sale: a duplicate leaves neither.
+            with transaction.atomic():
+                customer = coupon_customer_make(program=program, code=named.code, customer_key="", now=now)
+                if customer is not None:
+                    return _record_attributed(
+                        program, payment, fields, customer=customer, found_by=PROMOTION_CODE_STEP, now=now
+                    )
+        except ConflictError as duplicate:
+            return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
+    try:
+        sale = sale_record_unattributed(fields=fields)
+    except ConflictError as duplicate:
+        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
+    if carried:
+        # The code no partner holds, as the sale API logs a refused sale's coupon_code (insight.readiness).
+        shown = next((c for c in carried if c.code), carried[0])
+        tracking_log(
+            program_id=program.pk,
+            event="sale",
+            outcome="unattributed",
+            is_test=False,
+            sale_id=sale.pk,
+            transaction_id=payment.transaction_id,
+            promotion_code=shown.promotion_code_id,
+            **({"coupon_code": code_normalized(shown.code)} if shown.code else {}),
+        )
+    return Outcome("unattributed payment recorded (no commission)", sale=sale)
+
+
+def _record_attributed(
+    program: Program, payment: Payment, fields: SaleFields, *, customer: Customer, found_by: str, now: datetime
+) -> Outcome:
+    """The sale of an attributed customer. Raises ConflictError (the payment is recorded already)."""
     try:
         result = sale_record_for_customer(
             program=program,
@@ -121,8 +179,6 @@ def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outco
             fields=replace(fields, customer=customer, attributed_by=f"{STRIPE_ATTRIBUTED_BY}{found_by}"),
             now=now,
         )
-    except ConflictError as duplicate:
-        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
     except BadRequestError as refused:
         return Outcome(f"recorded without commission: {refused.message}")
     if payment.parties.processor_customer_id and not customer.processor_customer_id:
@@ -174,6 +230,7 @@ def handle_checkout_completed(program: Program, session: dict[str, Any], livemod
             processor_customer_id=session.get("customer") or "",
             client_reference_id=session.get("client_reference_id") or "",
         ),
+        promotion_codes=partial(session_codes, session),
     )
     return _record_payment(program, payment, livemode)
 
@@ -209,6 +266,7 @@ def handle_invoice_paid(program: Program, invoice: dict[str, Any], livemode: boo
         subscription_id=subscription_id,
         subscription_interval=interval,
         product_id=str(price.get("product") or ""),
+        promotion_codes=partial(invoice_codes, program, invoice),
     )
     return _record_payment(program, payment, livemode)
 
