@@ -14,6 +14,9 @@ from .models import Commission
 status_followers: Providers[Callable[[Commission | None], None]] = Providers("portal.emails.commission_email_later")
 # Called once the hold-end job has approved what was due (approvals made as their sale was stored are caught up).
 approval_job_followers: Providers[Callable[..., int]] = Providers("portal.emails.commission_emails_catch_up")
+# Called inside refund_apply's transaction with the refunded commission saved and locked, before the ledger moves (the
+# partner row is not locked yet): the milestone bonuses the refund no longer lets the partner reach are reversed.
+refund_followers: Providers[Callable[[Commission], None]] = Providers("groups.milestones.bonuses_refund_check")
 
 
 def commission_status_changed(commission: Commission | None) -> None:
@@ -24,3 +27,8 @@ def commission_status_changed(commission: Commission | None) -> None:
 def approval_job_done(*, now: datetime) -> None:
     for follow in approval_job_followers:
         follow(now=now)
+
+
+def commission_refunded(commission: Commission) -> None:
+    for follow in refund_followers:
+        follow(commission)

@@ -32,7 +32,7 @@ from .approval import (
     review_new,
 )
 from .calculations import NoCommission, commission_amount, commission_refusal, refund_step
-from .followers import commission_status_changed
+from .followers import commission_refunded, commission_status_changed
 from .models import (
     Commission,
     CommissionReview,
@@ -407,6 +407,7 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             )
             commission.held_at, commission.hold_rule, commission.hold_reason = None, "", ""
         commission.save()
+        commission_refunded(commission)  # bonuses it takes back (groups.milestones), before the ledger moves
         if deduct_from_ledger:
             _deduct(
                 commission,

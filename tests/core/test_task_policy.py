@@ -37,6 +37,9 @@ REGISTERED_NAMES = {
     "imports.import_run",
     "imports.prune_uploads",
     "core.verify_integrity",
+    "groups.apply_tiers",
+    "groups.award_bonuses",
+    "groups.group_change_email",
 }
 
 
@@ -52,6 +55,7 @@ PROJECT_APPS = {
     "payouts",
     "imports",
     "dashboard",
+    "groups",
 }
 
 

@@ -371,13 +371,14 @@ def test_refund_query_count(client, django_assert_num_queries):
     key = key_for(commission)
     body = {"transaction_id": commission.sale.processor_event_id, "refund_amount_cents": 2500}
     # 1 key lookup (program joined), 2 sale lookup, 3 SAVEPOINT (the refund's transaction; BEGIN outside
-    # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 partner row lock, 7 ledger INSERT,
-    # 8 payouts not sent yet SELECT ... FOR UPDATE (none: nothing to reduce), 9 balance SUM, 10 open withdrawals
-    # SELECT ... FOR UPDATE, 11 a payout covering the commission that left, SELECT ... FOR UPDATE (none: no warning
-    # to the advertiser), 12 notification outbox INSERT, 13 webhook event INSERT (commission.refunded), 14 webhook
-    # event INSERT (refund.applied), 15 RELEASE SAVEPOINT (COMMIT). The notification is delivered, and the events
+    # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 whether the program has a milestone bonus
+    # the refund could take back (none: groups.milestones reads no more), 7 partner row lock, 8 ledger INSERT,
+    # 9 payouts not sent yet SELECT ... FOR UPDATE (none: nothing to reduce), 10 balance SUM, 11 open withdrawals
+    # SELECT ... FOR UPDATE, 12 a payout covering the commission that left, SELECT ... FOR UPDATE (none: no warning
+    # to the advertiser), 13 notification outbox INSERT, 14 webhook event INSERT (commission.refunded), 15 webhook
+    # event INSERT (refund.applied), 16 RELEASE SAVEPOINT (COMMIT). The notification is delivered, and the events
     # fanned out, after commit, which a test transaction never reaches.
-    with django_assert_num_queries(15 + REQUEST_LOG_ROW):
+    with django_assert_num_queries(16 + REQUEST_LOG_ROW):
         response = client.post(URL, body, format="json", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200
 
