@@ -108,3 +108,43 @@ FRAUD_RULE_PATCH_EMPTY = "Send enabled, action, threshold or window_minutes to c
 FRAUD_RULE_ENABLED_INVALID = "enabled must be true or false"
 FRAUD_RULE_NUMBER_INVALID = "{field} must be a whole number"
 FLAGGED_KIND_INVALID = "kind must be one of: {known}"
+
+# Groups of a program, their tier rules and bonuses, partner moves and coupon codes (groups:read / groups:write).
+# What the groups services refuse is said in groups.messages and groups.services (a 400 here keeps the service's
+# reason in details.reason).
+GROUP_NOT_FOUND = "Group not found"
+TIER_RULE_NOT_FOUND = "Tier rule not found"
+BONUS_NOT_FOUND = "Bonus not found"
+COUPON_CODE_NOT_FOUND = "Coupon code not found"
+GROUP_UNKNOWN_FIELDS = "Unknown field(s): {fields}. Send {known}"
+GROUP_PATCH_EMPTY = "Send {known} to change"
+GROUP_NAME_INVALID = "name must be a non-empty string of at most 100 characters"
+GROUP_COMMISSION_TYPE_INVALID = "commission_type must be one of: percent, fixed, recurring_percent, recurring_fixed"
+GROUP_RATE_INVALID = "commission_rate must be a positive number of at most 9999999999.9999"
+GROUP_RATE_OVER_100 = "commission_rate must be at most 100 for a percent commission"
+GROUP_WHOLE_NUMBER_INVALID = "{field} must be a whole number from {low} to {high}"
+GROUP_FLAG_INVALID = "{field} must be true or false"
+GROUP_CHOICE_INVALID = "{field} must be one of: {known}"
+GROUP_DISCOUNT_PERCENT_INVALID = "discount_percent must be a number above 0 and at most 100 (two decimals)"
+GROUP_DISCOUNT_PERCENT_REQUIRED = "A percent discount needs discount_percent (above 0, at most 100)"
+GROUP_DISCOUNT_AMOUNT_REQUIRED = "An amount discount needs discount_amount_cents (at least 1)"
+GROUP_DISCOUNT_MONTHS_REQUIRED = "A repeating discount needs discount_duration_months (at least 1)"
+GROUP_QUESTIONS_INVALID = (
+    'application_questions must be a list of at most {limit} objects {{"label": text of 1 to 200 characters, '
+    '"required": true or false}}'
+)
+GROUP_ID_INVALID = "group_id must be the id of a group of this program"
+TIER_TARGET_INVALID = "target_group_id must be the id of another group of this program"
+TIER_PATCH_EMPTY = "Send is_active to change"
+BONUS_NAME_INVALID = "name must be a non-empty string of at most 100 characters"
+BONUS_PAID = (
+    'This bonus has been paid {count} time(s): it stays with its awards. Stop it with PATCH {{"is_active": false}}'
+)
+CODE_BONUS_PAID = "bonus_paid"
+GROUP_PARTNER_NOT_ENROLLED = (
+    "The partner is not enrolled in this program; enroll it first with POST /api/agent/v1/partners/{partner_id}/"
+    "enrollments"
+)
+COUPON_CODE_INVALID = "code must be 1 to 100 letters, digits, - or _"
+COUPON_CODE_PARTNER_ID_INVALID = "partner_id must be the id of a partner of this key's workspace"
+COUPON_ACTIVE_INVALID = "active must be true or false"

@@ -1,7 +1,8 @@
 """What an agent key may see: the programs of its workspace, or only those it is limited to, the partners of
 the workspace, or only those enrolled in one of its programs, the commissions, events, links and withdrawals of
-what it sees, the webhook endpoints (with their deliveries) and webhook events that belong to what it sees, and
-what the fraud rules found in a program it sees. Every query an agent route runs is built here."""
+what it sees, the webhook endpoints (with their deliveries) and webhook events that belong to what it sees, what
+the fraud rules found in a program it sees, and the groups (with their tier rules and bonuses), group changes and
+coupon codes of a program it sees. Every query an agent route runs is built here."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from commissions.selectors import (
 from core.api.query import Instant, TimeBounds, time_bounds
 from core.errors import NotFoundError
 from core.ids import id_parse
+from groups.models import Bonus, CouponCode, GroupChange, PartnerGroup, TierRule
+from groups.selectors import default_group
 from programs.models import AgentKey, Partner, PartnerProgram, Program, ProgramKey, ReferralLink
 from programs.selectors import live_keys
 from tracking.models import ClickEvent, LeadEvent, SaleEvent
@@ -400,3 +403,53 @@ class ProgramWithLiveKey:
 def programs_with_live_key(programs: Iterable[Program]) -> list[ProgramWithLiveKey]:
     """Programs read through agent_programs_with_live_key, each with the live key prefetched on it."""
     return [ProgramWithLiveKey(program, next(iter(program.keys.all()), None)) for program in programs]
+
+
+# Groups of a program the key may see (agent_program_get first): every read narrows to that program.
+
+
+def program_group_rows(program: Program) -> QuerySet[PartnerGroup]:
+    """The program's groups, its default one made first when it has none yet; each with its program (the default
+    group's terms are the program's columns)."""
+    default_group(program)
+    return PartnerGroup.objects.filter(program=program).select_related("program")
+
+
+def program_group_get(program: Program, group_id: object) -> PartnerGroup:
+    return visible_get(program_group_rows(program), group_id, messages.GROUP_NOT_FOUND)
+
+
+def group_tier_rules(group: PartnerGroup) -> QuerySet[TierRule]:
+    return TierRule.objects.filter(group=group)
+
+
+def group_tier_rule_get(group: PartnerGroup, rule_id: object) -> TierRule:
+    return visible_get(group_tier_rules(group), rule_id, messages.TIER_RULE_NOT_FOUND)
+
+
+def group_bonuses(group: PartnerGroup) -> QuerySet[Bonus]:
+    return Bonus.objects.filter(group=group)
+
+
+def group_bonus_get(group: PartnerGroup, bonus_id: object) -> Bonus:
+    return visible_get(group_bonuses(group), bonus_id, messages.BONUS_NOT_FOUND)
+
+
+def enrolment_of(program: Program, partner: Partner) -> PartnerProgram | None:
+    """The partner's enrolment in the program, with both (partner_move reads the program's default group)."""
+    return PartnerProgram.objects.select_related("program", "group").filter(program=program, partner=partner).first()
+
+
+def partner_group_changes(partner: Partner, *, program: Program) -> QuerySet[GroupChange]:
+    """The partner's group changes in the program, each with the groups it names (one join)."""
+    return GroupChange.objects.filter(program=program, partner=partner).select_related("from_group", "to_group")
+
+
+def program_coupon_codes(
+    program: Program, *, partner_id: int | None = None, active: bool | None = None
+) -> QuerySet[CouponCode]:
+    return narrowed(CouponCode.objects.filter(program=program), partner_id=partner_id, is_active=active)
+
+
+def program_coupon_code_get(program: Program, code_id: object) -> CouponCode:
+    return visible_get(program_coupon_codes(program), code_id, messages.COUPON_CODE_NOT_FOUND)

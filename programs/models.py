@@ -369,7 +369,7 @@ class KeyRotation:
 
 
 # Agent API scopes: read and write per resource. Write includes read (as with Stripe's restricted keys).
-AGENT_RESOURCES = ("programs", "partners", "links", "events", "commissions", "payouts", "webhooks")
+AGENT_RESOURCES = ("programs", "partners", "links", "events", "commissions", "payouts", "webhooks", "groups")
 AGENT_SCOPES = tuple(f"{resource}:{access}" for resource in AGENT_RESOURCES for access in ("read", "write"))
 
 

@@ -4,6 +4,7 @@ from .applications import views as applications
 from .commissions import views as commissions
 from .events import views as events
 from .fraud import views as fraud
+from .groups import views as groups
 from .invitations import views as invitations
 from .links import views as links
 from .me import views as me
@@ -17,6 +18,7 @@ urlpatterns = [
     *me.urlpatterns,
     *programs.urlpatterns,
     *fraud.urlpatterns,
+    *groups.urlpatterns,
     *partners.urlpatterns,
     *invitations.urlpatterns,
     *applications.urlpatterns,
