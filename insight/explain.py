@@ -30,6 +30,7 @@ from commissions.calculations import NoCommission, commission_amount
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from commissions.selectors import commission_ledger, commission_refund_steps
 from commissions.services import commission_policy
+from groups.terms import DEFAULT_GROUP_NAME, partner_terms
 from core.errors import NotFoundError
 from core.money import money
 from fraud.config import program_rules
@@ -335,19 +336,32 @@ def _sale_window(*, program: Program, sale: SaleEvent, customer: Customer | None
 # --- Commission, refunds, ledger -----------------------------------------------------------------------------
 
 
-def _policy(*, program: Program, product_id: str) -> tuple[dict[str, Any], Decimal]:
-    """The policy the sale is settled with (commissions.services.commission_policy), naming where it comes from."""
-    policy = commission_policy(program=program, product_id=product_id)
+def _policy(*, program: Program, sale: SaleEvent, commission: Commission | None) -> tuple[dict[str, Any], Decimal]:
+    """The policy the sale is settled with, naming where it comes from: the terms its commission recorded when it
+    was computed (`recorded`: a later move or change of terms does not alter them), else what
+    commissions.services.commission_policy decides now under the partner's group."""
+    terms = partner_terms(partner_id=sale.partner_id, program=program)
+    policy = commission_policy(program=program, product_id=sale.product_id, terms=terms)
+    commission_type, rate = policy.commission_type, Decimal(policy.rate)
+    group_id, group_name = terms.group_id, terms.group_name
+    recorded = commission is not None and bool(commission.commission_type) and commission.commission_rate is not None
+    if recorded:
+        assert commission is not None and commission.commission_rate is not None
+        commission_type, rate = commission.commission_type, Decimal(commission.commission_rate)
+        group_id = commission.group_id
+        group_name = commission.group.name if commission.group is not None else DEFAULT_GROUP_NAME
     out = {
         "source": policy.source,
         "product_id": policy.product_id,
-        "commission_type": policy.commission_type,
-        "rate": _rate_text(policy.rate),
-        "recurring": policy.commission_type in RECURRING_TYPES,
-        "duration_months": program.duration_months,
-        "hold_days": program.hold_days,
+        "commission_type": commission_type,
+        "rate": _rate_text(rate),
+        "recurring": commission_type in RECURRING_TYPES,
+        "duration_months": terms.duration_months,
+        "hold_days": terms.hold_days,
+        "group": {"id": group_id, "name": group_name},
+        "recorded": recorded,
     }
-    return out, Decimal(policy.rate)
+    return out, rate
 
 
 def _arithmetic(
@@ -379,7 +393,7 @@ def _arithmetic(
 def _commission(*, program: Program, sale: SaleEvent, commission: Commission | None) -> dict[str, Any] | None:
     if sale.is_test or sale.partner_id is None:
         return None
-    policy, rate = _policy(program=program, product_id=sale.product_id)
+    policy, rate = _policy(program=program, sale=sale, commission=commission)
     arithmetic = _arithmetic(policy=policy, rate=rate, sale=sale, commission=commission)
     reason = sale.no_commission_reason
     payable = commission_payable(commission) if commission else None

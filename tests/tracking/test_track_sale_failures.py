@@ -51,7 +51,7 @@ class TestFailures:
             raise RuntimeError("database hiccup")
 
         # The customer is found; the enrolment check that follows it fails before the sale is stored.
-        monkeypatch.setattr(sale_service, "enrolment_exists", boom)
+        monkeypatch.setattr(sale_service, "enrolment_get", boom)
         response = post_sale(api_client, program, **sale_body())
         assert response.status_code == 500
         assert response.json() == platform_error(

@@ -439,7 +439,8 @@ EXPLAIN_SALE = inline_serializer(
             fields={
                 "policy": serializers.DictField(
                     help_text="source (program or product), product_id, commission_type, rate, recurring, "
-                    "duration_months, hold_days"
+                    "duration_months, hold_days; group {id (null: the default group), name} and recorded (true: "
+                    "the type and rate the commission kept when it was computed, whatever the group's terms now)"
                 ),
                 "arithmetic": serializers.DictField(
                     help_text="sale_amount_cents, rate, computed_cents, matches_commission, text"
