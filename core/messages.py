@@ -59,6 +59,7 @@ REFUND_NO_COMMISSION = "This sale has no commission to reverse"
 PROGRAM_ID_REQUIRED = "program_id is required"
 VISIT_TRACKING_FAILED = "Visit tracking failed"
 TRACKER_CONFIG_FAILED = "Failed to load tracker config"
+TRACKER_DISCOUNT_FAILED = "Failed to load the discount"  # an extension's (GET /api/v1/track/discount)
 
 # Readiness
 READINESS_FAILED = "Failed to compute readiness. Retry shortly."

@@ -19,10 +19,13 @@ from django.views.decorators.http import require_http_methods
 
 from core.clientip import client_ip
 from core.ids import MAX_BIGINT
+from groups.models import PartnerGroup
+from groups.terms import GroupTerms
 from programs.models import Program
 
 from .limits import post_limited
-from .services import application_submit
+from .services import GROUP_LINE, application_submit
+from .terms import discount_words
 from .views import program_terms
 
 # Submissions per client address and hour, refused and accepted alike: the form cannot be used to send many
@@ -103,10 +106,14 @@ def _form_page(
     stamp: str = "",
     error: str = "",
     status: int = 200,
+    group: PartnerGroup | None = None,
 ) -> HttpResponse:
     context: dict[str, Any] = {
         "program": program,
-        "terms": program_terms(program),
+        "group": group,
+        "action": f"/join/{program.pk}/{group.slug}" if group is not None else f"/join/{program.pk}",
+        "terms": program_terms(program, _group_terms(group) if group is not None else None),
+        "discount": discount_words(group) if group is not None else "",
         "form": form,
         # Sent back as it came with a form to correct: the time counts from when the form was first shown.
         "stamp": stamp or form_stamp(program),
@@ -122,12 +129,20 @@ def _thanks(request: HttpRequest, program: Program) -> HttpResponse:
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def join(request: HttpRequest, program_id: int) -> HttpResponse:
-    program = _open_program(program_id)
+    return _apply(request, _open_program(program_id))
+
+
+def _apply(request: HttpRequest, program: Program, group: PartnerGroup | None = None) -> HttpResponse:
+    """The application page of the program, or of one of its groups (with the group's questions)."""
+
+    def blank() -> ApplicationForm:
+        return ApplicationForm() if group is None else GroupApplicationForm(group=group)
+
     if request.method != "POST":
-        return _form_page(request, program, ApplicationForm())
-    form = ApplicationForm(request.POST)
+        return _form_page(request, program, blank(), group=group)
+    form = ApplicationForm(request.POST) if group is None else GroupApplicationForm(request.POST, group=group)
     if _limited(request):
-        return _form_page(request, program, form, error=TOO_MANY, status=429)
+        return _form_page(request, program, form, error=TOO_MANY, status=429, group=group)
     # A bot's submission gets the same answer as a person's, and nothing is stored.
     if request.POST.get(HONEYPOT, ""):
         return _thanks(request, program)
@@ -136,16 +151,100 @@ def join(request: HttpRequest, program_id: int) -> HttpResponse:
         return _thanks(request, program)
     if age > MAX_FORM_AGE:
         form.is_valid()  # its errors are shown with the request to send it again
-        return _form_page(request, program, form, error=FORM_EXPIRED, status=400)
+        return _form_page(request, program, form, error=FORM_EXPIRED, status=400, group=group)
     if not form.is_valid():
-        return _form_page(request, program, form, stamp=request.POST["stamp"], status=400)
+        return _form_page(request, program, form, stamp=request.POST["stamp"], status=400, group=group)
     data = form.cleaned_data
+    promotion = (
+        form.answered_promotion(group) if isinstance(form, GroupApplicationForm) and group else data["promotion"]
+    )
     application_submit(
         program=program,
         name=data["name"],
         email=data["email"],
         website=data["website"],
-        promotion=data["promotion"],
+        promotion=promotion,
         request=request,
     )
     return _thanks(request, program)
+
+
+# --- A group's own application page: /join/<program id>/<group slug> ---------------------------------------------
+
+ANSWER_MAX_LENGTH = 1000
+QUESTIONS_MAX = 20
+
+
+def _group_terms(group: PartnerGroup) -> GroupTerms | None:
+    """The group's reward terms; None for the default group (the program's own)."""
+    if group.is_default:
+        return None
+    return GroupTerms(
+        group_id=group.pk,
+        group_name=group.name,
+        commission_type=group.commission_type,
+        rate=group.commission_rate,
+        duration_months=group.duration_months,
+        hold_days=group.hold_days,
+    )
+
+
+def _open_group(program_id: int, slug: str) -> PartnerGroup:
+    """The program's group with this slug, when it takes applications; 404 otherwise (a closed group, an unknown
+    slug and another program's group alike)."""
+    group = (
+        PartnerGroup.objects.filter(program_id=program_id, slug=slug, applications_open=True)
+        .select_related("program")
+        .first()
+        if 0 < program_id <= MAX_BIGINT and len(slug) <= 100
+        else None
+    )
+    if group is None:
+        raise Http404("No such application page.")
+    return group
+
+
+def group_questions(group: PartnerGroup) -> list[tuple[str, bool]]:
+    """The group's extra questions as (label, required); entries that are not {"label": text, ...} are skipped."""
+    questions = group.application_questions if isinstance(group.application_questions, list) else []
+    found = []
+    for question in questions[:QUESTIONS_MAX]:
+        if isinstance(question, dict) and isinstance(question.get("label"), str) and question["label"].strip():
+            found.append((question["label"].strip()[:200], question.get("required") is True))
+    return found
+
+
+class GroupApplicationForm(ApplicationForm):
+    """The program's application form with the group's questions after it (fields answer_1, answer_2, ...)."""
+
+    def __init__(self, *args: Any, group: PartnerGroup, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.questions = group_questions(group)
+        terms = self.fields.pop("terms")
+        for number, (label, required) in enumerate(self.questions, start=1):
+            self.fields[f"answer_{number}"] = forms.CharField(
+                label=label,
+                required=required,
+                max_length=ANSWER_MAX_LENGTH,
+                widget=forms.Textarea(attrs={"rows": 3, "style": "width:100%; box-sizing:border-box; font:inherit"}),
+            )
+        self.fields["terms"] = terms  # still last
+
+    def answer_fields(self) -> list[forms.BoundField]:
+        return [self[f"answer_{number}"] for number in range(1, len(self.questions) + 1)]
+
+    def answered_promotion(self, group: PartnerGroup) -> str:
+        """The promotion text as stored: the group's line first (approval reads it: portal.services), then the
+        applicant's words, then each question with its answer. PartnerApplication has no column for either."""
+        data = self.cleaned_data
+        lines = [GROUP_LINE.format(slug=group.slug, name=group.name), "", data["promotion"]]
+        for number, (label, _required) in enumerate(self.questions, start=1):
+            answer = data.get(f"answer_{number}", "").strip()
+            lines += ["", f"{label}", answer or "(no answer)"]
+        return "\n".join(lines)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def join_group(request: HttpRequest, program_id: int, group_slug: str) -> HttpResponse:
+    group = _open_group(program_id, group_slug)
+    return _apply(request, group.program, group)

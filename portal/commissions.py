@@ -87,13 +87,21 @@ class CommissionRow:
 
 def commission_row(commission: "CommissionWithMoney") -> CommissionRow:
     sale = commission.sale
+    if sale is None:  # a bonus (groups.models.Bonus): no sale; dated when it was awarded
+        sale_date, sale_amount, sale_currency = utc_day(commission.created_at), "bonus", commission.currency
+    else:
+        sale_date, sale_amount, sale_currency = (
+            utc_day(sale.sale_date),
+            money(sale.amount_cents, sale.currency),
+            sale.currency,
+        )
     return CommissionRow(
         program=commission.program.name,
-        sale_date=utc_day(sale.sale_date),
-        sale_amount=money(sale.amount_cents, sale.currency),
+        sale_date=sale_date,
+        sale_amount=sale_amount,
         amount=money(commission.amount_cents, commission.currency),
         status=status_words(commission),
-        sale_refunded=money(commission.sale_refunded_cents, sale.currency) if commission.sale_refunded_cents else "",
+        sale_refunded=money(commission.sale_refunded_cents, sale_currency) if commission.sale_refunded_cents else "",
         # commissions.selectors.clawed_back_cents: what refunds (or a void) took back from the partner's balance;
         # nothing for a commission never credited.
         taken_back=money(commission.clawed_back_cents, commission.currency) if commission.clawed_back_cents else "",

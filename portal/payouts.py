@@ -215,7 +215,8 @@ def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
         key = (row.payout_id, row.commission_id)
         lines.setdefault(row.payout_id, []).append(
             StatementLine(
-                sale_date=utc_day(commission.sale.sale_date),
+                # A bonus has no sale: the day it was awarded.
+                sale_date=utc_day(commission.sale.sale_date if commission.sale else commission.created_at),
                 amount=money(row.amount_cents, commission.currency),
                 customer=customer_reference(partner_id=commission.partner_id, customer_id=commission.customer_id),
                 taken_back=money(taken, commission.currency) if (taken := taken_back.get(key)) else "",

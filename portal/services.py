@@ -7,9 +7,12 @@ the installation), and the partner is enrolled in the program.
 
 An application (from the program's public page, portal.applications) is decided here too: approval is an
 invitation, in words that say it answers the application; a refusal sends no email, since the address was typed by
-whoever filled the form, so it may be someone else's."""
+whoever filled the form, so it may be someone else's. An application from a group's page (/join/<id>/<slug>) names
+the group on its first line (GROUP_LINE): approval puts the partner in that group once they are enrolled, at once
+when they are already, else when they accept the invitation."""
 
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,6 +27,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from core.urls import public_url
+from groups.models import GroupChange, PartnerGroup
+from groups.services import Move, partner_move
 from programs.keys import key_digest
 from programs.models import Partner, PartnerAccount, PartnerApplication, PartnerInvitation, PartnerProgram, Program
 
@@ -42,6 +47,10 @@ Accept the invitation and set your password here (the link works once, until {ex
 If you did not expect this email, ignore it: nothing happens until the link is followed."""
 APPROVED_SUBJECT = "Your application to the {program} partner program is approved"
 APPROVED_INTRO = "Thank you for applying to the {program} partner program: your application is approved, welcome!"
+# The first line of the promotion text of an application from a group's page. PartnerApplication has no column for
+# the group: this line is how approval finds it (only a group still open to applications is ever joined this way).
+GROUP_LINE = "Applied to the group: {name} [{slug}]"
+_GROUP_LINE = re.compile(r"Applied to the group: .* \[(?P<slug>[-a-zA-Z0-9_]{1,100})\]")
 
 
 def account_email(email: str) -> str:
@@ -149,9 +158,19 @@ def invitation_accept(invitation: PartnerInvitation, *, account: PartnerAccount)
             raise InvitationUnusable
         partner.account = account
         partner.save(update_fields=["account"])
-        PartnerProgram.objects.get_or_create(partner=partner, program_id=locked.program_id)
+        enrolment, enrolled = PartnerProgram.objects.get_or_create(partner=partner, program_id=locked.program_id)
         locked.accepted_at = timezone.now()
         locked.save(update_fields=["accepted_at"])
+        if enrolled:
+            applied = (
+                PartnerApplication.objects.filter(
+                    partner=partner, program_id=locked.program_id, status=PartnerApplication.Status.APPROVED
+                )
+                .order_by("-decided_at", "-pk")
+                .first()
+            )
+            if applied is not None:
+                application_group_join(application=applied, enrolment=enrolment)
 
 
 def account_create(email: str, password: str) -> PartnerAccount:
@@ -221,8 +240,43 @@ def application_approve(
             intro=APPROVED_INTRO.format(program=program.name),
         )
         _decide(locked, PartnerApplication.Status.APPROVED, decided_by, partner_id=sent.invitation.partner_id)
+        enrolment = PartnerProgram.objects.filter(partner_id=sent.invitation.partner_id, program=program).first()
+        if enrolment is not None:  # a partner of the program already; a new one joins the group on accepting
+            application_group_join(application=locked, enrolment=enrolment)
     application.refresh_from_db()
     return sent
+
+
+def group_line_neutralized(promotion: str) -> str:
+    """An applicant's own words from the program's page, never read as a group's line (a blank line before it)."""
+    if _GROUP_LINE.fullmatch(promotion.split("\n", 1)[0].strip()):
+        return "\n" + promotion
+    return promotion
+
+
+def application_group(application: PartnerApplication) -> PartnerGroup | None:
+    """The group the application was sent from (its first line, GROUP_LINE), when that group of its program is
+    still open to applications; None for an application from the program's own page."""
+    first_line = application.promotion.split("\n", 1)[0].strip()
+    found = _GROUP_LINE.fullmatch(first_line)
+    if found is None:
+        return None
+    return PartnerGroup.objects.filter(
+        program_id=application.program_id, slug=found["slug"], applications_open=True
+    ).first()
+
+
+def application_group_join(*, application: PartnerApplication, enrolment: PartnerProgram) -> GroupChange | None:
+    """Puts the approved applicant's enrolment in the group they applied to (groups.services.partner_move, reason
+    application); nothing for an application to the program itself."""
+    group = application_group(application)
+    if group is None:
+        return None
+    return partner_move(
+        enrolment=enrolment,
+        group=group,
+        move=Move(reason=GroupChange.Reason.APPLICATION, actor=f"application {application.pk}"),
+    )
 
 
 def application_reject(*, application: PartnerApplication, decided_by: User | None) -> None:

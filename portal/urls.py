@@ -18,6 +18,7 @@ urlpatterns = [
     path("portal/payouts/stripe/refresh", payouts.stripe_refresh, name="portal-payouts-stripe-refresh"),
     path("portal/payouts/manual", payouts.manual_rail, name="portal-payouts-manual"),
     path("join/<int:program_id>", applications.join, name="portal-join"),
+    path("join/<int:program_id>/<slug:group_slug>", applications.join_group, name="portal-join-group"),
     path("portal/account", account.account_page, name="portal-account"),
     path("portal/account/password", account.password_change, name="portal-password-change"),
     path("portal/account/emails", account.email_preferences, name="portal-email-preferences"),

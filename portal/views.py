@@ -1,7 +1,7 @@
 """The partner portal's pages (/portal/). Every page but sign-in and an invitation's needs a signed-in partner
 (portal.session.portal_page) and shows only what belongs to that partner's account."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.contrib.auth.password_validation import validate_password
@@ -15,11 +15,14 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from core.clientip import client_ip
 from core.money import money
 from core.sign_in_lock import PORTAL, sign_in_failed, sign_in_lock_seconds_left, sign_in_locked_message
+from groups.terms import GroupTerms
+from groups.terms import program_terms as default_terms
 from programs.models import RECURRING_TYPES, CommissionType, LeadAuth, PartnerAccount, Program
 
 from . import selectors, services, session
 from .limits import post_limited
 from .session import portal_page
+from .terms import PartnerGroupView, partner_group_view
 
 SIGN_IN_FAILED = "That email and password do not match a partner account."
 PASSWORDS_DIFFER = "The two passwords differ."
@@ -33,19 +36,23 @@ class ProgramTerms:
     commission: str
     recurring: str
     lead_mode: str
+    hold_days: int
+    # The partner's group in the program (the portal's home page only).
+    group: PartnerGroupView | None = None
 
 
-def program_terms(program: Program) -> ProgramTerms:
-    """A program's terms in a partner's words."""
-    rate = Decimal(program.commission_rate)
-    if program.commission_type in (CommissionType.PERCENT, CommissionType.RECURRING_PERCENT):
+def program_terms(program: Program, terms: GroupTerms | None = None) -> ProgramTerms:
+    """A program's terms in a partner's words: `terms` (a group's), or the program's own (its default group's)."""
+    terms = terms or default_terms(program)
+    rate = Decimal(terms.rate)
+    if terms.commission_type in (CommissionType.PERCENT, CommissionType.RECURRING_PERCENT):
         commission = f"{rate.normalize():f}% of each sale"
     else:
         commission = f"{money(int(rate))} per sale (in the sale's currency)"
-    if program.commission_type not in RECURRING_TYPES:
+    if terms.commission_type not in RECURRING_TYPES:
         recurring = "first payment only: renewals pay nothing"
-    elif program.duration_months:
-        recurring = f"renewals pay for {program.duration_months} months"
+    elif terms.duration_months:
+        recurring = f"renewals pay for {terms.duration_months} months"
     else:
         recurring = "renewals pay for the customer's lifetime"
     lead_mode = (
@@ -53,13 +60,18 @@ def program_terms(program: Program) -> ProgramTerms:
         if program.lead_auth == LeadAuth.BROWSER_ALLOWED
         else "signups count once the program confirms them"
     )
-    return ProgramTerms(program=program, commission=commission, recurring=recurring, lead_mode=lead_mode)
+    return ProgramTerms(
+        program=program, commission=commission, recurring=recurring, lead_mode=lead_mode, hold_days=terms.hold_days
+    )
 
 
 @require_safe
 @portal_page
 def home(request: HttpRequest, *, account: PartnerAccount) -> HttpResponse:
-    rows = [program_terms(enrolment.program) for enrolment in selectors.account_enrolments(account)]
+    rows = []
+    for enrolment in selectors.account_enrolments(account).select_related("group"):
+        group = partner_group_view(enrolment)
+        rows.append(replace(program_terms(enrolment.program, group.terms), group=group))
     return render(request, "portal/home.html", {"account": account, "enrolments": rows})
 
 

@@ -32,6 +32,8 @@ class RateScope:
 TRACK_CLICK = RateScope("track-click", 60, PER_IP)
 TRACK_VISIT = RateScope("track-visit", 120, PER_IP)
 TRACK_CONFIG = RateScope("track-config", 60, PER_IP)
+# The tracker's svc.getDiscount() (an extension): asked by pages that show the discount, not on every load.
+TRACK_DISCOUNT = RateScope("track-discount", 60, PER_IP)
 TRACK_LEAD = RateScope("track-lead", 30, PER_IP)
 # Sale and refund share one bucket per key.
 TRACK_MONEY = RateScope("track-sale-refund", 120, PER_KEY)

@@ -136,5 +136,13 @@
         return call("/api/v1/track/lead", body);
       });
     },
+    // The visitor's partner's discount, or null: asked only when the page calls this.
+    getDiscount: function () {
+      return ready.then(function () {
+        var clickId = getClickId();
+        return clickId && programId ? call("/api/v1/track/discount?program_id=" + encodeURIComponent(programId) +
+          "&click_id=" + encodeURIComponent(clickId)).then(function (a) { return a.discount || null; }) : null;
+      }).catch(function () { return null; });
+    },
   };
 })();

@@ -3,11 +3,13 @@ operation's success and the errors an integration meets (400 bad input, 401 no o
 that is not the key's, 404 unknown, 409 a duplicate sale, 410 a paused link, 422 an unsupported currency), each
 answer checked against the published description."""
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from programs.models import ReferralLink
+from groups.models import PartnerGroup
+from programs.models import PartnerProgram, ReferralLink
 
 from .cases import Case, case_check
 from .world import World
@@ -28,6 +30,24 @@ def pause_link(world: World) -> None:
 
 def another_programs_id(world: World) -> dict[str, Any]:
     return {"test_mode": True, "program_id": world.ids["stranger_program"]}
+
+
+def partner_in_a_discount_group(world: World) -> None:
+    """The world's partner (the click's) in a group whose customers get 10% off for 3 months."""
+    group = PartnerGroup.objects.create(
+        program_id=world.ids["program"],
+        name="Contract VIP",
+        slug="contract-vip",
+        discount_type="percent",
+        discount_percent=Decimal("10"),
+        discount_duration="repeating",
+        discount_duration_months=3,
+    )
+    PartnerProgram.objects.filter(program_id=world.ids["program"], partner_id=world.ids["partner"]).update(group=group)
+
+
+def discount_query(world: World) -> dict[str, Any]:
+    return {"program_id": world.ids["program"], "click_id": world.ids["click_id"]}
 
 
 def sale(world: World, **fields: Any) -> dict[str, Any]:
@@ -113,6 +133,25 @@ CASES: list[Case] = [
     Case("GET", f"{TRACK}/config", 400, "no program_id", "anonymous"),
     Case(
         "GET", f"{TRACK}/config", 404, "unknown program", "anonymous", query=lambda w: {"program_id": w.ids["unknown"]}
+    ),
+    Case("GET", f"{TRACK}/discount", 200, "no discount", "anonymous", query=discount_query),
+    Case(
+        "GET",
+        f"{TRACK}/discount",
+        200,
+        "the partner's group's",
+        "anonymous",
+        query=discount_query,
+        before=partner_in_a_discount_group,
+    ),
+    Case("GET", f"{TRACK}/discount", 400, "no program_id", "anonymous"),
+    Case(
+        "GET",
+        f"{TRACK}/discount",
+        404,
+        "unknown program",
+        "anonymous",
+        query=lambda w: {"program_id": w.ids["unknown"]},
     ),
     Case("GET", "/api/v1/programs/me/readiness", 200, "success", "program_key"),
     Case("GET", "/api/v1/programs/me/readiness", 200, "test key", "test_key"),

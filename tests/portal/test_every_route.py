@@ -25,9 +25,10 @@ PUBLIC = {
     "portal-password-reset-confirm",
     "portal-unsubscribe",
     "portal-join",
+    "portal-join-group",  # a group's application page (/join/<program id>/<group slug>)
     "portal-sign-out",  # ends a session if there is one; signed out it only sends to the sign-in page
 }
-ARGUMENTS = {"token": "not-a-token", "program_id": 1}
+ARGUMENTS = {"token": "not-a-token", "program_id": 1, "group_slug": "no-such-group"}
 
 
 def routes() -> list[URLPattern]:

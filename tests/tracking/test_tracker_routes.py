@@ -18,7 +18,8 @@ SCRIPT_URL = "/js/svc-tracker.js"
 VISIT_URL = "/api/v1/track/visit"
 CONFIG_URL = "/api/v1/track/config"
 SITE = "https://shop.example.com"
-MAX_SCRIPT_BYTES = 6 * 1024
+# 7 KB since svc.getDiscount() (issue 40); about 2.5 KB gzipped.
+MAX_SCRIPT_BYTES = 7 * 1024
 
 
 def post_visit(api_client, body, **extra):
@@ -47,7 +48,7 @@ class TestScript:
         assert response["X-Content-Type-Options"] == "nosniff"
         assert response.content == (Path(__file__).resolve().parents[2] / "static/js/svc-tracker.js").read_bytes()
 
-    def test_it_stays_under_6_kb(self, client):
+    def test_it_stays_under_7_kb(self, client):
         body = client.get(SCRIPT_URL).content
         assert len(body) < MAX_SCRIPT_BYTES, f"svc-tracker.js is {len(body)} bytes"
 

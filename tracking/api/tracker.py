@@ -1,5 +1,6 @@
-"""The browser tracker: its script (GET /js/svc-tracker.js) and the two keyless routes only it calls,
-POST /api/v1/track/visit and GET /api/v1/track/config. Cross-origin access comes from CORS_URLS_REGEX."""
+"""The browser tracker: its script (GET /js/svc-tracker.js) and the keyless routes only it calls,
+POST /api/v1/track/visit, GET /api/v1/track/config and GET /api/v1/track/discount (an extension: svc.getDiscount()).
+Cross-origin access comes from CORS_URLS_REGEX."""
 
 import hashlib
 from functools import cache
@@ -18,9 +19,11 @@ from core import messages
 from core.api import ratelimit
 from core.api.fields import IdField, spec_messages
 from core.api.schema import PLATFORM_ERROR
+from groups.models import DiscountDuration, DiscountType
 from programs.api.base import CallLoggedApi
 from programs.models import LeadAuth
 
+from ..services.discount import visitor_discount_get
 from ..services.tracker import VisitInput, tracker_config_get, visit_record
 from .first_party import FIRST_PARTY_COOKIE_HEADER, first_party_visit
 from .serializers import TypedInputSerializer, additional_data_field, optional_text, validate_additional_data
@@ -150,3 +153,63 @@ class TrackerConfigGetApi(CallLoggedApi):
         config = tracker_config_get(program_id=serializer.validated_data["program_id"])
         self.log_program_id = config["program_id"]
         return Response(config, headers={"Cache-Control": CONFIG_CACHE_CONTROL})
+
+
+DISCOUNT_OK = inline_serializer(
+    "VisitorDiscount",
+    fields={
+        "discount": inline_serializer(
+            "GroupDiscount",
+            allow_null=True,
+            help_text="The discount of the visitor's partner's group; null for none (or an unknown click)",
+            fields={
+                "type": serializers.ChoiceField(DiscountType.choices),
+                "percent": serializers.DecimalField(
+                    max_digits=5, decimal_places=2, allow_null=True, help_text='type percent: e.g. "10.00"'
+                ),
+                "amount_cents": serializers.IntegerField(
+                    allow_null=True, help_text="type amount: in the smallest unit of currency"
+                ),
+                "currency": serializers.CharField(),
+                "duration": serializers.ChoiceField(DiscountDuration.choices),
+                "duration_months": serializers.IntegerField(allow_null=True, help_text="duration repeating: months"),
+                "group": serializers.CharField(help_text="The group's name"),
+            },
+        )
+    },
+)
+
+
+class TrackerDiscountGetApi(CallLoggedApi):
+    """Extension (not in the spec): the customer discount the visitor's partner offers, for the page to show it
+    or pass it to checkout. Keyless like the config: it gives nothing but the group's public discount."""
+
+    rate_scope = ratelimit.TRACK_DISCOUNT
+    failure_message = messages.TRACKER_DISCOUNT_FAILED
+    # Answered reads are not logged: a shop may ask on every page; refusals still are, for readiness.
+    log_answered = False
+
+    class InputSerializer(ProgramIdInputSerializer):
+        pass
+
+    @extend_schema(
+        summary="Extension: the discount the visitor's partner offers (the tracker's svc.getDiscount())",
+        parameters=[
+            OpenApiParameter("program_id", int, required=True),
+            OpenApiParameter("click_id", str, required=False, description="The visitor's svc_click_id cookie"),
+        ],
+        responses={
+            200: OpenApiResponse(DISCOUNT_OK),
+            404: OpenApiResponse(PLATFORM_ERROR, description="Unknown program_id"),
+            **COMMON_ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.query_params)
+        serializer.is_valid(raise_exception=True)
+        # Any click id is looked up as sent: one that is no click (too long, unknown) answers null.
+        program_id, discount = visitor_discount_get(
+            program_id=serializer.validated_data["program_id"], click_id=request.query_params.get("click_id", "")
+        )
+        self.log_program_id = program_id
+        return Response({"discount": discount}, headers={"Cache-Control": CONFIG_CACHE_CONTROL})
