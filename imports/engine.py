@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Lower
@@ -27,7 +28,13 @@ from commissions.approval import review_new
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from commissions.services import CommissionActionRefused, commission_paid_elsewhere, commission_void
 from core.currency import Currency
+from core.errors import BadRequestError, ConflictError
 from core.money import money
+from groups.codes import code_register, code_valid
+from groups.messages import CODE_INVALID
+from groups.models import CouponCode, GroupChange, PartnerGroup
+from groups.selectors import default_group
+from groups.services import GROUP_FIELDS, Move, group_create, partner_move
 from programs.link_aliases import RESERVED_LINK_PARAMS, link_aliases_of
 from programs.models import Partner, PartnerProgram, Program, ReferralLink
 from programs.services import SHORT_LINK_PATTERN
@@ -37,15 +44,38 @@ from tracking.services.common import new_click_id
 
 from .models import ImportedRecord, ImportRun, ImportUpload
 from .platforms import PLATFORMS
-from .records import KINDS, CommissionRow, ImportFileError, LinkRow, PartnerRow, ReferralRow, Refusal, Source
+from .records import (
+    KINDS,
+    CodeRow,
+    CommissionRow,
+    GroupRow,
+    ImportFileError,
+    LinkRow,
+    PartnerRow,
+    ReferralRow,
+    Refusal,
+    Source,
+)
 
 logger = logging.getLogger("svc.imports")
 
-PARTNER, LINK, REFERRAL, COMMISSION = KINDS
+PARTNER, LINK, REFERRAL, COMMISSION, GROUP, MOVE, CODE = KINDS
+# The kinds every import has; groups, their moves and codes only where the platform's export gives them.
+BASIC_KINDS = (PARTNER, LINK, REFERRAL, COMMISSION)
+KIND_LABELS = {GROUP: "groups", MOVE: "partners placed in groups", CODE: "coupon codes"}
 CREDIT_MEMO = "Imported from {label}: commission {source_id}"
 PAID_MEMO = "Paid on {label} before the move"
 # A batch that met rows another run of the same program imported meanwhile: rolled back whole, nothing twice.
 RAN_AT_ONCE = "another import of this program wrote the same rows at the same time; run it again to finish"
+# The group's checks (groups.models.PartnerGroup constraints) in the owner's words.
+GROUP_CHECKS = {
+    "group_rate_positive": "commission_rate must be above 0",
+    "group_percent_at_most_100": "commission_rate of a percent commission is at most 100",
+    "group_discount_complete": "the discount needs a percent above 0 and at most 100, or an amount above 0",
+    "group_discount_months": "a discount for the first N months needs N of at least 1",
+}
+# A planned group that is the program's default group, before the program has its row (made on the real run).
+DEFAULT_GROUP = object()
 # How many rows a read of existing objects asks for at once (IN lists stay short).
 READ_CHUNK = 2000
 
@@ -156,8 +186,11 @@ class ImportReport:
         lines = [f"{head}: {self.platform}"]
         for kind in KINDS:
             c = self.counts[kind]
+            if kind not in BASIC_KINDS and not any(c.as_dict().values()):
+                continue
+            label = KIND_LABELS.get(kind, f"{kind}s")
             lines.append(
-                f"  {kind}s: {c.created} {'to create' if self.dry_run else 'created'}, {c.matched} matched, "
+                f"  {label}: {c.created} {'to create' if self.dry_run else 'created'}, {c.matched} matched, "
                 f"{c.skipped} skipped, {c.refused} refused"
             )
         if self.balances:
@@ -193,7 +226,15 @@ def source_digest(source: Source) -> str:
     """SHA-256 over everything the source says: the same export read again has the same digest (a rerun resumes
     its run), a changed one another."""
     digest = hashlib.sha256(source.platform.encode())
-    for rows in (source.partners, source.links, source.referrals, source.commissions, source.refusals):
+    for rows in (
+        source.partners,
+        source.links,
+        source.referrals,
+        source.commissions,
+        source.refusals,
+        source.groups,
+        source.codes,
+    ):
         for row in rows:
             digest.update(repr(row).encode())
         digest.update(b"\x00")
@@ -354,6 +395,10 @@ class _Importer:
         # (partner source id, currency) -> minor units owed on arrival: pending and approved, not paid.
         self.owed: dict[tuple[str, str], int] = {}
         self.owed_approved: dict[tuple[str, str], int] = {}  # of which approved (past their hold)
+        # Group source id -> a PartnerGroup (unsaved in a dry run), its id, or DEFAULT_GROUP before the program
+        # has its default group row; and where each refused group was refused.
+        self.groups: dict[str, Any] = {}
+        self.groups_refused: dict[str, str] = {}
 
     # Reading what is already here ----------------------------------------------------------------------------
 
@@ -366,7 +411,13 @@ class _Importer:
                 self.known[kind][source_id] = _Known(object_id, created, run_id)
         # Objects imported before and deleted since: their rows are refused (the record still holds the source id).
         self.gone = {}
-        for kind, model in ((PARTNER, Partner), (LINK, ReferralLink), (REFERRAL, Customer)):
+        for kind, model in (
+            (PARTNER, Partner),
+            (LINK, ReferralLink),
+            (REFERRAL, Customer),
+            (GROUP, PartnerGroup),
+            (CODE, CouponCode),
+        ):
             ids = sorted({known.object_id for known in self.known[kind].values()})
             present: set[int] = set()
             for chunk in _chunks(ids, READ_CHUNK * 5):
@@ -468,6 +519,255 @@ class _Importer:
                 ignore_conflicts=True,
             )
             self._commit_batch(PARTNER, number, batch)
+
+    # Groups, their partners, codes ----------------------------------------------------------------------------
+
+    def _group_fields(self, row: GroupRow) -> dict[str, Any]:
+        """The group's columns: the platform's terms where its export gives them, the program's otherwise."""
+        program = self.program
+        fields: dict[str, Any] = {"name": row.name.strip()[:100]}
+        if row.commission_type:
+            fields.update(
+                commission_type=row.commission_type,
+                commission_rate=row.commission_rate,
+                duration_months=row.duration_months,
+            )
+        else:
+            fields.update(
+                commission_type=program.commission_type,
+                commission_rate=program.commission_rate,
+                duration_months=program.duration_months,
+            )
+        fields["hold_days"] = program.hold_days if row.hold_days is None else row.hold_days
+        if row.discount_type:
+            fields.update(
+                discount_type=row.discount_type,
+                discount_percent=row.discount_percent,
+                discount_amount_cents=row.discount_amount_minor,
+                discount_currency=row.discount_currency,
+                discount_duration=row.discount_duration,
+                discount_duration_months=row.discount_duration_months,
+            )
+        return fields
+
+    def _group_checked(self, row: GroupRow) -> PartnerGroup | str:
+        """The unsaved group the row makes, or why the group's own checks refuse it (its field and problem)."""
+        group = PartnerGroup(program=self.program, **self._group_fields(row))
+        try:
+            group.full_clean(exclude=["program", "slug"], validate_unique=False)
+        except ValidationError as refusal:
+            field_name, problems = next(iter(refusal.message_dict.items()))
+            problem = problems[0]
+            if field_name == NON_FIELD_ERRORS:
+                problem = next((words for name, words in GROUP_CHECKS.items() if name in problem), problem)
+            else:
+                problem = f"{field_name}: {problem}"
+            return f"group {row.source_id} ({row.name!r}) cannot be a group here: {problem}"
+        return group
+
+    def plan_groups(self) -> list[_Item]:
+        """A campaign or group becomes a group of the program (matched by name when the program has one so
+        named); the platform's default one is the program's default group, whose terms stay the program's."""
+        known = self.known[GROUP]
+        existing = {
+            name.upper(): (pk, is_default)
+            for pk, name, is_default in PartnerGroup.objects.filter(program=self.program).values_list(
+                "pk", "name", "is_default"
+            )
+        }
+        default_pk = next((pk for pk, is_default in existing.values() if is_default), None)
+        items: list[_Item] = []
+        planned_names: dict[str, PartnerGroup] = {}
+        for row in self.source.groups:
+            if row.source_id in known:
+                if self._gone(GROUP, row):
+                    self.groups_refused[row.source_id] = row.where
+                    continue
+                self.groups[row.source_id] = known[row.source_id].object_id
+                self._count_known(GROUP, known[row.source_id])
+                continue
+            if row.is_default:
+                target: Any = default_pk if default_pk is not None else DEFAULT_GROUP
+                self.groups[row.source_id] = target
+                self.report.counts[GROUP].matched += 1
+                items.append(_Item(row, target, created=False))
+                continue
+            name = row.name.strip()[:100].upper()
+            if name in existing:
+                self.groups[row.source_id] = existing[name][0]
+                self.report.counts[GROUP].matched += 1
+                items.append(_Item(row, existing[name][0], created=False))
+                continue
+            if name in planned_names:
+                self.groups[row.source_id] = planned_names[name]
+                self.report.counts[GROUP].matched += 1
+                items.append(_Item(row, planned_names[name], created=False))
+                continue
+            group = self._group_checked(row)
+            if isinstance(group, str):
+                self.report.refuse(row.where, GROUP, group)
+                self.groups_refused[row.source_id] = row.where
+                continue
+            planned_names[name] = group
+            self.groups[row.source_id] = group
+            self.report.counts[GROUP].created += 1
+            items.append(_Item(row, group, created=True))
+        return items
+
+    def write_groups(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(GROUP, items):
+            for item in batch:
+                if item.obj is DEFAULT_GROUP:
+                    item.obj = default_group(self.program).pk
+                elif isinstance(item.obj, PartnerGroup) and item.obj.pk is None:
+                    fields = {name: getattr(item.obj, name) for name in GROUP_FIELDS}
+                    item.obj.pk = group_create(program=self.program, **fields).pk
+                self.groups[item.row.source_id] = item.obj
+            self._commit_batch(GROUP, number, batch)
+
+    def plan_moves(self) -> list[_Item]:
+        """Each imported partner whose export names a campaign or group is placed in that group, once: a rerun
+        (the ImportedRecord) leaves them where an owner may have moved them since. A partner already here and in a
+        group other than the default one stays there."""
+        known = self.known[MOVE]
+        wanted = [row for row in self.source.partners if row.group_source_id and row.source_id in self.partners]
+        partner_ids = sorted({pk for row in wanted if (pk := _ref(self.partners[row.source_id])) is not None})
+        current: dict[int, int | None] = {}
+        for chunk in _chunks(partner_ids, READ_CHUNK):
+            current.update(
+                PartnerProgram.objects.filter(program=self.program, partner_id__in=list(chunk)).values_list(
+                    "partner_id", "group_id"
+                )
+            )
+        default_pk = (
+            PartnerGroup.objects.filter(program=self.program, is_default=True).values_list("pk", flat=True).first()
+        )
+        names = dict(PartnerGroup.objects.filter(program=self.program).values_list("pk", "name"))
+        items: list[_Item] = []
+        for row in wanted:
+            if row.source_id in known:
+                self._count_known(MOVE, known[row.source_id])
+                continue
+            group = self.groups.get(row.group_source_id)
+            if group is None:
+                refused = self.groups_refused.get(row.group_source_id)
+                reason = f"was refused ({refused})" if refused else "is not in the export"
+                self.report.refuse(
+                    row.where,
+                    MOVE,
+                    f"partner {row.source_id} stays in the default group: its group {row.group_source_id} {reason}",
+                )
+                continue
+            # None: the default group (an enrolment's NULL group, or the default group's row).
+            new = isinstance(group, PartnerGroup) and group.pk is None  # planned in a dry run: nobody in it yet
+            target = None if group is DEFAULT_GROUP or _ref(group) == default_pk else _ref(group)
+            here = current.get(_ref(self.partners[row.source_id]) or 0)
+            here = None if here == default_pk else here
+            if here is not None and (new or here != target):
+                self.report.refuse(
+                    row.where,
+                    MOVE,
+                    f"partner {row.source_id} is in the group {names.get(here, here)!r} here already: left there "
+                    f"(not moved to {self.label}'s group {row.group_source_id})",
+                )
+                continue
+            if not new and here == target:
+                self.report.counts[MOVE].matched += 1  # in that group already
+                items.append(_Item(row, group, created=False))
+                continue
+            self.report.counts[MOVE].created += 1
+            items.append(_Item(row, group, created=True))
+        return items
+
+    def write_moves(self, items: list[_Item]) -> None:
+        move = Move(reason=GroupChange.Reason.IMPORT, actor=f"import:{self.platform}"[:200])
+        for number, batch in self._batches(MOVE, items):
+            targets = {self._saved(self.groups[item.row.group_source_id]) for item in batch}
+            groups = {group.pk: group for group in PartnerGroup.objects.filter(pk__in=targets)}
+            enrolments = {
+                enrolment.partner_id: enrolment
+                for enrolment in PartnerProgram.objects.select_related("program").filter(
+                    program=self.program, partner_id__in=[_ref(self.partners[i.row.source_id]) for i in batch]
+                )
+            }
+            for item in batch:
+                item.obj = self._saved(self.groups[item.row.group_source_id])
+                enrolment = enrolments[self._saved(self.partners[item.row.source_id])]
+                partner_move(enrolment=enrolment, group=groups[item.saved_id], move=move)
+            self._commit_batch(MOVE, number, batch)
+
+    @staticmethod
+    def _saved(value: Any) -> int:
+        """The id of an object a real run has written (or found)."""
+        pk = _ref(value)
+        assert pk is not None, "written before it is read"
+        return pk
+
+    def plan_codes(self) -> list[_Item]:
+        """Each partner's coupon codes, registered as they are (groups.codes): a code another partner of the
+        program holds already, or one the codes here cannot spell, is refused by name."""
+        known = self.known[CODE]
+        items: list[_Item] = []
+        wanted: dict[str, tuple[CodeRow, Any]] = {}
+        for row in self.source.codes:
+            if row.source_id in known:
+                if not self._gone(CODE, row):
+                    self._count_known(CODE, known[row.source_id])
+                continue
+            partner = self.partners.get(row.partner_source_id)
+            if partner is None:
+                self.report.refuse(
+                    row.where, CODE, f"code {row.code!r} is for partner {row.partner_source_id}, not imported"
+                )
+                continue
+            try:
+                normalized = code_valid(row.code)
+            except BadRequestError:
+                self.report.refuse(row.where, CODE, f"code {row.code!r} cannot be a coupon code here: {CODE_INVALID}")
+                continue
+            if normalized in wanted:
+                if not _same(wanted[normalized][1], partner):
+                    self.report.refuse(row.where, CODE, f"code {row.code!r} is held by another partner in this import")
+                else:
+                    self.report.counts[CODE].matched += 1
+                continue
+            wanted[normalized] = (row, partner)
+        holders: dict[str, tuple[int, int]] = {}
+        for chunk in _chunks(sorted(wanted), READ_CHUNK):
+            for code, pk, partner_id in CouponCode.objects.filter(
+                program=self.program, code__in=list(chunk)
+            ).values_list("code", "pk", "partner_id"):
+                holders[code] = (pk, partner_id)
+        for normalized, (row, partner) in wanted.items():
+            if normalized in holders:
+                pk, partner_id = holders[normalized]
+                if partner_id == _ref(partner):
+                    self.report.counts[CODE].matched += 1
+                    items.append(_Item(row, pk, created=False))
+                else:
+                    self.report.refuse(row.where, CODE, f"code {row.code!r} is held by another partner of this program")
+                continue
+            self.report.counts[CODE].created += 1
+            items.append(_Item(row, None, created=True, extra={"partner": partner, "code": normalized}))
+        return items
+
+    def write_codes(self, items: list[_Item]) -> None:
+        for number, batch in self._batches(CODE, items):
+            written: list[_Item] = []
+            for item in batch:
+                if item.created and item.obj is None:
+                    partner = Partner.objects.get(pk=self._saved(item.extra["partner"]))
+                    try:
+                        item.obj = code_register(
+                            program=self.program, partner=partner, code=item.extra["code"], source="import"
+                        )
+                    except (BadRequestError, ConflictError) as refused:
+                        # Taken meanwhile by a partner outside this import: the row is refused, the batch goes on.
+                        self.report.counts[CODE].created -= 1
+                        self.report.refuse(item.row.where, CODE, f"code {item.row.code!r}: {refused.message}")
+                        continue
+                written.append(item)
+            self._commit_batch(CODE, number, written)
 
     # Links ---------------------------------------------------------------------------------------------------
 
@@ -1029,12 +1329,21 @@ class _Importer:
     def execute(self) -> ImportReport:
         self.load_known()
         first_sales = self.first_sales()
+        groups = self.plan_groups()
+        if not self.dry_run:
+            self.write_groups(groups)
         partners = self.plan_partners()
         if not self.dry_run:
             self.write_partners(partners)
+        moves = self.plan_moves()
+        if not self.dry_run:
+            self.write_moves(moves)
         links = self.plan_links()
         if not self.dry_run:
             self.write_links(links)
+        codes = self.plan_codes()
+        if not self.dry_run:
+            self.write_codes(codes)
         referrals = self.plan_referrals(first_sales)
         if not self.dry_run:
             self.write_referrals(referrals)

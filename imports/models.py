@@ -72,12 +72,16 @@ class ImportedRecord(models.Model):
         LINK = "link", "Link"
         REFERRAL = "referral", "Referral"
         COMMISSION = "commission", "Commission"
+        GROUP = "group", "Group"
+        MOVE = "move", "Partner placed in a group"
+        CODE = "code", "Coupon code"
 
     program = models.ForeignKey(Program, on_delete=models.CASCADE, related_name="+")
     platform = models.CharField(max_length=32)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     source_id = models.CharField(max_length=255)
-    # The Partner, ReferralLink, Customer or Commission id (by kind).
+    # The Partner, ReferralLink, Customer, Commission, PartnerGroup or CouponCode id (by kind; a move's is the
+    # group the partner was placed in).
     object_id = models.BigIntegerField()
     # False when the row matched an object that was already here (same email, same code): nothing was created.
     created = models.BooleanField(default=True)

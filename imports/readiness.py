@@ -11,7 +11,7 @@ from django.utils import timezone
 from core.times import utc_text
 from programs.models import Partner, Program
 
-from .engine import LINK, link_param_steps, platforms
+from .engine import BASIC_KINDS, LINK, link_param_steps, platforms
 from .models import STALE_AFTER, ImportedRecord, ImportRun
 from .records import KINDS
 
@@ -42,12 +42,20 @@ def _last_run(program: Program) -> Any:
     )
 
 
+# How the check names the kinds the platform's export gives only sometimes (named when any came over).
+_SOMETIMES = {"group": ("group", "groups"), "code": ("coupon code", "coupon codes")}
+
+
 def _came_over(counts: dict[str, dict[str, int]], verb: str = "came over") -> str:
     parts = []
     for kind in KINDS:
         kind_counts = counts.get(kind, {})
         here = kind_counts.get("created", 0) + kind_counts.get("matched", 0)
-        parts.append(f"{here} {kind}{'' if here == 1 else 's'}")
+        if kind in BASIC_KINDS:
+            parts.append(f"{here} {kind}{'' if here == 1 else 's'}")
+        elif kind in _SOMETIMES and here:
+            one, many = _SOMETIMES[kind]
+            parts.append(f"{here} {one if here == 1 else many}")
     refused = sum(counts.get(kind, {}).get("refused", 0) for kind in KINDS)
     return ", ".join(parts) + f" {verb}" + (f" ({refused} row(s) refused)" if refused else "")
 

@@ -12,7 +12,8 @@ from core.currency import Currency, minor_unit_exponent
 PAYOUT_RAILS = ("paypal", "wise", "")
 REFERRAL_STATUSES = ("visitor", "lead", "customer")
 COMMISSION_STATUSES = ("pending", "approved", "paid", "void")
-KINDS = ("partner", "link", "referral", "commission")
+# Groups first: a partner is placed in its group ("move") once both are here; a code is a partner's.
+KINDS = ("partner", "link", "referral", "commission", "group", "move", "code")
 
 
 class RowRefused(Exception):  # noqa: N818 (a row is refused, not an error of the program)
@@ -50,6 +51,9 @@ class PartnerRow:
     # Whether that figure counts commissions still pending (in their hold), or approved ones only (FirstPromoter
     # v1's current_balance, its "payable balance"): the dry run compares it with the same here.
     reported_owed_counts_pending: bool = True
+    # The source id of the partner's campaign or group on the old platform (a GroupRow's), "" for none or the
+    # platform's default: the partner is placed in that group here (groups.services.partner_move).
+    group_source_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,43 @@ class CommissionRow:
 
 
 @dataclass(frozen=True)
+class GroupRow:
+    """A campaign or group of the old platform, with the terms its export gives. `commission_type` "" keeps the
+    program's terms (the platform's export gives none); `is_default`: the platform's default campaign or group,
+    which is the program's default group here (its terms stay the program's settings)."""
+
+    where: str
+    source_id: str
+    name: str
+    is_default: bool = False
+    commission_type: str = ""  # programs.models.CommissionType, or "" for the program's terms
+    # Percent for the percent types, minor units for the fixed ones (as Program.commission_rate).
+    commission_rate: Decimal | None = None
+    duration_months: int = 0  # recurring types: 0 = lifetime
+    hold_days: int | None = None  # None: the program's
+    # The customer discount of the group's partners: "" | "percent" | "amount" (groups.models.DiscountType).
+    discount_type: str = ""
+    discount_percent: Decimal | None = None
+    discount_amount_minor: int | None = None
+    discount_currency: str = "USD"
+    discount_duration: str = "once"  # groups.models.DiscountDuration
+    discount_duration_months: int | None = None
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    """A partner's coupon or discount code on the old platform, as customers type it."""
+
+    where: str
+    source_id: str
+    partner_source_id: str
+    code: str
+
+
+@dataclass(frozen=True)
 class Refusal:
     where: str
-    kind: str  # "partner" | "link" | "referral" | "commission"
+    kind: str  # one of KINDS
     reason: str
 
 
@@ -113,6 +151,8 @@ class Source:
     referrals: list[ReferralRow] = field(default_factory=list)
     commissions: list[CommissionRow] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
+    groups: list[GroupRow] = field(default_factory=list)
+    codes: list[CodeRow] = field(default_factory=list)
 
 
 _NUMBER = re.compile(r"^\d+(\.\d+)?$")

@@ -11,12 +11,15 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
 
 from imports.records import (
+    CodeRow,
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -285,6 +288,10 @@ class SourceBuilder:
     rows: Source = field(init=False)
     refused_partners: dict[str, str] = field(default_factory=dict)  # source id -> where it was refused
     saw_partner_file: bool = False
+    # A file listing the campaigns or groups was read: a partner naming one it does not hold is refused its move;
+    # without one, a partner's bare group id (no name, no terms) leaves the partner in the default group.
+    saw_group_file: bool = False
+    refused_groups: dict[str, str] = field(default_factory=dict)  # group source id -> where it was refused
 
     def __post_init__(self) -> None:
         self.rows = Source(platform=self.platform)
@@ -293,9 +300,12 @@ class SourceBuilder:
         self.rows.refusals.append(Refusal(where=where, kind=kind, reason=reason))
         if kind == "partner" and partner_id:
             self.refused_partners.setdefault(partner_id, where)
+        if kind == "group" and partner_id:  # the refused group's id, for the partners in it
+            self.refused_groups.setdefault(partner_id, where)
 
     def attempt(self, where: str, kind: str, make: Callable[..., Any], *args: Any, partner_id: str = "") -> None:
-        """Run one row's parsing, make(*args); a RowRefused becomes a Refusal and reading goes on."""
+        """Run one row's parsing, make(*args); a RowRefused becomes a Refusal and reading goes on. `partner_id`:
+        the row's own source id for a partner or a group, so what names it is refused with it."""
         try:
             row = make(*args)
         except RowRefused as refused:
@@ -314,6 +324,10 @@ class SourceBuilder:
             return self.rows.links
         if isinstance(row, ReferralRow):
             return self.rows.referrals
+        if isinstance(row, GroupRow):
+            return self.rows.groups
+        if isinstance(row, CodeRow):
+            return self.rows.codes
         return self.rows.commissions
 
     def finish(self) -> Source:
@@ -331,10 +345,73 @@ class SourceBuilder:
             if row.status == "void" or self._partner_ok(row.where, "commission", row.partner_source_id, known)
         ]
         commissions = self._unique_ids(commissions, "commission")
+        groups = self._unique_groups()
+        partners = self._partner_groups(partners, {row.source_id for row in groups})
+        codes = self._unique_codes(known)
         refusals = sorted(self.rows.refusals, key=_where_key)
         return replace(
-            self.rows, partners=partners, links=links, referrals=referrals, commissions=commissions, refusals=refusals
+            self.rows,
+            partners=partners,
+            links=links,
+            referrals=referrals,
+            commissions=commissions,
+            refusals=refusals,
+            groups=groups,
+            codes=codes,
         )
+
+    def _unique_groups(self) -> list[GroupRow]:
+        """One row per group id: the same campaign is listed with every partner in it, and in its own file; the
+        row that gives the group's terms wins over one that names it only."""
+        by_id: dict[str, int] = {}
+        kept: list[GroupRow] = []
+        for row in self.rows.groups:
+            if row.source_id not in by_id:
+                by_id[row.source_id] = len(kept)
+                kept.append(row)
+                continue
+            earlier = kept[by_id[row.source_id]]
+            if not earlier.commission_type and row.commission_type:
+                kept[by_id[row.source_id]] = replace(row, where=earlier.where)
+        return kept
+
+    def _partner_groups(self, partners: list[PartnerRow], groups: set[str]) -> list[PartnerRow]:
+        """A partner's group id that no group row names: refused at the move when a groups file was read (the
+        engine names it), otherwise dropped (the partner stays in the default group)."""
+        kept = []
+        for row in partners:
+            group = row.group_source_id
+            if group and group not in groups and group in self.refused_groups:
+                self.refuse(
+                    row.where,
+                    "move",
+                    f"partner {row.source_id} stays in the default group: its group {group} was refused "
+                    f"({self.refused_groups[group]})",
+                )
+                row = replace(row, group_source_id="")
+            elif group and group not in groups and not self.saw_group_file:
+                row = replace(row, group_source_id="")
+            kept.append(row)
+        return kept
+
+    def _unique_codes(self, known: set[str]) -> list[CodeRow]:
+        owners: dict[str, CodeRow] = {}
+        kept: list[CodeRow] = []
+        for row in self.rows.codes:
+            if not self._partner_ok(row.where, "code", row.partner_source_id, known):
+                continue
+            key = row.code.strip().upper()  # codes are case-insensitive (groups.codes.code_normalized)
+            owner = owners.get(key)
+            if owner is None:
+                owners[key] = row
+                kept.append(row)
+            elif owner.partner_source_id != row.partner_source_id:
+                self.refuse(
+                    row.where,
+                    "code",
+                    f"code {row.code!r} is already the code of partner {owner.partner_source_id} ({owner.where})",
+                )
+        return kept
 
     def _unique_partners(self) -> list[PartnerRow]:
         by_id: dict[str, PartnerRow] = {}
@@ -422,6 +499,70 @@ def code_of(value: Any) -> str:
     if any(character.isspace() for character in code):
         raise RowRefused(f"code {code!r} has a space: a link could not carry it")
     return code
+
+
+# Far above any real commission rate in minor units, within Program.commission_rate's 14 digits (4 decimals).
+MAX_RATE = Decimal("9999999999")
+# A hundred years (programs.models.DURATION_MONTHS_MAX).
+MAX_MONTHS = 1200
+
+
+def decimal_of(value: Any, what: str) -> Decimal:
+    """A number the export gives (a JSON number or its text) as a Decimal; RowRefused for anything else."""
+    if isinstance(value, bool) or value is None or text(value) == "":
+        raise RowRefused(f"{what} is missing")
+    raw = repr(value) if isinstance(value, float) else text(value)
+    try:
+        number = Decimal(raw)
+    except InvalidOperation:
+        raise RowRefused(f"{what} {raw!r} is not a number") from None
+    if not number.is_finite():
+        raise RowRefused(f"{what} {raw!r} is not a number")
+    return number
+
+
+def percent_of(value: Any, what: str) -> Decimal:
+    """A percentage above 0 and at most 100, with at most 4 decimals (as a group's rate is kept)."""
+    number = decimal_of(value, what)
+    if number <= 0 or number > 100:
+        raise RowRefused(f"{what} {text(value)} is not a percentage above 0 and at most 100")
+    if number != number.quantize(Decimal("0.0001")):
+        raise RowRefused(f"{what} {text(value)} has more than 4 decimals")
+    return number
+
+
+def minor_amount_of(value: Any, what: str) -> int:
+    """A whole amount in minor units above 0 (a fixed commission or discount in cents), at most MAX_RATE."""
+    number = decimal_of(value, what)
+    if number != number.to_integral_value():
+        raise RowRefused(f"{what} {text(value)} in cents has decimals")
+    if number <= 0:
+        raise RowRefused(f"{what} {text(value)} is not above 0")
+    if number > MAX_RATE:
+        raise RowRefused(f"{what} {text(value)} is too large")
+    return int(number)
+
+
+def months_of(value: Any, what: str) -> int:
+    """A whole number of months from 0 to MAX_MONTHS."""
+    number = decimal_of(value, what)
+    if number != number.to_integral_value() or number < 0 or number > MAX_MONTHS:
+        raise RowRefused(f"{what} {text(value)} is not a whole number of months from 0 to {MAX_MONTHS}")
+    return int(number)
+
+
+def days_of(value: Any, what: str) -> int:
+    """A whole number of days from 0 to 36500 (a group's hold period)."""
+    number = decimal_of(value, what)
+    if number != number.to_integral_value() or number < 0 or number > 36500:
+        raise RowRefused(f"{what} {text(value)} is not a whole number of days from 0 to 36500")
+    return int(number)
+
+
+def group_name_of(value: Any, fallback: str) -> str:
+    """A group's name as the program shows it (at most 100 characters); the fallback when it has none."""
+    name = " ".join(text(value).split())
+    return (name or fallback)[:100]
 
 
 def required(value: Any, what: str) -> str:
