@@ -22,8 +22,24 @@ OPERATIONS = [
     ("get", "/v1/transfers/{transfer}"),
     ("post", "/v1/transfers/{id}/reversals"),
     ("get", "/v1/balance"),
+    # The coupon codes (groups.stripe_codes) and the invoice the Stripe webhook asks for with its discounts.
+    ("post", "/v1/coupons"),
+    ("get", "/v1/coupons/{coupon}"),
+    ("post", "/v1/promotion_codes"),
+    ("get", "/v1/promotion_codes/{promotion_code}"),
+    ("get", "/v1/invoices/{invoice}"),
 ]
-OBJECTS = ["account", "account_link", "transfer", "transfer_reversal", "balance", "api_errors"]
+OBJECTS = [
+    "account",
+    "account_link",
+    "transfer",
+    "transfer_reversal",
+    "balance",
+    "api_errors",
+    "coupon",
+    "promotion_code",
+    "discount",
+]
 KEPT_KEYWORDS = {
     "type",
     "properties",
@@ -36,6 +52,49 @@ KEPT_KEYWORDS = {
     "format",
 }
 OUTPUT = Path(__file__).with_name("openapi_subset.json")
+
+# What API versions after the description's changed in the operations the fake serves, applied on top of it so the
+# fake takes what the installed library sends: each entry names its changelog entry.
+PROMOTION = {
+    "type": "object",
+    "properties": {"coupon": {"maxLength": 5000, "type": "string"}, "type": {"enum": ["coupon"], "type": "string"}},
+    "required": ["type"],
+}
+
+
+def _promotion_code_polymorphic(operations: dict[str, Any], objects: dict[str, Any]) -> None:
+    """2025-09-30.clover (docs.stripe.com/changelog/clover/2025-09-30/polymorphic-coupon): a promotion code names
+    its coupon in `promotion` {type: coupon, coupon}, not `coupon`; the object's `coupon` is `promotion` too."""
+    form = operations["POST /v1/promotion_codes"]["form"]
+    form["properties"].pop("coupon")
+    form["properties"]["promotion"] = PROMOTION
+    form["required"] = sorted({*form.get("required", []), "promotion"} - {"coupon"})
+    fields = objects["promotion_code"]
+    fields["fields"] = sorted({*fields["fields"], "promotion"} - {"coupon"})
+    fields["required"] = sorted({*fields["required"], "promotion"} - {"coupon"})
+
+
+def _customer_account(operations: dict[str, Any], objects: dict[str, Any]) -> None:
+    """A later version (Accounts v2): a promotion code may be restricted to a `customer_account` as to a `customer`
+    (the installed library's PromotionCodeCreateParams, and Stripe's fixtures of the object, openapi/fixtures3.json
+    at f6c2a48fbac2819d1feba8143d942ffc65e1c0d2)."""
+    operations["POST /v1/promotion_codes"]["form"]["properties"]["customer_account"] = {
+        "maxLength": 5000,
+        "type": "string",
+    }
+    objects["promotion_code"]["fields"] = sorted({*objects["promotion_code"]["fields"], "customer_account"})
+
+
+def _discount_source(operations: dict[str, Any], objects: dict[str, Any]) -> None:
+    """2025-09-30.clover (docs.stripe.com/api/discounts/object): a Discount names its coupon in `source`
+    {type: coupon, coupon}, and names a `customer_account` and a `subscription_item`, as Stripe's fixtures show it
+    (openapi/fixtures3.json at f6c2a48fbac2819d1feba8143d942ffc65e1c0d2)."""
+    later = {"source", "customer_account", "subscription_item"}
+    objects["discount"]["fields"] = sorted({*objects["discount"]["fields"], *later} - {"coupon"})
+    objects["discount"]["required"] = sorted(set(objects["discount"]["required"]) - {"coupon"})
+
+
+LATER_CHANGES = [_promotion_code_polymorphic, _customer_account, _discount_source]
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -97,8 +156,11 @@ def extract(spec: dict[str, Any], *, commit: str, path: str) -> dict[str, Any]:
         }
         for name in OBJECTS
     }
+    for change in LATER_CHANGES:
+        change(operations, objects)
     return {
         "source": {"repository": REPOSITORY, "commit": commit, "path": path, "spec_version": spec["info"]["version"]},
+        "later_changes": [change.__name__.lstrip("_") for change in LATER_CHANGES],
         "operations": operations,
         "objects": objects,
     }

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.stripe_fake.billing import PLATFORM, Billing
 from tests.stripe_fake.schema import StripeError, checked, missing, parse_form
 
 API_KEY = "sk_test_stripefake_platform"
@@ -80,9 +81,13 @@ class _Faults:
     failures: list[_Failure] = field(default_factory=list)
     failing_destinations: dict[str, _Failure] = field(default_factory=dict)
     crashes: int = 0
+    # Per "METHOD /path" (the route's pattern, e.g. "POST /v1/promotion_codes"): answers failing before the action,
+    # and actions done whose answer is then lost.
+    failing_routes: dict[str, list[_Failure]] = field(default_factory=dict)
+    crashing_routes: dict[str, int] = field(default_factory=dict)
 
 
-class StripeFake:
+class StripeFake(Billing):
     def __init__(self, api_keys: tuple[str, ...] = (API_KEY,)) -> None:
         self.api_keys = set(api_keys)
         self.api_key = api_keys[0]
@@ -92,8 +97,10 @@ class StripeFake:
         self.balance: dict[str, int] = {"usd": 1_000_000_00, "eur": 1_000_000_00}
         self.requests: list[Recorded] = []
         self._links: dict[str, dict[str, Any]] = {}
-        self._idempotent: dict[tuple[str, str], _Saved] = {}
+        # Keyed by (secret key, account, Idempotency-Key): Stripe keeps a connected account's keys apart.
+        self._idempotent: dict[tuple[str, str, str], _Saved] = {}
         self._faults = _Faults()
+        self._billing_init()
         self._http: _Server | None = None
         self.url = ""
 
@@ -182,6 +189,21 @@ class StripeFake:
         with self._lock:
             self._faults.crashes += n
 
+    def fail_next(
+        self, route: str, n: int = 1, *, status: int = 500, code: str = "", message: str = "An unknown error occurred"
+    ) -> None:
+        """The next n requests to `route` ("POST /v1/promotion_codes") answer this error and do nothing (a 5xx as
+        api_error, a 4xx as invalid_request_error). Not saved for their Idempotency-Key, as Stripe saves no 5xx."""
+        failure = _Failure(code, message, status, "api_error" if status >= 500 else "invalid_request_error")
+        with self._lock:
+            self._faults.failing_routes.setdefault(route, []).extend([failure] * n)
+
+    def crash_next(self, route: str, n: int = 1) -> None:
+        """The next n requests to `route` are done (and saved for their Idempotency-Key), then the connection closes
+        without an answer: the client sees a network error for an object that exists."""
+        with self._lock:
+            self._faults.crashing_routes[route] = self._faults.crashing_routes.get(route, 0) + n
+
     @property
     def transfers(self) -> list[dict[str, Any]]:
         """Every transfer made, oldest first (copies)."""
@@ -212,6 +234,16 @@ class StripeFake:
             unrouted = StripeError(f"Unrecognized request URL ({method}: {path}).", status=404)
             return Answer(404, unrouted.body()), extra
         operation, action, path_ids = route
+        account = headers.get("stripe-account") or PLATFORM
+        if account and account not in self.accounts:
+            revoked = StripeError(
+                f"The provided key '{api_key[:8]}{'*' * 12}{api_key[-4:]}' does not have access to account "
+                f"'{account}' (or that account does not exist). Application access may have been revoked.",
+                code="account_invalid",
+                status=403,
+            )
+            return Answer(403, revoked.body()), extra
+        route_name = f"{method} {_pattern_of(method, path)}"
         idempotency_key = headers.get("idempotency-key") if method == "POST" else None
         if idempotency_key is not None and len(idempotency_key) > 255:
             too_long = StripeError("Idempotency keys are up to 255 characters long.", param="Idempotency-Key")
@@ -219,14 +251,14 @@ class StripeFake:
         with self._lock:
             try:
                 params = checked(operation, parse_form(form), parse_form(query))
-                params.pop("expand", None)
+                expand = params.pop("expand", None) or []
             except StripeError as error:
                 # Stripe saves no idempotent result for a request that fails validation.
                 self._record(method, path, {}, idempotency_key, error.status)
                 return Answer(error.status, error.body()), extra
             if idempotency_key:
                 extra["Idempotency-Key"] = idempotency_key
-                saved = self._idempotent.get((api_key, idempotency_key))
+                saved = self._idempotent.get((api_key, account, idempotency_key))
                 if saved is not None:
                     replay = self._replay(saved, method, path, params, idempotency_key)
                     if replay is saved.answer:
@@ -234,6 +266,12 @@ class StripeFake:
                     self._record(method, path, params, idempotency_key, replay.status, replayed=replay is saved.answer)
                     # A replay answers even when the first answer was lost.
                     return Answer(replay.status, replay.body), extra
+            failing = self._faults.failing_routes.get(route_name)
+            if failing:
+                failed = failing.pop(0).error()
+                self._record(method, path, params, idempotency_key, failed.status)
+                return Answer(failed.status, failed.body()), extra
+            self._account_in_context, self._expand_in_context = account, tuple(expand)
             # Answers are snapshots: a replay shows the object as it was first answered, and nothing serializes a
             # dict another request is changing.
             try:
@@ -242,8 +280,13 @@ class StripeFake:
                 answer = Answer(200, copy.deepcopy(dropped.body), drop=True)
             except StripeError as error:
                 answer = Answer(error.status, error.body())
+            finally:
+                self._account_in_context, self._expand_in_context = PLATFORM, ()
+            if answer.status == 200 and self._faults.crashing_routes.get(route_name):
+                self._faults.crashing_routes[route_name] -= 1
+                answer = Answer(200, answer.body, drop=True)
             if idempotency_key:
-                self._idempotent[(api_key, idempotency_key)] = _Saved(method, path, params, answer)
+                self._idempotent[(api_key, account, idempotency_key)] = _Saved(method, path, params, answer)
             self._record(method, path, params, idempotency_key, answer.status, dropped=answer.drop)
             return answer, extra
 
@@ -552,7 +595,23 @@ ROUTES: list[tuple[str, str, str, Action]] = [
     ("GET", "/v1/transfers/*", "GET /v1/transfers/{transfer}", StripeFake._transfer),
     ("POST", "/v1/transfers/*/reversals", "POST /v1/transfers/{id}/reversals", StripeFake._reverse_transfer),
     ("GET", "/v1/balance", "GET /v1/balance", StripeFake._balance),
+    ("POST", "/v1/coupons", "POST /v1/coupons", StripeFake._create_coupon),
+    ("GET", "/v1/coupons/*", "GET /v1/coupons/{coupon}", StripeFake._coupon),
+    ("POST", "/v1/promotion_codes", "POST /v1/promotion_codes", StripeFake._create_promotion_code),
+    ("GET", "/v1/promotion_codes/*", "GET /v1/promotion_codes/{promotion_code}", StripeFake._promotion_code),
+    ("GET", "/v1/invoices/*", "GET /v1/invoices/{invoice}", StripeFake._invoice),
 ]
+
+
+def _pattern_of(method: str, path: str) -> str:
+    """The route's pattern for a request path: "/v1/promotion_codes/*" for "/v1/promotion_codes/promo_1..."."""
+    segments = path.rstrip("/").split("/")
+    for route_method, pattern, _, _ in ROUTES:
+        parts = pattern.split("/")
+        if route_method == method and len(parts) == len(segments):
+            if all(part in ("*", segment) for part, segment in zip(parts, segments, strict=True)):
+                return pattern
+    return path
 
 
 def _route(method: str, path: str) -> tuple[str, Action, list[str]] | None:

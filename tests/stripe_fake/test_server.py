@@ -437,6 +437,10 @@ class TestOpenAPISubset:
             ("POST /v1/transfers", stripe.params.TransferCreateParams),
             ("GET /v1/transfers", stripe.params.TransferListParams),
             ("POST /v1/transfers/{id}/reversals", stripe.params.TransferCreateReversalParams),
+            ("POST /v1/coupons", stripe.params.CouponCreateParams),
+            ("POST /v1/promotion_codes", stripe.params.PromotionCodeCreateParams),
+            ("GET /v1/invoices/{invoice}", stripe.params.InvoiceRetrieveParams),
+            ("GET /v1/promotion_codes/{promotion_code}", stripe.params.PromotionCodeRetrieveParams),
         ],
     )
     def test_the_library_sends_no_transfer_parameter_the_subset_lacks(self, operation: str, params: type) -> None:
@@ -454,3 +458,79 @@ class TestOpenAPISubset:
         from tests.stripe_fake.server import ROUTES
 
         assert {operation for _, _, operation, _ in ROUTES} == set(subset()["operations"])
+
+
+class TestCouponsAndPromotionCodes:
+    """Coupons and promotion codes on a connected account (Stripe-Account), as groups.stripe_codes makes them."""
+
+    @staticmethod
+    def connected(stripe_server: StripeFake) -> str:  # noqa: F811
+        return stripe_server.create_account()["id"]
+
+    def test_a_promotion_code_for_a_coupon_on_the_connected_account(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        account = self.connected(stripe_server)
+        coupon = stripe.Coupon.create(
+            duration="repeating", duration_in_months=3, percent_off=10, stripe_account=account
+        )
+        promotion = stripe.PromotionCode.create(
+            promotion={"type": "coupon", "coupon": coupon.id}, code="JANE20", stripe_account=account
+        )
+        assert_stripe_shape(coupon.to_dict(), "coupon")
+        assert_stripe_shape(promotion.to_dict(), "promotion_code")
+        assert (coupon.percent_off, coupon.duration_in_months, promotion.code) == (10.0, 3, "JANE20")
+        assert promotion.promotion.coupon == coupon.id and promotion.active
+        # Kept on that account, not the platform's.
+        assert [p["id"] for p in stripe_server.promotion_codes_on(account)] == [promotion.id]
+        assert stripe_server.promotion_codes_on() == []
+        assert stripe.PromotionCode.retrieve(promotion.id, stripe_account=account).code == "JANE20"
+        with pytest.raises(stripe.InvalidRequestError):
+            stripe.PromotionCode.retrieve(promotion.id)
+
+    def test_a_code_is_unique_among_active_codes_whatever_its_case(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        account = self.connected(stripe_server)
+        coupon = stripe.Coupon.create(duration="once", amount_off=500, currency="usd", stripe_account=account)
+        stripe.PromotionCode.create(
+            promotion={"type": "coupon", "coupon": coupon.id}, code="BOB10", stripe_account=account
+        )
+        with pytest.raises(stripe.InvalidRequestError) as taken:
+            stripe.PromotionCode.create(
+                promotion={"type": "coupon", "coupon": coupon.id}, code="bob10", stripe_account=account
+            )
+        assert taken.value.code == "resource_already_exists"
+
+    def test_the_coupon_must_exist_and_the_old_coupon_parameter_is_unknown(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        account = self.connected(stripe_server)
+        with pytest.raises(stripe.InvalidRequestError) as unknown_coupon:
+            stripe.PromotionCode.create(promotion={"type": "coupon", "coupon": "NOPE"}, stripe_account=account)
+        assert unknown_coupon.value.code == "resource_missing"
+        with pytest.raises(stripe.InvalidRequestError) as old_parameter:
+            stripe.PromotionCode.create(coupon="NOPE", stripe_account=account)  # type: ignore[call-arg]
+        assert old_parameter.value.code == "parameter_unknown"
+
+    def test_an_account_the_platform_cannot_reach_is_refused(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        with pytest.raises(stripe.PermissionError):
+            stripe.Coupon.create(duration="once", percent_off=10, stripe_account="acct_1Revoked")
+
+    def test_a_lost_answer_is_replayed_for_the_same_idempotency_key(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        account = self.connected(stripe_server)
+        coupon = stripe.Coupon.create(duration="once", percent_off=10, stripe_account=account)
+        stripe_server.crash_next("POST /v1/promotion_codes")
+        params = {"promotion": {"type": "coupon", "coupon": coupon.id}, "code": "ANN5", "stripe_account": account}
+        with pytest.raises(stripe.APIConnectionError):
+            stripe.PromotionCode.create(idempotency_key="k1", **params)  # type: ignore[arg-type]
+        again = stripe.PromotionCode.create(idempotency_key="k1", **params)  # type: ignore[arg-type]
+        assert [p["id"] for p in stripe_server.promotion_codes_on(account)] == [again.id]
+
+    def test_an_invoice_answers_its_discounts_expanded_when_asked(self, stripe_server: StripeFake) -> None:  # noqa: F811
+        account = self.connected(stripe_server)
+        promotion = stripe_server.promotion_code_make(account, "JANE20")
+        discount = stripe_server.discount_make(account, promotion["id"], invoice="in_1Fake")
+        assert_stripe_shape(discount, "discount")
+        stripe_server.invoice_store(account, {"id": "in_1Fake", "object": "invoice", "discounts": [discount["id"]]})
+        plain = stripe.Invoice.retrieve("in_1Fake", stripe_account=account)
+        assert plain.discounts == [discount["id"]]
+        expanded = stripe.Invoice.retrieve(
+            "in_1Fake", expand=["discounts", "discounts.promotion_code"], stripe_account=account
+        ).to_dict()
+        assert expanded["discounts"][0]["id"] == discount["id"]
+        assert expanded["discounts"][0]["promotion_code"]["code"] == "JANE20"
