@@ -29,6 +29,7 @@ CODE_STRIPE_CHARACTERS = "A Stripe promotion code takes letters, digits and - on
 STRIPE_NOT_CONFIGURED = "Stripe is not configured on this installation"
 STRIPE_REFUSED = "Stripe refused the code: {reason}"
 STRIPE_UNAVAILABLE = "Stripe could not be reached; nothing was made. Try again"
+STRIPE_ACCESS_REFUSED = "Stripe refused this service access to the connected account; reconnect Stripe"
 # Stripe's limit on a coupon's name.
 COUPON_NAME_LIMIT = 40
 
@@ -151,4 +152,7 @@ def _stripe_failed(program: Program, error: stripe.StripeError) -> NoReturn:
         if error.code == "resource_already_exists":
             raise ConflictError(STRIPE_REFUSED.format(reason=error.user_message or error), code="coupon_code_taken")
         raise BadRequestError(STRIPE_REFUSED.format(reason=error.user_message or error), code="stripe_refused")
+    if isinstance(error, stripe.AuthenticationError | stripe.PermissionError):
+        # The platform's key or its access to the account, not the request: retrying will not help.
+        raise StripeUnavailableError(STRIPE_ACCESS_REFUSED, code="stripe_access_refused")
     raise StripeUnavailableError(STRIPE_UNAVAILABLE, code="stripe_unavailable")
