@@ -42,7 +42,7 @@ def terms_words(terms: GroupTerms) -> str:
     if terms.commission_type not in RECURRING_TYPES:
         sentence = f"{each} each first payment (renewals pay nothing)"
     elif terms.duration_months:
-        months = "month" if terms.duration_months == 1 else f"{terms.duration_months} months"
+        months = "1 month" if terms.duration_months == 1 else f"{terms.duration_months} months"
         sentence = f"{each} every sale for {months}"
     else:
         sentence = f"{each} every sale for the customer's lifetime"
