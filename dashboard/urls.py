@@ -11,6 +11,8 @@ urlpatterns = [
     path("", include("dashboard.payout_urls")),
     # Moving in from another platform: /programs/<id>/import and below (docs/import.md).
     path("", include("dashboard.import_urls")),
+    # Partner groups, tier rules, bonuses, and each partner's group and coupon codes: /programs/<id>/groups and below.
+    path("", include("dashboard.group_urls")),
     path("programs/<int:program_id>/", views.program_overview, name="dashboard-overview"),
     path(
         "programs/<int:program_id>/link-aliases",

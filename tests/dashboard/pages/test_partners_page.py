@@ -77,9 +77,9 @@ def test_it_paginates_partners(member_client, program, django_assert_max_num_que
         ReferralLinkFactory(program=program, partner=PartnerFactory(name=f"Partner {n:02d}"))
     # session, user, program, membership x2 (permission, role), the rollup watermarks, partners count and page,
     # links, unenrolled links, clicks not on the counters yet, commission rollups per partner and the sales not in
-    # them yet, the sales not on the sales and revenue counters yet, the watermarks again, the pending applications:
-    # the same however many events.
-    with django_assert_max_num_queries(16):
+    # them yet, the sales not on the sales and revenue counters yet, the watermarks again, the pending applications,
+    # the program's groups and the page's partners' coupon codes: the same however many events.
+    with django_assert_max_num_queries(18):
         first = member_client.get(url(program)).content.decode()
     assert "Page 1 of 2" in first and f"{PARTNERS_PER_PAGE + 1} partners enrolled" in first
     second = member_client.get(url(program) + "?page=2").content.decode()
