@@ -23,7 +23,7 @@ from groups.stripe_codes import (
 )
 from programs.models import PartnerProgram
 from tests.factories import PartnerFactory, PartnerProgramFactory, ProgramFactory
-from tests.stripe_fake.server import StripeFake
+from tests.stripe_fake.server import Recorded, StripeFake
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +41,7 @@ def program(account):
 
 
 def enrolled(program, group: PartnerGroup | None = None) -> PartnerProgram:
-    return PartnerProgramFactory(program=program, group=group)
+    return PartnerProgramFactory.create(program=program, group=group)
 
 
 def ten_percent_default(program, **fields) -> PartnerGroup:
@@ -52,7 +52,7 @@ def ten_percent_default(program, **fields) -> PartnerGroup:
     return group
 
 
-def posts(stripe_server: StripeFake, path: str) -> list:
+def posts(stripe_server: StripeFake, path: str) -> list[Recorded]:
     return [r for r in stripe_server.requests if r.method == "POST" and r.path == path]
 
 
