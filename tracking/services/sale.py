@@ -413,6 +413,9 @@ def coupon_customer_make(*, program: Program, code: str, customer_key: str, now:
         first_partner_id=partner_id,
         first_clicked_at=now,
         last_clicked_at=now,
+        # Converted by the sale it is made for, in the same transaction (sale_record): no lock to take after.
+        first_sale_at=now,
+        customer_status=CustomerStatus.CONVERTED,
         created_at=now,
     )
 
