@@ -297,11 +297,14 @@ class SourceBuilder:
         self.rows = Source(platform=self.platform)
 
     def refuse(self, where: str, kind: str, reason: str, *, partner_id: str = "") -> None:
+        if kind == "group" and partner_id:
+            # The same campaign is listed with each of its partners: refused once, where first read.
+            if partner_id in self.refused_groups:
+                return
+            self.refused_groups[partner_id] = where
         self.rows.refusals.append(Refusal(where=where, kind=kind, reason=reason))
         if kind == "partner" and partner_id:
             self.refused_partners.setdefault(partner_id, where)
-        if kind == "group" and partner_id:  # the refused group's id, for the partners in it
-            self.refused_groups.setdefault(partner_id, where)
 
     def attempt(self, where: str, kind: str, make: Callable[..., Any], *args: Any, partner_id: str = "") -> None:
         """Run one row's parsing, make(*args); a RowRefused becomes a Refusal and reading goes on. `partner_id`:
@@ -371,7 +374,7 @@ class SourceBuilder:
                 kept.append(row)
                 continue
             earlier = kept[by_id[row.source_id]]
-            if not earlier.commission_type and row.commission_type:
+            if not (earlier.commission_type or earlier.is_default) and (row.commission_type or row.is_default):
                 kept[by_id[row.source_id]] = replace(row, where=earlier.where)
         return kept
 

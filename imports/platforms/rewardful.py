@@ -1,6 +1,7 @@
 """Rewardful: the REST API's lists saved as JSON, one file a page (GET /v1/affiliates?expand[]=links&expand[]=
-commission_stats, /v1/referrals?expand[]=affiliate, /v1/commissions?expand[]=sale; the {"pagination": {...},
-"data": [...]} answer or its list), or the affiliate CSV Rewardful documents for moving affiliates (first_name,
+commission_stats&expand[]=campaign, /v1/referrals?expand[]=affiliate, /v1/commissions?expand[]=sale, and for the
+campaigns and coupons GET /v1/campaigns and /v1/affiliate_coupons; the {"pagination": {...}, "data": [...]} answer
+or its list), or the affiliate CSV Rewardful documents for moving affiliates (first_name,
 last_name, email, paypal_email, wise_email, token, stripe_customer_id; one row per referred customer).
 
 Fields read, and where each is documented (D = developers.rewardful.com/rest-api, H = help.rewardful.com/en/articles;
@@ -18,6 +19,14 @@ tests/imports/fixtures/rewardful_api/README.md has the table):
   commission   id, amount (cents), currency, state (pending, due, paid, voided), due_at, created_at,
                sale {id, currency, sale_amount_cents, stripe_charge_id, charged_at, affiliate.id, referral.id}
                                                                                    D commissions/object, /list
+  campaign     id, name, default, reward_type (percent, amount), commission_percent, commission_amount_cents,
+               commission_amount_currency, max_commission_period_months, max_commissions (nullable),
+               days_until_commissions_are_due                                      D campaigns/the-campaign-object;
+               the affiliate's campaign with expand[]=campaign                     dubinc/dub lib/rewardful (api.ts,
+                                                                                   types.ts RewardfulAffiliate)
+  coupon       id, token, affiliate_id, archived, archived_at; the affiliate's coupon (nullable)
+                                                                                   D affiliate-coupons/the-affiliate-
+                                                                                   coupon-object, affiliates/object
 
 Links in the wild are ?via=<token> (Rewardful's default), or any parameter listed in the tracking script's
 data-rewardful-params (H 12856689: ?ref=, ?rfsn= ...), each an alias to turn on here. Commission states: pending ->
@@ -27,8 +36,14 @@ active) arrives deactivated. What Rewardful showed an affiliate as owed is commi
 currency: Rewardful's "unpaid" commissions are the due and pending ones (H 5146950), the same commissions this import
 leaves owed (pending and approved, not paid); due is part of unpaid, so adding it again would count it twice. A
 commission's sale keeps sale.stripe_charge_id (the Stripe charge), so a Stripe refund after the move reverses the
-imported commission."""
+imported commission.
 
+A campaign becomes a group (see _campaign for its terms); the default campaign is the program's default group, whose
+terms stay the program's settings. Each affiliate is placed in their campaign's group, and each affiliate coupon
+not archived becomes the affiliate's coupon code. A campaign's Stripe coupon (stripe_coupon_id) names no amount, so
+the group's customer discount is left for the owner to set."""
+
+from decimal import Decimal
 from typing import Any
 
 from core.currency import Currency
@@ -38,15 +53,20 @@ from imports.platforms.base import (
     Item,
     SourceBuilder,
     code_of,
+    days_of,
     dig,
     email_of,
     first,
+    group_name_of,
     items_with_where,
     json_items,
     looks_like_json,
+    minor_amount_of,
     money,
+    months_of,
     name_of,
     obj,
+    percent_of,
     read_csv,
     required,
     seq,
@@ -56,7 +76,9 @@ from imports.platforms.base import (
     where_csv,
 )
 from imports.records import (
+    CodeRow,
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -102,6 +124,10 @@ def _json_kind(name: str, items: list[Item]) -> str:
     if not items:
         return "empty"
     sample = items[0]
+    if "reward_type" in sample or "commission_percent" in sample or "days_until_commissions_are_due" in sample:
+        return "campaigns"
+    if "token" in sample and "affiliate_id" in sample and ("external_id" in sample or "archived" in sample):
+        return "coupons"
     # A payout also has an amount and a state, and an affiliate a stripe_customer_id: look for what only each has.
     if "sale" in sample or "due_at" in sample and "state" in sample:
         return "commissions"
@@ -119,11 +145,22 @@ def _read_json(builder: SourceBuilder, name: str, items: list[Item]) -> None:
     _check_shape(name, kind, items)
     if kind == "affiliates":
         builder.saw_partner_file = True
+    if kind == "campaigns":
+        builder.saw_group_file = True
     for where, item in items_with_where(name, items):
         if kind == "affiliates":
             builder.attempt(where, "partner", _affiliate, where, item, partner_id=text(item.get("id")))
             for link in seq(item.get("links")):
                 builder.attempt(where, "link", _link, where, item, link)
+            campaign = obj(item.get("campaign"))
+            if campaign:
+                builder.attempt(where, "group", _campaign, where, campaign, partner_id=text(campaign.get("id")))
+            if obj(item.get("coupon")):
+                builder.attempt(where, "code", _coupon, where, item["coupon"], text(item.get("id")))
+        elif kind == "campaigns":
+            builder.attempt(where, "group", _campaign, where, item, partner_id=text(item.get("id")))
+        elif kind == "coupons":
+            builder.attempt(where, "code", _coupon, where, item, text(item.get("affiliate_id")))
         elif kind == "referrals":
             builder.attempt(where, "referral", _referral, where, item)
         elif kind == "commissions":
@@ -183,6 +220,61 @@ def _affiliate(where: str, item: Item) -> PartnerRow:
         created_at=time_or_epoch(item.get("created_at")),
         deactivated=_deactivated(item.get("state")),
         reported_owed=_reported_owed(item.get("commission_stats")),
+        # The affiliate's campaign (expand[]=campaign: the object; otherwise campaign_id where given).
+        group_source_id=first(dig(item, "campaign", "id"), item.get("campaign_id")),
+    )
+
+
+def _campaign(where: str, item: Item) -> GroupRow:
+    """A campaign as a group. Rewardful pays on every payment of a referred customer, for at most
+    max_commission_period_months (null: for as long as the customer pays): recurring here, for those months
+    (0: lifetime); one commission only (max_commissions 1, or a period of 0 months) is a one-off commission. Other
+    max_commissions limits have no equal here and are not carried. days_until_commissions_are_due is the hold."""
+    source_id = required(item.get("id"), "campaign id")
+    name = group_name_of(item.get("name"), f"Rewardful campaign {source_id}")
+    if item.get("default") is True:
+        return GroupRow(where=where, source_id=source_id, name=name, is_default=True)
+    reward = text(item.get("reward_type")).lower()
+    hold = item.get("days_until_commissions_are_due")
+    hold_days = None if hold is None else days_of(hold, "days_until_commissions_are_due")
+    if not reward:
+        # A campaign named only ({id, name}, as a commission carries it): the program's terms.
+        return GroupRow(where=where, source_id=source_id, name=name, hold_days=hold_days)
+    if reward == "percent":
+        rate = percent_of(item.get("commission_percent"), "commission_percent")
+        kinds = ("percent", "recurring_percent")
+    elif reward == "amount":
+        if text(item.get("commission_amount_currency")):
+            known_currency(text(item.get("commission_amount_currency")))
+        rate = Decimal(minor_amount_of(item.get("commission_amount_cents"), "commission_amount_cents"))
+        kinds = ("fixed", "recurring_fixed")
+    else:
+        raise RowRefused(f"reward_type {reward!r} is not percent or amount")
+    period = item.get("max_commission_period_months")
+    months = 0 if period is None else months_of(period, "max_commission_period_months")
+    one_off = item.get("max_commissions") == 1 or (period is not None and months == 0)
+    return GroupRow(
+        where=where,
+        source_id=source_id,
+        name=name,
+        commission_type=kinds[0] if one_off else kinds[1],
+        commission_rate=rate,
+        duration_months=0 if one_off else months,
+        hold_days=hold_days,
+    )
+
+
+def _coupon(where: str, item: Item, affiliate_id: str) -> CodeRow | None:
+    """An affiliate coupon (the affiliate's `coupon`, or GET /v1/affiliate_coupons): its token is the code
+    customers type. An archived one (deactivated on Rewardful) is not brought over."""
+    if item.get("archived") is True or text(item.get("archived_at")):
+        return None
+    code = code_of(item.get("token"))
+    return CodeRow(
+        where=where,
+        source_id=first(item.get("id"), code),
+        partner_source_id=required(first(item.get("affiliate_id"), affiliate_id), "affiliate id"),
+        code=code,
     )
 
 
