@@ -24,7 +24,7 @@ from groups.terms import GroupTerms
 from programs.models import Program
 
 from .limits import post_limited
-from .services import GROUP_LINE, application_submit
+from .services import GROUP_LINE, application_submit, group_line_neutralized
 from .terms import discount_words
 from .views import program_terms
 
@@ -155,9 +155,10 @@ def _apply(request: HttpRequest, program: Program, group: PartnerGroup | None = 
     if not form.is_valid():
         return _form_page(request, program, form, stamp=request.POST["stamp"], status=400, group=group)
     data = form.cleaned_data
-    promotion = (
-        form.answered_promotion(group) if isinstance(form, GroupApplicationForm) and group else data["promotion"]
-    )
+    if isinstance(form, GroupApplicationForm) and group is not None:
+        promotion = form.answered_promotion(group)
+    else:
+        promotion = group_line_neutralized(data["promotion"])
     application_submit(
         program=program,
         name=data["name"],
