@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import BigIntegerField, Case, F, Q, QuerySet, Sum, Value, When
 
+from core.money import money
 from programs.models import Partner, PartnerProgram, Program
 
 from .models import Commission, CommissionReview, CommissionStatus, LedgerEntry, NotificationOutbox, Withdrawal
@@ -32,6 +33,21 @@ if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
     CommissionWithMoney = WithAnnotations[Commission, CommissionMoney]
+
+
+# What a list of commissions reads with each row: its partner, its sale, and a bonus's award with its bonus (a bonus
+# has no sale: commission_sale_words names the bonus instead).
+ROW_RELATED = ("partner", "sale", "bonus_award__bonus")
+BONUS_WORDS = "Bonus: {name}"
+
+
+def commission_sale_words(commission: Commission) -> str:
+    """What a page shows of a commission where its sale would be: the sale's amount, or "Bonus: <name>" for a
+    milestone bonus (groups.models.BonusAward; its rows read ROW_RELATED)."""
+    if commission.sale is not None:
+        return money(commission.sale.amount_cents, commission.sale.currency)
+    award = getattr(commission, "bonus_award", None)
+    return BONUS_WORDS.format(name=award.bonus.name if award is not None else "")
 
 
 def cancelled_by_refund(prefix: str = "") -> Q:
@@ -157,7 +173,7 @@ def held_commissions_list(
         rows = rows.filter(hold_rule="" if rule == OWNER_HOLD else rule)
     if partner_id is not None:
         rows = rows.filter(partner_id=partner_id)
-    return rows.select_related("partner", "sale").order_by("-created_at", "-id")
+    return rows.select_related(*ROW_RELATED).order_by("-created_at", "-id")
 
 
 def reviews_recent(*, program_id: int, limit: int) -> list[CommissionReview]:

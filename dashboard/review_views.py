@@ -15,7 +15,13 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 
 from commissions.models import Commission, CommissionStatus
-from commissions.selectors import OWNER_HOLD, held_commissions_list, review_partners, reviews_recent
+from commissions.selectors import (
+    OWNER_HOLD,
+    commission_sale_words,
+    held_commissions_list,
+    review_partners,
+    reviews_recent,
+)
 from commissions.services import CommissionActionRefused, commission_release, commission_void
 from core import messages as core_messages
 from core.errors import BadRequestError
@@ -74,7 +80,7 @@ def _held_row(commission: Commission) -> dict[str, Any]:
     return {
         "commission": commission,
         "amount": money(commission.amount_cents, commission.currency),
-        "sale_amount": money(commission.sale.amount_cents, commission.sale.currency),
+        "sale_amount": commission_sale_words(commission),
         "rule_label": Rule(commission.hold_rule).label if commission.hold_rule in SPECS else "",
     }
 

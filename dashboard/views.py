@@ -22,7 +22,7 @@ from django.views.decorators.http import require_safe
 from rest_framework.exceptions import ValidationError
 
 from commissions.models import Commission, CommissionStatus
-from commissions.selectors import commissions_with_money
+from commissions.selectors import ROW_RELATED, commission_sale_words, commissions_with_money
 from core.api.query import present
 from core.errors import ForbiddenError, NotFoundError
 from core.ids import page_number_parse
@@ -414,7 +414,7 @@ def program_partners(request: HttpRequest, access: ProgramAccess) -> HttpRespons
 def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResponse:
     program = access.program
     status = request.GET.get("status", "")
-    commissions = commissions_with_money(Commission.objects.filter(program=program).select_related("partner", "sale"))
+    commissions = commissions_with_money(Commission.objects.filter(program=program).select_related(*ROW_RELATED))
     if status in CommissionStatus.values:
         commissions = commissions.filter(status=status)
     else:
@@ -428,8 +428,8 @@ def program_commissions(request: HttpRequest, access: ProgramAccess) -> HttpResp
             "commission": commission,
             "amount": money(commission.amount_cents, commission.currency),
             "payable": money(commission.payable_cents, commission.currency),
-            "sale_amount": money(commission.sale.amount_cents, commission.sale.currency),
-            "refunded": money(commission.sale_refunded_cents, commission.sale.currency)
+            "sale_amount": commission_sale_words(commission),  # "Bonus: <name>" for a bonus (no sale)
+            "refunded": money(commission.sale_refunded_cents, commission.currency)
             if commission.sale_refunded_cents
             else "",
             # commissions.selectors.clawed_back_cents: nothing for a commission cancelled by a refund.

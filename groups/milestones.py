@@ -107,10 +107,11 @@ def bonus_award_partner(*, bonus: Bonus, partner_id: int, key: str, now: datetim
         award = BonusAward(
             bonus=bonus, partner_id=partner_id, program=program, period_key=key, figure=figure, created_at=now
         )
+        # Both sides cached: the commission's events name its bonus (webhooks.payloads.commission_data).
+        commission.bonus_award = award
         try:
             with transaction.atomic():
                 commission_insert(commission)
-                award.commission = commission
                 award.save(force_insert=True)
         except IntegrityError:
             return None  # awarded by a concurrent run, which committed first

@@ -15,7 +15,7 @@ from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from commissions.models import Commission, CommissionStatus
+from commissions.models import Commission, CommissionKind, CommissionStatus
 from core.money import money
 from core.tasks import enqueue, service_task
 from core.urls import public_url
@@ -44,6 +44,8 @@ WHAT = {
     CommissionStatus.REFUNDED: "was reduced: its sale was partly refunded.",
     CommissionStatus.REVERSED: "was reversed: its sale was refunded.",
 }
+# A milestone bonus has no sale: a refund reverses it when it takes the partner's figure below its threshold.
+BONUS_REVERSED = "was reversed: a refund took your figure below the bonus's threshold."
 BODY = """Commission #{pk} in {program} {what}{reason}
 
 See your commissions: {commissions}
@@ -129,7 +131,9 @@ def _message(
         body=BODY.format(
             pk=commission.pk,
             program=program,
-            what=WHAT[status].format(amount=amount),
+            what=BONUS_REVERSED
+            if status == CommissionStatus.REVERSED and commission.kind == CommissionKind.BONUS
+            else WHAT[status].format(amount=amount),
             reason=reason,
             commissions=public_url(None, "/portal/commissions"),
             kind=kind.label,

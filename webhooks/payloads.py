@@ -44,8 +44,10 @@ def sale_data(sale: Any) -> dict[str, Any]:
 
 
 def commission_data(commission: Any) -> dict[str, Any]:
-    """commission.created / approved / refunded / reversed: the commission as the change left it."""
-    return {
+    """commission.created / approved / refunded / reversed: the commission as the change left it. A milestone
+    bonus (groups.models.BonusAward) has no sale (sale_id and customer_id null) and adds `kind` "bonus" and the
+    bonus's name; a sale's commission is exactly as documented, with neither."""
+    data = {
         "sale_id": commission.sale_id,
         "partner_id": commission.partner_id,
         "customer_id": commission.customer_id,
@@ -65,6 +67,11 @@ def commission_data(commission: Any) -> dict[str, Any]:
         "flags": list(commission.flags),
         "created_at": utc_text(commission.created_at),
     }
+    if commission.kind == "bonus":
+        award = getattr(commission, "bonus_award", None)
+        data["kind"] = "bonus"
+        data["bonus"] = {"id": award.bonus_id, "name": award.bonus.name} if award is not None else None
+    return data
 
 
 def refund_data(

@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from commissions.models import CommissionReview, CommissionStatus, LedgerEntry
+from commissions.models import CommissionKind, CommissionReview, CommissionStatus, LedgerEntry
 from core.api.fields import IsoDateTimeField, StrictCharField
 from core.api.query import InstantField
 from fraud.rules import Rule
@@ -114,11 +114,14 @@ class AgentCommissionSerializer(serializers.Serializer[Any]):
     program_id = serializers.IntegerField()
     partner_id = serializers.IntegerField()
     partner_name = serializers.CharField(source="partner.name")
-    sale_id = serializers.IntegerField()
+    kind = serializers.ChoiceField(
+        choices=CommissionKind.choices, help_text="sale, or bonus: a milestone bonus of the partner's group (no sale)"
+    )
+    sale_id = serializers.IntegerField(allow_null=True, help_text="The sale it was earned on; null for a bonus")
     transaction_id = serializers.CharField(
         source="sale.processor_event_id",
         allow_null=True,
-        help_text="The sale's transaction id as the advertiser or processor sent it",
+        help_text="The sale's transaction id as the advertiser or processor sent it; null for a bonus",
     )
     status = serializers.ChoiceField(choices=CommissionStatus.choices)
     amount_cents = serializers.IntegerField(help_text="The commission as earned on the sale")
