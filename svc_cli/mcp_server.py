@@ -40,6 +40,53 @@ PARTNER_FIELDS: dict[str, Any] = {
     "email": {"type": "string", "maxLength": 254, "description": "The partner's email (may be empty)"},
 }
 ENDPOINT_ID = {"type": "integer", "description": "Webhook endpoint id"}
+GROUP_ID = {"type": "integer", "description": "Partner group id (of the program)"}
+TIER_RULE_ID = {"type": "integer", "description": "Tier rule id (of the group)"}
+BONUS_ID = {"type": "integer", "description": "Bonus id (of the group)"}
+COUPON_CODE_ID = {"type": "integer", "description": "Coupon code id (of the program)"}
+METRIC = {"type": "string", "enum": ["sales", "revenue"], "description": "sales: a count; revenue: in cents"}
+IS_ACTIVE = {"type": "boolean", "description": "false: kept, but no longer evaluated or paid"}
+GROUP_FIELDS: dict[str, Any] = {
+    "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "The group's name (unique)"},
+    "commission_type": {
+        "type": "string",
+        "enum": ["percent", "fixed", "recurring_percent", "recurring_fixed"],
+        "description": "percent types: commission_rate is a percentage; fixed types: cents",
+    },
+    "commission_rate": {
+        "type": ["number", "string"],
+        "description": "Positive; at most 100 for the percent types, else an amount in the smallest currency unit",
+    },
+    "duration_months": {"type": "integer", "minimum": 0, "description": "Recurring commissions: 0 = lifetime"},
+    "hold_days": {"type": "integer", "minimum": 0, "maximum": 365, "description": "Days a commission is held"},
+    "discount_type": {
+        "type": "string",
+        "enum": ["", "percent", "amount"],
+        "description": "The discount the customers of the group's partners get (empty: none)",
+    },
+    "discount_percent": {
+        "type": ["number", "string", "null"],
+        "description": "percent discounts: above 0, at most 100",
+    },
+    "discount_amount_cents": {"type": ["integer", "null"], "minimum": 1, "description": "amount discounts"},
+    "discount_currency": CURRENCY,
+    "discount_duration": {
+        "type": "string",
+        "enum": ["once", "repeating", "forever"],
+        "description": "The first payment, discount_duration_months months, or every payment",
+    },
+    "discount_duration_months": {"type": ["integer", "null"], "minimum": 1, "description": "repeating discounts"},
+    "applications_open": {"type": "boolean", "description": "Anyone may apply to this group on its page"},
+    "application_questions": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"label": {"type": "string"}, "required": {"type": "boolean"}},
+            "required": ["label"],
+        },
+        "description": "Extra questions its application page asks",
+    },
+}
 DELIVERY_ID = {"type": "integer", "description": "Webhook delivery id"}
 FRAUD_RULE = {
     "type": "string",
@@ -64,7 +111,8 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
     "include_test_events": {"type": "boolean", "description": "true: test-mode events are sent to it too"},
 }
 # Tools that lose something for good: clients may ask before calling them. A deactivated link refuses its clicks
-# from then on, and no agent route turns it back on; a confirmed payout run has paid its partners.
+# from then on, and no agent route turns it back on (nor a deactivated coupon code); a confirmed payout run has
+# paid its partners.
 DESTRUCTIVE_TOOLS = frozenset(
     {
         "void_commission",
@@ -73,6 +121,10 @@ DESTRUCTIVE_TOOLS = frozenset(
         "deactivate_link",
         "reject_application",
         "confirm_payout_run",
+        "delete_group",
+        "delete_tier_rule",
+        "delete_bonus",
+        "deactivate_coupon_code",
     }
 )
 
@@ -518,6 +570,213 @@ SCOPE_TOOLS: dict[str | None, tuple[ToolSpec, ...]] = {
             "/payouts/runs/{run_id}/confirm",
             {"run_id": RUN_ID},
             required=("run_id",),
+        ),
+    ),
+    "groups:read": (
+        ToolSpec(
+            "list_groups",
+            "List a program's partner groups, newest first: each one's commission terms, customer discount and "
+            "application page. The default group (is_default) has the program's own terms.",
+            "GET",
+            "/programs/{program_id}/groups",
+            {"program_id": PROGRAM_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("program_id",),
+        ),
+        ToolSpec(
+            "get_group",
+            "One partner group of a program.",
+            "GET",
+            "/programs/{program_id}/groups/{group_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID},
+            required=("program_id", "group_id"),
+        ),
+        ToolSpec(
+            "list_tier_rules",
+            "A group's tier rules: each moves its partners to target_group_id when their sales or revenue in a "
+            "calendar month or quarter reach (promote) or stay below (demote) the threshold.",
+            "GET",
+            "/programs/{program_id}/groups/{group_id}/tier-rules",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("program_id", "group_id"),
+        ),
+        ToolSpec(
+            "list_bonuses",
+            "A group's bonuses: a one-off payment when a partner reaches a milestone (sales or revenue in a month, "
+            "quarter or ever), paid once per partner and period.",
+            "GET",
+            "/programs/{program_id}/groups/{group_id}/bonuses",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("program_id", "group_id"),
+        ),
+        ToolSpec(
+            "get_partner_group",
+            "The group a partner enrolled in a program is in, with its terms.",
+            "GET",
+            "/programs/{program_id}/partners/{partner_id}/group",
+            {"program_id": PROGRAM_ID, "partner_id": PARTNER_ID},
+            required=("program_id", "partner_id"),
+        ),
+        ToolSpec(
+            "list_group_changes",
+            "A partner's group changes in a program, newest first: from and to which group, why (owner, tier, "
+            "import, application), by whom and the figure that triggered a tier move.",
+            "GET",
+            "/programs/{program_id}/partners/{partner_id}/group-changes",
+            {"program_id": PROGRAM_ID, "partner_id": PARTNER_ID, "cursor": CURSOR, "limit": LIMIT},
+            required=("program_id", "partner_id"),
+        ),
+        ToolSpec(
+            "list_coupon_codes",
+            "A program's coupon codes, newest first (partner_id: one partner's): a sale carrying an active code "
+            "is its partner's when no click attributes it.",
+            "GET",
+            "/programs/{program_id}/coupon-codes",
+            {
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "active": {"type": "boolean", "description": "true: only active codes; false: only deactivated"},
+                "cursor": CURSOR,
+                "limit": LIMIT,
+            },
+            required=("program_id",),
+        ),
+    ),
+    "groups:write": (
+        ToolSpec(
+            "create_group",
+            "Create a partner group in a program with its own commission terms, customer discount and application "
+            "page (only name is required; the rest default to 20 percent, 30 days' hold, no discount).",
+            "POST",
+            "/programs/{program_id}/groups",
+            {"program_id": PROGRAM_ID, **GROUP_FIELDS},
+            required=("program_id", "name"),
+        ),
+        ToolSpec(
+            "update_group",
+            "Change a group's settings (only those given). New terms apply to commissions earned from now on. The "
+            "default group's commission terms are the program's settings and are refused here.",
+            "PATCH",
+            "/programs/{program_id}/groups/{group_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, **GROUP_FIELDS},
+            required=("program_id", "group_id"),
+        ),
+        ToolSpec(
+            "delete_group",
+            "Delete an empty group (not the default one) with its tier rules and bonuses; move its partners first.",
+            "DELETE",
+            "/programs/{program_id}/groups/{group_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID},
+            required=("program_id", "group_id"),
+        ),
+        ToolSpec(
+            "create_tier_rule",
+            "Add a tier rule to a group: move its partners to target_group_id when their figure reaches the "
+            "threshold in the current month or quarter (promote), or stayed below it in the last one (demote).",
+            "POST",
+            "/programs/{program_id}/groups/{group_id}/tier-rules",
+            {
+                "program_id": PROGRAM_ID,
+                "group_id": GROUP_ID,
+                "target_group_id": {"type": "integer", "description": "Another group of the program"},
+                "direction": {"type": "string", "enum": ["promote", "demote"], "description": "Default promote"},
+                "metric": METRIC,
+                "period": {"type": "string", "enum": ["month", "quarter"], "description": "Default month"},
+                "threshold": {"type": "integer", "minimum": 1, "description": "A count of sales or revenue in cents"},
+                "is_active": IS_ACTIVE,
+            },
+            required=("program_id", "group_id", "target_group_id", "metric", "threshold"),
+        ),
+        ToolSpec(
+            "update_tier_rule",
+            "Turn a tier rule off or on.",
+            "PATCH",
+            "/programs/{program_id}/groups/{group_id}/tier-rules/{rule_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "rule_id": TIER_RULE_ID, "is_active": IS_ACTIVE},
+            required=("program_id", "group_id", "rule_id", "is_active"),
+        ),
+        ToolSpec(
+            "delete_tier_rule",
+            "Delete a tier rule (the moves it made stay recorded).",
+            "DELETE",
+            "/programs/{program_id}/groups/{group_id}/tier-rules/{rule_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "rule_id": TIER_RULE_ID},
+            required=("program_id", "group_id", "rule_id"),
+        ),
+        ToolSpec(
+            "create_bonus",
+            "Add a bonus to a group: amount_cents paid once per partner and period when their sales or revenue "
+            "reach the threshold (period lifetime: the first N sales ever).",
+            "POST",
+            "/programs/{program_id}/groups/{group_id}/bonuses",
+            {
+                "program_id": PROGRAM_ID,
+                "group_id": GROUP_ID,
+                "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "The bonus's name"},
+                "metric": METRIC,
+                "period": {
+                    "type": "string",
+                    "enum": ["month", "quarter", "lifetime"],
+                    "description": "Default lifetime",
+                },
+                "threshold": {"type": "integer", "minimum": 1, "description": "A count of sales or revenue in cents"},
+                "amount_cents": {"type": "integer", "minimum": 1, "description": "The bonus, in minor units"},
+                "currency": CURRENCY,
+                "is_active": IS_ACTIVE,
+            },
+            required=("program_id", "group_id", "name", "metric", "threshold", "amount_cents"),
+        ),
+        ToolSpec(
+            "update_bonus",
+            "Turn a bonus off or on (a bonus already paid is stopped this way; it cannot be deleted).",
+            "PATCH",
+            "/programs/{program_id}/groups/{group_id}/bonuses/{bonus_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "bonus_id": BONUS_ID, "is_active": IS_ACTIVE},
+            required=("program_id", "group_id", "bonus_id", "is_active"),
+        ),
+        ToolSpec(
+            "delete_bonus",
+            "Delete a bonus that was never paid.",
+            "DELETE",
+            "/programs/{program_id}/groups/{group_id}/bonuses/{bonus_id}",
+            {"program_id": PROGRAM_ID, "group_id": GROUP_ID, "bonus_id": BONUS_ID},
+            required=("program_id", "group_id", "bonus_id"),
+        ),
+        ToolSpec(
+            "move_partner_to_group",
+            "Move a partner enrolled in a program to another of its groups: commissions earned from now on follow "
+            "the new group's terms, earlier ones keep theirs (moved: false when it was there already).",
+            "POST",
+            "/programs/{program_id}/partners/{partner_id}/group-changes",
+            {"program_id": PROGRAM_ID, "partner_id": PARTNER_ID, "group_id": GROUP_ID},
+            required=("program_id", "partner_id", "group_id"),
+        ),
+        ToolSpec(
+            "create_coupon_code",
+            "Give a partner enrolled in the program a coupon code (letters, digits, - and _; case-insensitive). "
+            "With the program's Stripe account connected it is made there as a promotion code of the partner's "
+            "group's discount; otherwise it is registered as it is.",
+            "POST",
+            "/programs/{program_id}/coupon-codes",
+            {
+                "program_id": PROGRAM_ID,
+                "partner_id": PARTNER_ID,
+                "code": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*$",
+                    "description": "The code customers enter",
+                },
+            },
+            required=("program_id", "partner_id", "code"),
+        ),
+        ToolSpec(
+            "deactivate_coupon_code",
+            "Deactivate a coupon code: sales carrying it are no longer attributed by it (no tool turns it back on).",
+            "POST",
+            "/programs/{program_id}/coupon-codes/{code_id}/deactivate",
+            {"program_id": PROGRAM_ID, "code_id": COUPON_CODE_ID},
+            required=("program_id", "code_id"),
         ),
     ),
     "webhooks:read": (
