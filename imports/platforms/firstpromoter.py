@@ -9,6 +9,12 @@ named below; tests/imports/fixtures/firstpromoter_api/README.md and firstpromote
   promoter carries no PayPal email: selected_payout_method is only {id, method, date_added, is_disabled}. Its
   `balances` ("Earnings balance breakdown") is not read as owed: earnings, in FirstPromoter's words, include what
   was paid out.
+- Campaigns and coupons, on the promoter: v2 promoter_campaigns[].campaign_id, .campaign {id, name, color}, .state
+  and .coupon (a string, nullable; PromoterCampaign in openapi-v2-promoters.json and
+  api-admin/promoter-campaigns/openapi-v2-promoter-campaigns.json); v1 promotions[].campaign_id, .campaign_name,
+  .promo_code (Promotion). Each campaign becomes a group with the program's terms (its rewards are objects of
+  their own, not in these answers), the promoter is placed in the group of the first campaign they are accepted
+  in, and each campaign's coupon becomes the promoter's coupon code.
 - v2 payout methods (optional), GET /api/v2/company/payout_methods?filters[promoter_id]=<id>
   (api-reference-v2/api-advanced/payout-methods-api/openapi-v2-advanced-payout-methods.json, PayoutMethod, a bare
   list): id, method (paypal, wise, ...), details.paypal_email / details.wise_email. A promoter's payout email is the
@@ -49,6 +55,7 @@ from imports.platforms.base import (
     dig,
     email_of,
     first,
+    group_name_of,
     items_with_where,
     json_items,
     looks_like_json,
@@ -62,7 +69,9 @@ from imports.platforms.base import (
     unknown_file,
 )
 from imports.records import (
+    CodeRow,
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -145,6 +154,10 @@ def read(files: Files, *, currency: str = "") -> Source:
                     where, "partner", _promoter, where, item, payout_methods, default, partner_id=text(item.get("id"))
                 )
                 builder.attempt(where, "link", _links, where, item)
+                for entry in _campaign_entries(item):
+                    campaign_id = _campaign_id(entry)
+                    builder.attempt(where, "group", _campaign, where, entry, partner_id=campaign_id)
+                    builder.attempt(where, "code", _coupon, where, item, entry)
             elif kind == "referrals":
                 builder.attempt(where, "referral", _referral, where, item)
             elif kind in ("commissions", "rewards"):
@@ -282,6 +295,57 @@ def _promoter(where: str, item: Item, payout_methods: dict[str, Item], currency:
         reported_owed=_reported_owed(item, currency),
         # current_balance is the payable balance: approved rewards, not those still pending.
         reported_owed_counts_pending=False,
+        group_source_id=_main_campaign(item),
+    )
+
+
+def _campaign_entries(promoter: Item) -> list[Item]:
+    """The promoter's campaigns: v2 promoter_campaigns, v1 promotions (each is one campaign's promotion)."""
+    entries = [*seq(promoter.get("promoter_campaigns")), *seq(promoter.get("promotions"))]
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def _campaign_id(entry: Item) -> str:
+    return first(entry.get("campaign_id"), dig(entry, "campaign", "id"))
+
+
+def _main_campaign(promoter: Item) -> str:
+    """The campaign whose group the promoter joins here (a partner is in one group of a program): the first one
+    the promoter is accepted in (v2 state), else the first not switched off, else the first."""
+    entries = [entry for entry in _campaign_entries(promoter) if _campaign_id(entry)]
+    for wanted in (("accepted",), ("pending", "not_set", "")):
+        for entry in entries:
+            if text(entry.get("state")).lower() in wanted:
+                return _campaign_id(entry)
+    return _campaign_id(entries[0]) if entries else ""
+
+
+def _campaign(where: str, entry: Item) -> GroupRow | None:
+    """A campaign as a group, with the program's terms: FirstPromoter keeps a campaign's rewards apart from it
+    (rewards_for_promoters, each a reward by id), so no rate comes with the campaign; and FirstPromoter marks no
+    campaign as the default one, so each is a group of its own."""
+    campaign_id = _campaign_id(entry)
+    if not campaign_id:
+        return None
+    campaign = obj(entry.get("campaign"))
+    name = group_name_of(first(campaign.get("name"), entry.get("campaign_name")), f"FirstPromoter {campaign_id}")
+    return GroupRow(where=where, source_id=campaign_id, name=name)
+
+
+def _coupon(where: str, promoter: Item, entry: Item) -> CodeRow | None:
+    """The campaign's coupon code of the promoter: v2 promoter_campaigns[].coupon (a string, nullable), v1
+    promotions[].promo_code."""
+    value = entry.get("coupon") if "coupon" in entry else entry.get("promo_code")
+    if value is None or value == {} or value == "":
+        return None
+    if not isinstance(value, str | int):
+        raise RowRefused("a campaign's coupon is not a code")
+    code = code_of(value)
+    return CodeRow(
+        where=where,
+        source_id=f"{first(entry.get('id'), _campaign_id(entry))}:{code}",
+        partner_source_id=required(promoter.get("id"), "promoter id"),
+        code=code,
     )
 
 
