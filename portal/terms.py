@@ -3,13 +3,12 @@ discount their audience gets, their coupon codes, and how far they are from the 
 the enrolment's own partner and program are read: the caller passes an enrolment of the signed-in account."""
 
 from dataclasses import dataclass
-from datetime import date
 from decimal import Decimal
 
-from django.db.models import Sum
 from django.utils import timezone
 
 from core.money import money
+from groups.figures import Figures, partner_figures
 from groups.models import (
     Bonus,
     BonusAward,
@@ -21,11 +20,10 @@ from groups.models import (
     Period,
     TierRule,
 )
+from groups.periods import period_key
 from groups.selectors import enrolment_group
 from groups.terms import GroupTerms, program_terms
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, PartnerProgram
-from tracking.models import DailyRollup
-from tracking.rollups import SALE, rollup_read, rows_with_delta
 
 
 def _rate(rate: Decimal) -> str:
@@ -87,47 +85,6 @@ def group_terms(group: PartnerGroup, enrolment: PartnerProgram) -> GroupTerms:
 PERIOD_WORDS: dict[str, str] = {Period.MONTH: "this month", Period.QUARTER: "this quarter", Period.LIFETIME: "in all"}
 
 
-def period_start(period: str, today: date) -> date | None:
-    """The first day of the current calendar period (UTC); None for lifetime."""
-    if period == Period.MONTH:
-        return today.replace(day=1)
-    if period == Period.QUARTER:
-        return today.replace(month=(today.month - 1) // 3 * 3 + 1, day=1)
-    return None
-
-
-def period_key(period: str, today: date) -> str:
-    """The key a bonus award records for the current period: "all", "2026-12" or "2026-Q4"."""
-    if period == Period.MONTH:
-        return f"{today:%Y-%m}"
-    if period == Period.QUARTER:
-        return f"{today.year}-Q{(today.month - 1) // 3 + 1}"
-    return "all"
-
-
-def partner_figure(*, partner_id: int, program_id: int, metric: str, period: str, today: date) -> int:
-    """The partner's live attributed sales (count) or revenue (minor units) in the program since the start of the
-    current period, from the daily rollups plus the sales not folded in yet (tracking.rollups)."""
-    start = period_start(period, today)
-    column = "attributed_sales" if metric == Metric.SALES else "revenue_cents"
-
-    def read(marks: object) -> int:
-        rollups = DailyRollup.objects.filter(program_id=program_id, partner_id=partner_id, is_test=False)
-        if start is not None:
-            rollups = rollups.filter(day__gte=start)
-        folded = rollups.aggregate(total=Sum(column))["total"] or 0
-        live = rows_with_delta(
-            marks,  # type: ignore[arg-type]
-            [],
-            program_id=program_id,
-            kinds=(SALE,),
-            keep=lambda row: row["partner_id"] == partner_id and (start is None or row["day"] >= start),
-        )
-        return int(folded) + sum(int(row[column]) for row in live)
-
-    return rollup_read(read)
-
-
 @dataclass(frozen=True)
 class Progress:
     """One goal of the partner's group: a tier to reach or a bonus to earn, with the partner's figure so far."""
@@ -165,21 +122,18 @@ def _progress(goal: str, metric: str, period: str, threshold: int, figure: int, 
 
 
 def group_progress(enrolment: PartnerProgram, group: PartnerGroup) -> list[Progress]:
-    """The partner's progress towards each active promotion of their group and each active bonus of it (a bonus
-    paid in this period shows as earned)."""
-    today = timezone.now().date()
-    figures: dict[tuple[str, str], int] = {}
+    """The partner's progress towards each active promotion of their group and each active bonus of it, with the
+    figure tiers and bonuses judge by (groups.figures: net of refunds); a bonus paid in this period shows as
+    earned."""
+    now = timezone.now()
+    figures: dict[str, Figures] = {}
 
     def figure(metric: str, period: str) -> int:
-        if (metric, period) not in figures:
-            figures[(metric, period)] = partner_figure(
-                partner_id=enrolment.partner_id,
-                program_id=enrolment.program_id,
-                metric=metric,
-                period=period,
-                today=today,
-            )
-        return figures[(metric, period)]
+        key = period_key(period, now)
+        if key not in figures:
+            found = partner_figures(program_id=enrolment.program_id, period_key=key, partner_ids=[enrolment.partner_id])
+            figures[key] = found.get(enrolment.partner_id, Figures())
+        return figures[key].of(metric)
 
     rows = []
     rules = (
@@ -198,28 +152,20 @@ def group_progress(enrolment: PartnerProgram, group: PartnerGroup) -> list[Progr
             )
         )
     bonuses = list(Bonus.objects.filter(group=group, is_active=True).order_by("threshold", "pk"))
-    earned = (
-        set(
+    earned: set[tuple[int, str]] = set()
+    if bonuses:
+        earned = set(
             BonusAward.objects.filter(
                 partner_id=enrolment.partner_id,
                 bonus__in=bonuses,
-                period_key__in={period_key(bonus.period, today) for bonus in bonuses},
+                period_key__in={period_key(bonus.period, now) for bonus in bonuses},
             ).values_list("bonus_id", "period_key")
         )
-        if bonuses
-        else set()
-    )
     for bonus in bonuses:
-        paid = (bonus.pk, period_key(bonus.period, today)) in earned
+        paid = (bonus.pk, period_key(bonus.period, now)) in earned
+        goal = f"{bonus.name}: {money(bonus.amount_cents, bonus.currency)} bonus"
         rows.append(
-            _progress(
-                f"{bonus.name}: {money(bonus.amount_cents, bonus.currency)} bonus",
-                bonus.metric,
-                bonus.period,
-                bonus.threshold,
-                figure(bonus.metric, bonus.period),
-                earned=paid,
-            )
+            _progress(goal, bonus.metric, bonus.period, bonus.threshold, figure(bonus.metric, bonus.period), paid)
         )
     return rows
 
