@@ -82,7 +82,8 @@ def base(program) -> str:
 
 
 def flashed(response) -> list[str]:
-    return [str(message) for message in get_messages(response.wsgi_request)]
+    """The message this response flashed (those of earlier requests wait unread in the session before it)."""
+    return [str(message) for message in get_messages(response.wsgi_request)][-1:]
 
 
 def audit_entries(action: str) -> list[AgentAuditEntry]:
