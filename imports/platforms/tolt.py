@@ -28,6 +28,12 @@ Every field read, and the docs.tolt.com page that documents it (tests/imports/fi
   (nullable), status ("pending", "approved", "paid", "rejected", "refunded"), type ("reward"; "refund" for a refund,
   which Tolt records with a negative amount), created_at, scheduled_approval_date.
 
+- Group (v2 groups/list, the SDK's Group; v1 a partner's `group` with expand[]=group): id, name, is_default; a
+  partner's group_id. Each group arrives as a group with the program's terms (Tolt's commissions are its flows'),
+  the default one as the program's default group; each partner is placed in their group.
+- Promotion code (promotion-codes/list, the SDK's PromotionCode): id, code, partner_id, active: the partner's coupon
+  code (one not active is left).
+
 Money is in cents (the lowest denomination of the currency). Status: pending -> pending, approved -> approved,
 paid -> paid, rejected, declined (v2's decline action) and refunded -> void, decided before the currency or the
 amount is read: a void row is skipped even in a currency this service does not keep or with an unreadable amount.
@@ -62,6 +68,7 @@ from imports.platforms.base import (
     dig,
     email_of,
     first,
+    group_name_of,
     items_with_where,
     json_items,
     looks_like_json,
@@ -75,7 +82,9 @@ from imports.platforms.base import (
     unknown_file,
 )
 from imports.records import (
+    CodeRow,
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -148,9 +157,18 @@ def read(files: Files) -> Source:
     for name, kind, items in parsed:
         if kind == "partners":
             builder.saw_partner_file = True
+        if kind == "groups":
+            builder.saw_group_file = True
         for where, item in items_with_where(name, items):
             if kind == "partners":
                 builder.attempt(where, "partner", _partner, where, item, partner_id=text(item.get("id")))
+                if obj(item.get("group")):
+                    group = item["group"]
+                    builder.attempt(where, "group", _group, where, group, partner_id=text(group.get("id")))
+            elif kind == "groups":
+                builder.attempt(where, "group", _group, where, item, partner_id=text(item.get("id")))
+            elif kind == "promotion_codes":
+                builder.attempt(where, "code", _promotion_code, where, item)
             elif kind == "links":
                 builder.attempt(where, "link", _link, where, item)
             elif kind == "customers":
@@ -206,6 +224,8 @@ def _kind(name: str, items: list[Item]) -> str:
         return "empty"
     sample = items[0]
     identifier = text(sample.get("id"))
+    if identifier.startswith("grp_") or "is_default" in sample and "email" not in sample:
+        return "groups"
     if identifier.startswith("prg_") or ("currency_code" in sample and "email" not in sample):
         return "programs"
     if identifier.startswith("txn_") or "billing_type" in sample:
@@ -218,8 +238,8 @@ def _kind(name: str, items: list[Item]) -> str:
         return "customers"
     if "email" in sample and ("first_name" in sample or identifier.startswith("part_")):
         return "partners"
-    if identifier.startswith("prc_") or "code" in sample:
-        raise ImportFileError(f"{name}: Tolt's promotion codes are not imported; expected {EXPECTED}")
+    if identifier.startswith("prc_") or "code" in sample and "partner_id" in sample:
+        return "promotion_codes"
     raise unknown_file(name, EXPECTED)
 
 
@@ -246,6 +266,37 @@ def _partner(where: str, item: Item) -> PartnerRow:
         payout_rail=PAYOUT_RAILS.get(method, "") if payout_email else "",
         created_at=time_or_epoch(item.get("created_at")),
         deactivated=deactivated,
+        # The partner's group: its object with expand[]=group; a bare group_id without it names no group the
+        # import knows (SourceBuilder drops it: the partner stays in the default group).
+        group_source_id=first(dig(item, "group", "id"), item.get("group_id")),
+    )
+
+
+def _group(where: str, group: Item) -> GroupRow:
+    """A group (v2 GET /v2/groups, or a partner's with v1 expand[]=group) as a group here, with the program's
+    terms: Tolt's commissions live on the group's flows, not on the group. The default group (is_default) is the
+    program's default group."""
+    source_id = required(group.get("id"), "group id")
+    return GroupRow(
+        where=where,
+        source_id=source_id,
+        name=group_name_of(group.get("name"), f"Tolt group {source_id}"),
+        is_default=group.get("is_default") is True,
+    )
+
+
+def _promotion_code(where: str, item: Item) -> CodeRow | None:
+    """A promotion code (GET /v1 or /v2/promotion-codes): the partner's coupon code. One switched off (active
+    false) is not brought over. Its own discount (type, value) is the billing system's coupon; the group's
+    discount here is the owner's to set."""
+    if item.get("active") is False:
+        return None
+    code = code_of(item.get("code"))
+    return CodeRow(
+        where=where,
+        source_id=first(item.get("id"), code),
+        partner_source_id=required(_partner_id(item), "partner"),
+        code=code,
     )
 
 

@@ -240,10 +240,14 @@ def test_an_answer_without_a_list_is_refused_by_name():
         tolt.read([("customers.json", b'{"success": true, "data": {"items": 3}}')])
 
 
-def test_promotion_codes_are_named():
+def test_promotion_codes_are_read_as_codes():
+    # tolt_groups/ and test_tolt_groups.py have the published shape; a code naming no partner is refused.
     codes = b'{"success": true, "data": [{"id": "prc_1", "code": "SUMMER", "type": "percentage", "value": 20}]}'
-    with pytest.raises(ImportFileError, match="promotion codes are not imported"):
-        tolt.read([("codes.json", codes)])
+    source = tolt.read([("codes.json", codes)])
+    assert source.codes == []
+    assert [(r.where, r.kind, r.reason) for r in source.refusals] == [
+        ("codes.json item 1", "code", "partner is missing")
+    ]
 
 
 def test_csv_is_refused():
