@@ -3,18 +3,21 @@ not. One computation serves GET /api/v1/programs/me/readiness, the dashboard and
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core import messages
 from core.integrity import integrity_readiness
 from core.times import utc_text
 from fraud.rules import Traffic
+from groups.models import CouponCode
 from imports.readiness import import_check
 from insight.diagnosis import DIAGNOSIS_WINDOW, Mistake, mistakes_find
 from insight.sql import (
@@ -26,7 +29,7 @@ from insight.sql import (
 )
 from programs.models import KeyRotation, PartnerProgram, Program, ProgramKey
 from programs.selectors import program_live_key_get
-from tracking.models import ClickEvent, DailyRollup, ProcessorEvent
+from tracking.models import ClickEvent, DailyRollup, ProcessorEvent, TrackingLog
 from tracking.rollups import (
     ALL_COLUMNS,
     CLICK,
@@ -77,6 +80,8 @@ class ReadinessCounts:
     bot_agents: list[tuple[str, int]] = field(default_factory=list)
     # The live clicks recently set aside (not counted), per reason (fraud.rules.Traffic: duplicate, bot, prefetch).
     set_aside: dict[str, int] = field(default_factory=dict)
+    # The coupon codes recent live sales carried that no partner holds, with how many sales each (most first).
+    unheld_codes: list[tuple[str, int]] = field(default_factory=list)
 
 
 # The latest live click the fraud rules did not count (a bot, a prefetch or a duplicate), read with the others.
@@ -93,6 +98,12 @@ BOT_SCAN = 1000
 # How many user agents the bot check names (the most frequent), and how much of each.
 BOT_AGENTS_NAMED = 5
 BOT_AGENT_SHOWN = 160
+# Whether recent live sales carried a coupon code no partner held, read with the others; only then are the codes
+# read. A refused sale API call logs its coupon_code (tracking.services.sale), an unattributed Stripe payment its
+# promotion code and code (tracking.stripe.events).
+UNHELD_CODES = "unheld_codes"
+CODE_DAYS = 7
+CODES_NAMED = 5
 
 
 def _recent_bots_sql(
@@ -121,6 +132,41 @@ def clicks_set_aside_read(program_id: int, *, now: datetime) -> dict[str, int]:
     return {str(reason): seen or 0 for reason, seen in zip(SET_ASIDE_REASONS, row, strict=False)}
 
 
+def _code_logs(program_id: Any, *, now: datetime) -> QuerySet[TrackingLog]:
+    """The program's tracking log rows of the last CODE_DAYS of live sales that carried a code nobody was credited
+    for (through its (program, -created_at) index)."""
+    return TrackingLog.objects.filter(
+        Q(details__has_key="coupon_code") | Q(details__has_key="promotion_code"),
+        program_id=program_id,
+        event="sale",
+        is_test=False,
+        created_at__gte=now - timedelta(days=CODE_DAYS),
+    )
+
+
+def unheld_codes_read(program: Program, *, now: datetime) -> list[tuple[str, int]]:
+    """The codes of _code_logs with their sale counts, most first, less those a partner holds now (registered or
+    reactivated since): what the sale would be credited by today (groups.codes.code_partner_id)."""
+    counted = (
+        _code_logs(program.pk, now=now)
+        .annotate(shown=Coalesce(KT("details__coupon_code"), KT("details__promotion_code")))
+        .values("shown")
+        .annotate(sales=Count("pk"))
+        .order_by("-sales", "shown")
+    )
+    found = [(row["shown"], row["sales"]) for row in counted if row["shown"]]
+    shown = [code for code, _ in found]
+    held = CouponCode.objects.filter(
+        Q(code__in=shown) | Q(stripe_promotion_code_id__in=shown),
+        program=program,
+        is_active=True,
+        partner__is_active=True,
+        partner__program_links__program=program,
+    ).values_list("code", "stripe_promotion_code_id")
+    holding = {name for pair in held for name in pair if name}
+    return [(code, sales) for code, sales in found if code not in holding]
+
+
 def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
     """The time of the program's latest live event of each kind, in one query of subqueries, each one row
     through its (program, is_test, -time) index. A provisional lead is not counted yet, nor is a click the fraud
@@ -137,7 +183,8 @@ def _last_live_times(program: Program, *, now: datetime) -> dict[str, Any]:
             events = events.filter(**{"traffic": Traffic.HUMAN})
         return Subquery(events.order_by(f"-{TIME_FIELDS[kind]}").values(TIME_FIELDS[kind])[:1])
 
-    subqueries: dict[str, Subquery | RawSQL] = {kind: latest(kind) for kind in KINDS}
+    subqueries: dict[str, Subquery | RawSQL | Exists] = {kind: latest(kind) for kind in KINDS}
+    subqueries[UNHELD_CODES] = Exists(_code_logs(OuterRef("pk"), now=now))
     bots_sql, bots_params = _recent_bots_sql(program.pk, now=now, select="1")
     subqueries[RECENT_BOTS] = exists_annotation(bots_sql, bots_params)
     for reason in SET_ASIDE_REASONS:
@@ -215,6 +262,7 @@ def readiness_counts(*, program: Program, now: datetime | None = None) -> Readin
         last_processor_event_at=last_processor_event_at,
         bot_agents=bot_agents_read(program.pk, now=now) if last[RECENT_BOTS] else [],
         set_aside={str(reason): last[f"{SET_ASIDE}{reason}"] or 0 for reason in SET_ASIDE_REASONS},
+        unheld_codes=unheld_codes_read(program, now=now) if last[UNHELD_CODES] else [],
     )
 
 
@@ -337,6 +385,26 @@ def clicks_set_aside_check(counts: ReadinessCounts) -> Check | None:
         f"{set_aside_summary(counts.set_aside)}",
         "Nothing to fix for real traffic. To try a click again as a new visitor, use another browser or device "
         "(or wait out the duplicate_click window); the Review page lists each click set aside.",
+    )
+
+
+def unheld_codes_check(counts: ReadinessCounts) -> Check | None:
+    """Names the coupon codes recent live sales carried that no partner holds (unregistered, or held by a code or
+    partner since deactivated), so a sale the code should have credited is never a mystery. None when none."""
+    if not counts.unheld_codes:
+        return None
+    total = sum(sales for _, sales in counts.unheld_codes)
+    named = ", ".join(code for code, _ in counts.unheld_codes[:CODES_NAMED])
+    others = len(counts.unheld_codes) - CODES_NAMED
+    return Check(
+        "coupon_codes_unheld",
+        WARN,
+        "Coupon codes no partner holds",
+        f"{total} sale(s) of the last {CODE_DAYS} days carried coupon codes no partner holds: {named}"
+        + (f"; {others} other code(s)" if others > 0 else ""),
+        "Register each code for the partner who gives it out (the partner's coupon codes), or reactivate the code "
+        "or partner that held it: the next sale carrying it is credited to that partner. A code no partner gives "
+        "out (a store-wide promotion) needs nothing.",
     )
 
 
@@ -532,7 +600,8 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
     """Counts, checks and the mistakes seen in recent calls (insight.diagnosis) for one program. `key`, when
     given, is the key the caller used (its rotation state is checked); otherwise the program's live key is. The
     seven checks come first, always in the same order; then, when there is something to say, the cookie's mode, the bot
-    clicks, the clicks set aside, the integration mistakes and the last import (docs/readiness.md)."""
+    clicks, the clicks set aside, the coupon codes no partner holds, the integration mistakes and the last import
+    (docs/readiness.md)."""
     now = timezone.now()
     counts = readiness_counts(program=program, now=now)
     live_key = key or program_live_key_get(program_id=program.pk)
@@ -550,6 +619,7 @@ def readiness_compute(*, program: Program, key: ProgramKey | None = None, base_u
         cookie_mode_check(counts, program=program),
         bot_clicks_check(counts),
         clicks_set_aside_check(counts),
+        unheld_codes_check(counts),
         mistakes_check(mistakes),
         *provided_checks(program),
     )
