@@ -32,6 +32,11 @@ approved and scheduled -> approved (owed, not yet paid), paid -> paid, declined 
 and rewards of test customers or test transactions are skipped: nothing is owed on them. Both are decided before the
 reward's currency or amount is read: a declined or test reward is skipped whatever its currency or amount says.
 
+Groups (GET /api/v2/groups, optional: key, name, slug, default; Dub partnerStackGroup and its api.ts listGroups)
+arrive as groups with the program's terms, the default one as the program's default group; each partnership is placed
+in the group its group.slug names (Dub partnerStackPartner). Without the groups file, a partnership's group object is
+all there is of it (named by its slug). PartnerStack has no coupon codes in these answers.
+
 An archived partnership (archived: true, listed with ?include_archived=true; is_archived in the partner API's copy of
 the list) arrives deactivated, "archived on PartnerStack". No balance or amount owed is documented on a partnership
 (Dub's partnerStackPartner, Airbyte's partnerships schema and the List Partnerships example carry none): reported_owed
@@ -47,6 +52,7 @@ from imports.platforms.base import (
     dig,
     email_of,
     first,
+    group_name_of,
     items_with_where,
     json_items,
     looks_like_json,
@@ -60,6 +66,7 @@ from imports.platforms.base import (
 )
 from imports.records import (
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -81,8 +88,8 @@ REWARD_STATUSES = {
     "declined": "void",
 }
 EXPECTED = (
-    "PartnerStack's partnerships, customers, rewards or transactions JSON "
-    "(GET /api/v2/partnerships, /customers, /rewards, /transactions)"
+    "PartnerStack's partnerships, customers, rewards, transactions or groups JSON "
+    "(GET /api/v2/partnerships, /customers, /rewards, /transactions, /groups)"
 )
 
 
@@ -115,13 +122,24 @@ def read(files: Files) -> Source:
         for item in items
         if text(item.get("email"))
     }
+    groups_file = any(kind == "groups" for _, kind, _ in parsed)
     for name, kind, items in parsed:
         if kind == "partnerships":
             builder.saw_partner_file = True
+        if kind == "groups":
+            builder.saw_group_file = True
         for where, item in items_with_where(name, items):
             if kind == "partnerships":
                 builder.attempt(where, "partner", _partnership, where, item, partner_id=text(item.get("key")))
                 builder.attempt(where, "link", _link, where, item)
+                group = obj(item.get("group"))
+                if group and not groups_file:
+                    # Without GET /groups, the partnership's group {slug} is all the export says of it.
+                    builder.attempt(where, "group", _group, where, group, partner_id=text(group.get("slug")))
+            elif kind == "groups":
+                builder.attempt(
+                    where, "group", _group, where, item, partner_id=first(item.get("slug"), item.get("key"))
+                )
             elif kind == "customers":
                 builder.attempt(where, "referral", _customer, where, item)
             elif kind == "rewards":
@@ -150,6 +168,8 @@ def _kind(name: str, items: list[Item]) -> str:
         return "transactions"
     if "partnership_key" in sample and ("provider_key" in sample or "customer_key" in sample or "email" in sample):
         return "customers"
+    if "slug" in sample and "email" not in sample:
+        return "groups"
     if "email" in sample and "key" in sample:
         return "partnerships"
     raise unknown_file(name, EXPECTED)
@@ -163,6 +183,20 @@ def _partnership(where: str, item: Item) -> PartnerRow:
         name=name_of(item.get("first_name"), item.get("last_name")),
         created_at=time_or_epoch(item.get("created_at")),
         deactivated=ARCHIVED if item.get("archived") is True or item.get("is_archived") is True else "",
+        group_source_id=text(dig(item, "group", "slug")),
+    )
+
+
+def _group(where: str, item: Item) -> GroupRow:
+    """A group (GET /api/v2/groups: key, name, slug, default; a partnership names its group by slug) as a group
+    here, with the program's terms: PartnerStack's rewards are set per group in its own settings, not in these
+    answers. The default group is the program's default group."""
+    slug = required(first(item.get("slug"), item.get("key")), "group slug")
+    return GroupRow(
+        where=where,
+        source_id=slug,
+        name=group_name_of(item.get("name"), slug),
+        is_default=item.get("default") is True,
     )
 
 
