@@ -46,6 +46,7 @@ JSON_ROUTES = [
 # Every other API route, by the method it answers.
 OTHER_ROUTES = [
     Route("get", "/api/v1/track/config?program_id={program}", "none"),
+    Route("get", "/api/v1/track/discount?program_id={program}&click_id=x", "none"),
     Route("post", "/api/v1/cli/auth/start", "none"),
     Route("get", "/api/v1/cli/auth/poll?state=abc", "none"),
     Route("post", "/api/v1/cli/auth/logout", "login"),
