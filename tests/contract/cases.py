@@ -22,6 +22,10 @@ PATH_IDS = {
     "application_id": "application",
     "run_id": "run",
     "payout_id": "payout",
+    "group_id": "group",
+    "rule_id": "tier_rule",
+    "bonus_id": "bonus",
+    "code_id": "coupon_code",
 }
 PATH_LITERALS = {"rule": "bot"}
 PARAMETER = re.compile(r"\{(\w+)\}")

@@ -117,6 +117,116 @@ def not_seen(method: str, path: str, **fields: Any) -> Case:
     return agent_case(method, path, 404, "a program the key cannot see", **{where: sent})
 
 
+GROUPS = "/programs/{program_id}/groups"
+GROUP = GROUPS + "/{group_id}"
+PARTNER_GROUP = "/programs/{program_id}/partners/{partner_id}"
+CODES = "/programs/{program_id}/coupon-codes"
+BONUS = {"name": "Ten sales", "metric": "sales", "threshold": 10, "amount_cents": 1000}
+GROUP_CASES: list[Case] = [
+    *agent_cases("GET", GROUPS, "groups:read", bad_query={"limit": "0"}),
+    *agent_cases(
+        "POST", GROUPS, "groups:write", ok=201, body={"name": "Silver"}, bad_body={}, other_body={"name": "Bronze"}
+    ),
+    agent_case("POST", GROUPS, 409, "a name taken", body=lambda w: {"name": w.ids["group_name"].upper()}),
+    *agent_cases("GET", GROUP, "groups:read"),
+    *agent_cases(
+        "PATCH",
+        GROUP,
+        "groups:write",
+        body={"hold_days": 7},
+        bad_body={"commission_rate": 0},
+        other_body={"hold_days": 8},
+    ),
+    agent_case(
+        "PATCH",
+        GROUP,
+        400,
+        "the default group's terms",
+        body={"commission_rate": 30},
+        url=API + "/programs/{program}/groups/{default_group}",
+    ),
+    *agent_cases("DELETE", GROUP, "groups:write"),
+    agent_case("DELETE", GROUP, 400, "the default group", url=API + "/programs/{program}/groups/{default_group}"),
+    *agent_cases("GET", GROUP + "/tier-rules", "groups:read", bad_query={"limit": "0"}),
+    *agent_cases(
+        "POST",
+        GROUP + "/tier-rules",
+        "groups:write",
+        ok=201,
+        body=lambda w: {"target_group_id": w.ids["default_group"], "metric": "sales", "threshold": 20},
+        bad_body=lambda w: {"target_group_id": w.ids["group"], "metric": "sales", "threshold": 20},
+        other_body=lambda w: {"target_group_id": w.ids["default_group"], "metric": "revenue", "threshold": 20},
+    ),
+    *agent_cases(
+        "PATCH",
+        GROUP + "/tier-rules/{rule_id}",
+        "groups:write",
+        body={"is_active": False},
+        bad_body={"is_active": "no"},
+        other_body={"is_active": True},
+    ),
+    *agent_cases("DELETE", GROUP + "/tier-rules/{rule_id}", "groups:write"),
+    *agent_cases("GET", GROUP + "/bonuses", "groups:read", bad_query={"limit": "0"}),
+    *agent_cases(
+        "POST",
+        GROUP + "/bonuses",
+        "groups:write",
+        ok=201,
+        body=BONUS,
+        bad_body={**BONUS, "amount_cents": 0},
+        other_body={**BONUS, "threshold": 11},
+    ),
+    *agent_cases(
+        "PATCH",
+        GROUP + "/bonuses/{bonus_id}",
+        "groups:write",
+        body={"is_active": False},
+        bad_body={},
+        other_body={"is_active": True},
+    ),
+    *agent_cases("DELETE", GROUP + "/bonuses/{bonus_id}", "groups:write"),
+    *agent_cases("GET", PARTNER_GROUP + "/group", "groups:read"),
+    agent_case(
+        "GET",
+        PARTNER_GROUP + "/group",
+        400,
+        "a partner not enrolled",
+        url=API + "/programs/{program2}/partners/{partner}/group",
+    ),
+    *agent_cases("GET", PARTNER_GROUP + "/group-changes", "groups:read", bad_query={"limit": "0"}),
+    *agent_cases(
+        "POST",
+        PARTNER_GROUP + "/group-changes",
+        "groups:write",
+        ok=201,
+        body=lambda w: {"group_id": w.ids["group"]},
+        bad_body={"group_id": "gold"},
+        other_body=lambda w: {"group_id": w.ids["default_group"]},
+    ),
+    agent_case(
+        "POST",
+        PARTNER_GROUP + "/group-changes",
+        200,
+        "in that group already",
+        body=lambda w: {"group_id": w.ids["default_group"]},
+    ),
+    *agent_cases("GET", CODES, "groups:read", bad_query={"active": "maybe"}),
+    *agent_cases(
+        "POST",
+        CODES,
+        "groups:write",
+        ok=201,
+        body=lambda w: {"partner_id": w.ids["partner"], "code": "JANE20"},
+        bad_body=lambda w: {"partner_id": w.ids["partner"], "code": "JANE 20"},
+        other_body=lambda w: {"partner_id": w.ids["partner"], "code": "JANE30"},
+    ),
+    agent_case(
+        "POST", CODES, 409, "a code taken", body=lambda w: {"partner_id": w.ids["partner"], "code": w.ids["code"]}
+    ),
+    *agent_cases("POST", CODES + "/{code_id}/deactivate", "groups:write"),
+]
+
+
 CASES: list[Case] = [
     not_seen("GET", "/partners"),
     not_seen("POST", "/partners", name="Ada"),
@@ -345,6 +455,7 @@ CASES: list[Case] = [
     *agent_cases("POST", "/webhooks/deliveries/{delivery_id}/resend", "webhooks:write"),
     agent_case("POST", "/webhooks/deliveries/{delivery_id}/resend", 409, "endpoint disabled", before=disable_endpoint),
     *agent_cases("GET", "/webhooks/events", "webhooks:read", bad_query={"type": "nope"}),
+    *GROUP_CASES,
 ]
 
 

@@ -120,6 +120,15 @@ def every_event_type_happens(world: World) -> None:
             body={"reference": "PAYPAL-1"},
             before=lambda w: w.ids.__setitem__("payout_eur", Payout.objects.get(run_id=w.ids["run"]).pk),
         ),
+        # The partner moved to the world's other group (partner.group_changed).
+        Case(
+            "POST",
+            "/api/agent/v1/programs/{program_id}/partners/{partner_id}/group-changes",
+            201,
+            "",
+            "agent",
+            body=lambda w: {"group_id": w.ids["group"]},
+        ),
     ):
         response = case.send(world)
         assert response.status_code == case.status, (case.method, case.path, response.content[:400])

@@ -1,7 +1,8 @@
 """One workspace with something behind every id the contract cases name: an owner and a member signed in, a
 program with its keys, a partner and link, a customer with a sale and two commissions (one pending, one credited
 and half withdrawn), a webhook endpoint with an event, a failed delivery and its attempt, agent keys, login
-tokens and a CLI login under way. The cases (tests/contract/cases.py) reach them by name."""
+tokens and a CLI login under way, and a partner group with a tier rule, a bonus and a coupon code. The cases
+(tests/contract/cases.py) reach them by name."""
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,9 @@ from rest_framework.test import APIClient
 from cli_api.services import cli_token_create, login_session_start
 from commissions.approval import commission_approve
 from commissions.services import withdrawal_request
+from groups.models import Bonus, CouponCode, TierRule
+from groups.selectors import default_group
+from groups.services import group_create
 from payouts.services import run_confirm, run_preview
 from programs.models import AGENT_SCOPES, PartnerApplication, Role
 from programs.services import agent_key_create
@@ -81,6 +85,12 @@ def world_build() -> World:
     event.save(force_insert=True)
     delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=DeliveryStatus.FAILED, attempts=1)
     WebhookAttempt.objects.create(delivery=delivery, number=1)
+    # A group besides the default one, with a tier rule, a bonus and the partner's coupon code; nobody is in it, so
+    # every spec answer stays the default group's (test_default_group_unchanged.py).
+    group = group_create(program=program, name="Contract gold")
+    tier_rule = TierRule.objects.create(group=group, target=default_group(program), metric="sales", threshold=5)
+    bonus = Bonus.objects.create(group=group, name="Five sales", metric="sales", threshold=5, amount_cents=500)
+    coupon_code = CouponCode.objects.create(program=program, partner=partner, code="CONTRACT")
     _, agent_key = agent_key_create(workspace=workspace, name="contract", scopes=AGENT_SCOPES)
     # Two one-scope keys: every scoped route is refused to one of them (403).
     _, events_reader = agent_key_create(workspace=workspace, name="events reader", scopes=("events:read",))
@@ -135,6 +145,13 @@ def world_build() -> World:
             "state": login.state,
             "unknown": UNKNOWN_ID,
             "domain": program.domain,
+            "group": group.pk,
+            "group_name": group.name,
+            "default_group": default_group(program).pk,
+            "tier_rule": tier_rule.pk,
+            "bonus": bonus.pk,
+            "coupon_code": coupon_code.pk,
+            "code": coupon_code.code,
         },
         objects={"owner": owner.user, "member": member.user, "program": program, "endpoint": endpoint},
     )
