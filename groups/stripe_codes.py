@@ -5,7 +5,10 @@ code registered as it is (the owner makes it in their own processor).
 A promotion code always names a coupon, so with Stripe connected a group with no discount has no codes: the owner
 gives the group a discount first (GROUP_NO_DISCOUNT, a 400), or registers the code by hand as manual."""
 
+import hashlib
+import json
 import logging
+from decimal import Decimal
 from typing import Any, NoReturn
 
 import stripe
@@ -100,19 +103,49 @@ def coupon_params(group: PartnerGroup) -> dict[str, Any]:
 
 
 def _group_coupon(program: Program, group: PartnerGroup) -> str:
-    """The group's coupon on the connected account, made the first time. The idempotency key names the group and
-    its discount, so concurrent first codes get one coupon, and a changed discount a new one."""
-    if group.stripe_coupon_id:
-        return group.stripe_coupon_id
+    """The group's coupon on the connected account: the one it keeps while it still gives the group's discount
+    (the owner may have changed the discount since, or deleted or used up the coupon in Stripe), else a new one.
+    Codes made earlier keep their coupon (Stripe never moves a promotion code to another). The idempotency key
+    names the group, the coupon replaced and the new one's parameters, so concurrent first codes and retries get one
+    coupon."""
     params = coupon_params(group)
-    terms = ":".join(str(params.get(key, "")) for key in ("percent_off", "amount_off", "currency", "duration"))
-    key = f"svc-coupon:{program.pk}:{group.pk}:{terms}:{params.get('duration_in_months', '')}"
+    if group.stripe_coupon_id and _coupon_still_gives(program, group.stripe_coupon_id, params):
+        return group.stripe_coupon_id
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    # The coupon replaced is named too: replacing a deleted or used-up coupon must not replay the request that made it.
+    key = f"svc-coupon:{program.pk}:{group.pk}:{group.stripe_coupon_id or 'first'}:{digest}"
     coupon = _stripe_call(program, stripe.Coupon.create, idempotency_key=key, **params, **_on_account(program))
     coupon_id: str = coupon.id
-    # The first maker's id is kept; a concurrent one made the same coupon (same key), so nothing is lost.
-    PartnerGroup.objects.filter(pk=group.pk, stripe_coupon_id="").update(stripe_coupon_id=coupon_id)
+    # Replaces only the coupon this request saw: a concurrent maker's is kept (for the same terms it is this one).
+    PartnerGroup.objects.filter(pk=group.pk, stripe_coupon_id=group.stripe_coupon_id).update(stripe_coupon_id=coupon_id)
     group.stripe_coupon_id = coupon_id
     return coupon_id
+
+
+def _same_number(kept: Any, wanted: Any) -> bool:
+    if kept is None or wanted is None:
+        return kept is None and wanted is None
+    return Decimal(str(kept)) == Decimal(str(wanted))
+
+
+def _coupon_still_gives(program: Program, coupon_id: str, params: dict[str, Any]) -> bool:
+    """Whether the coupon on the account is still valid and gives the discount `params` describe."""
+    try:
+        coupon = stripe.Coupon.retrieve(coupon_id, **_on_account(program)).to_dict()
+    except stripe.InvalidRequestError as error:
+        if error.code == "resource_missing":  # deleted in Stripe: a new one is made
+            return False
+        _stripe_failed(program, error)
+    except stripe.StripeError as error:
+        _stripe_failed(program, error)
+    return bool(
+        coupon.get("valid", True)
+        and _same_number(coupon.get("percent_off"), params.get("percent_off"))
+        and _same_number(coupon.get("amount_off"), params.get("amount_off"))
+        and (coupon.get("currency") or "") == params.get("currency", coupon.get("currency") or "")
+        and coupon.get("duration") == params["duration"]
+        and _same_number(coupon.get("duration_in_months"), params.get("duration_in_months"))
+    )
 
 
 def promotion_code_key(program: Program, partner: Partner, coupon_id: str, code: str) -> str:

@@ -97,6 +97,34 @@ class TestWithStripe:
         assert len(posts(stripe_server, "/v1/coupons")) == 1
         assert {p["code"] for p in stripe_server.promotion_codes_on(account)} == {"ANN", "BEN"}
 
+    def test_a_changed_discount_gets_a_new_coupon_for_new_codes(self, stripe_server, account, program):
+        group = ten_percent_default(program)
+        first = partner_code_create(program=program, partner=enrolled(program).partner, code="ANN")
+        PartnerGroup.objects.filter(pk=group.pk).update(discount_percent=Decimal("15"))
+        partner_code_create(program=program, partner=enrolled(program).partner, code="BEN")
+
+        old, new = stripe_server.coupons_on(account)
+        assert (old["percent_off"], new["percent_off"]) == (10.0, 15.0)
+        group.refresh_from_db()
+        assert group.stripe_coupon_id == new["id"]
+        by_code = {p["code"]: p["promotion"]["coupon"] for p in stripe_server.promotion_codes_on(account)}
+        # The earlier code keeps its coupon: Stripe never moves a promotion code to another.
+        assert by_code == {"ANN": old["id"], "BEN": new["id"]}
+        assert CouponCode.objects.get(pk=first.pk).stripe_promotion_code_id
+
+    @pytest.mark.parametrize("gone", ["deleted", "used_up"])
+    def test_a_coupon_gone_in_stripe_is_made_again(self, stripe_server, account, program, gone):
+        ten_percent_default(program)
+        partner_code_create(program=program, partner=enrolled(program).partner, code="ANN")
+        [kept] = stripe_server.coupons_on(account)
+        if gone == "deleted":
+            stripe_server.coupon_delete(account, kept["id"])
+        else:
+            stripe_server.coupon_set(account, kept["id"], valid=False)
+        partner_code_create(program=program, partner=enrolled(program).partner, code="BEN")
+        made = [c for c in stripe_server.coupons_on(account) if c["id"] != kept["id"]]
+        assert len(made) == 1 and made[0]["percent_off"] == 10.0
+
     def test_an_amount_off_coupon_names_its_currency(self, stripe_server, account, program):
         influencers = PartnerGroup.objects.create(
             program=program,

@@ -55,6 +55,14 @@ class Billing:
     def promotion_codes_on(self, account: str = PLATFORM) -> list[dict[str, Any]]:
         return copy.deepcopy(list(self._book("promotion_code", account).values()))
 
+    def coupon_delete(self, account: str, coupon_id: str) -> None:
+        """The owner deletes the coupon in Stripe (its promotion codes stop working)."""
+        self._book("coupon", account).pop(coupon_id)
+
+    def coupon_set(self, account: str, coupon_id: str, **fields: Any) -> None:
+        """E.g. valid=False: the coupon is used up or past its redeem_by."""
+        self._book("coupon", account)[coupon_id].update(fields)
+
     def promotion_code_make(self, account: str, code: str, *, percent_off: float = 10.0) -> dict[str, Any]:
         """A coupon and a promotion code made on the account by its owner, not through the service."""
         coupon = self._coupon_store(account, {"duration": "once", "percent_off": percent_off})
