@@ -20,6 +20,13 @@ table):
   Dub converts sales to USD and keeps the original currency only when it has no rate), status (CommissionStatus),
   invoiceId (nullable), createdAt, partner {id}, customer {id} (nullish).
 
+- Group (GroupSchema, groups.ts; GET /groups): id, name, slug ("default": the program's default group),
+  holdingPeriodDays, saleReward {type, amountInPercentage, amountInCents, maxDuration} (RewardSchema, rewards.ts),
+  discount {amount, type, maxDuration} (DiscountSchema, discount.ts), nullish each; a partner's groupId places the
+  partner in that group.
+- Discount code (DiscountCodeSchema, discount.ts; GET /discount-codes): id, code, partnerId, disabledAt: the
+  partner's coupon code.
+
 Enrolment status: approved, archived (Dub's ACTIVE_ENROLLMENT_STATUSES) and invited (commission-eligible) arrive
 active; banned, deactivated and rejected (Dub's INACTIVE_ENROLLMENT_STATUSES), pending (an application never
 approved) and declined (an invitation turned down) arrive deactivated, their links off, with the reason.
@@ -38,6 +45,7 @@ A commission's invoiceId is the Stripe invoice id with Dub's Stripe integration 
 track-sale call): kept as the sale's payment id, so a Stripe refund of that invoice after the move finds the sale."""
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from imports.platforms.base import (
@@ -46,14 +54,20 @@ from imports.platforms.base import (
     SourceBuilder,
     amount_take,
     code_of,
+    days_of,
     dig,
     email_of,
     first,
+    group_name_of,
     items_with_where,
     json_items,
     looks_like_json,
+    minor_amount_of,
     money,
+    months_of,
     netted_row,
+    obj,
+    percent_of,
     required,
     seq,
     text,
@@ -61,7 +75,9 @@ from imports.platforms.base import (
     unknown_file,
 )
 from imports.records import (
+    CodeRow,
     CommissionRow,
+    GroupRow,
     ImportFileError,
     LinkRow,
     PartnerRow,
@@ -103,8 +119,8 @@ BAN_REASONS = {
     "brand_abuse": "Brand Abuse or Trademark Violations",
 }
 EXPECTED = (
-    "Dub's partners, links, customers or commissions JSON "
-    "(GET /partners, /links, /customers?includeExpandedFields=true, /commissions)"
+    "Dub's partners, links, customers, commissions, groups or discount codes JSON "
+    "(GET /partners, /links, /customers?includeExpandedFields=true, /commissions, /groups, /discount-codes)"
 )
 
 
@@ -141,8 +157,14 @@ def read(files: Files) -> Source:
     for name, kind, items in parsed:
         if kind == "partners":
             builder.saw_partner_file = True
+        if kind == "groups":
+            builder.saw_group_file = True
         for where, item in items_with_where(name, items):
-            if kind == "partners":
+            if kind == "groups":
+                builder.attempt(where, "group", _group, where, item, partner_id=text(item.get("id")))
+            elif kind == "discount_codes":
+                builder.attempt(where, "code", _discount_code, where, item)
+            elif kind == "partners":
                 builder.attempt(where, "partner", _partner, where, item, partner_id=_partner_id(item))
                 for link in seq(item.get("links")):
                     builder.attempt(where, "link", _link, where, link, _partner_id(item))
@@ -164,6 +186,10 @@ def _kind(name: str, items: list[Item]) -> str:
     sample = items[0]
     if "earnings" in sample:
         return "commissions"
+    if "slug" in sample and ("saleReward" in sample or "holdingPeriodDays" in sample or "maxPartnerLinks" in sample):
+        return "groups"
+    if "code" in sample and "partnerId" in sample and ("linkId" in sample or "discountId" in sample):
+        return "discount_codes"
     if "key" in sample and "domain" in sample:
         if "partnerId" not in sample:
             # GET /partners/links answers one partner's links without naming the partner.
@@ -216,6 +242,83 @@ def _partner(where: str, item: Item) -> PartnerRow:
         payout_rail="paypal" if paypal and text(item.get("defaultPayoutMethod")) in ("", "paypal") else "",
         created_at=time_or_epoch(first(item.get("createdAt"), item.get("enrolledAt"))),
         deactivated=deactivated,
+        group_source_id=text(item.get("groupId")),
+    )
+
+
+# The default group's slug (DEFAULT_PARTNER_GROUP, apps/web/lib/zod/schemas/groups.ts).
+DEFAULT_GROUP_SLUG = "default"
+
+
+def _group(where: str, item: Item) -> GroupRow:
+    """A group (GroupSchema, groups.ts: GET /groups) with its sale reward and discount. The reward's maxDuration is
+    in months (RewardSchema; Dub's importers map "first sale only" to 0): 0 is a one-off commission, null every
+    payment for as long as the customer pays (recurring, lifetime), N recurring for N months. The discount
+    (DiscountSchema, discount.ts; amount a percent or cents by type, maxDuration 0 once, null forever, N months) is
+    the group's customer discount; one of amount 0 is none. The default group (slug "default") is the program's."""
+    source_id = required(item.get("id"), "group id")
+    name = group_name_of(item.get("name"), first(item.get("slug"), source_id))
+    if text(item.get("slug")) == DEFAULT_GROUP_SLUG:
+        return GroupRow(where=where, source_id=source_id, name=name, is_default=True)
+    hold = item.get("holdingPeriodDays")
+    terms: dict[str, Any] = {"hold_days": None if hold is None else days_of(hold, "holdingPeriodDays")}
+    reward = obj(item.get("saleReward"))
+    if reward:
+        structure = text(reward.get("type")).lower()
+        if structure == "percentage":
+            rate = percent_of(reward.get("amountInPercentage"), "saleReward.amountInPercentage")
+            kinds = ("percent", "recurring_percent")
+        elif structure == "flat":
+            rate = Decimal(minor_amount_of(reward.get("amountInCents"), "saleReward.amountInCents"))
+            kinds = ("fixed", "recurring_fixed")
+        else:
+            raise RowRefused(f"saleReward.type {structure!r} is not percentage or flat")
+        limit = reward.get("maxDuration")
+        months = None if limit is None else months_of(limit, "saleReward.maxDuration")
+        terms.update(
+            commission_type=kinds[0] if months == 0 else kinds[1],
+            commission_rate=rate,
+            duration_months=months or 0,
+        )
+    terms.update(_discount(obj(item.get("discount"))))
+    return GroupRow(where=where, source_id=source_id, name=name, **terms)
+
+
+def _discount(discount: Item) -> dict[str, Any]:
+    if not discount or discount.get("amount") in (0, "0", None):
+        return {}
+    structure = text(discount.get("type")).lower()
+    terms: dict[str, Any]
+    if structure == "percentage":
+        terms = {"discount_type": "percent", "discount_percent": percent_of(discount.get("amount"), "discount.amount")}
+    elif structure == "flat":
+        # Dub keeps money in USD cents (its sales are converted to USD).
+        amount = minor_amount_of(discount.get("amount"), "discount.amount")
+        terms = {"discount_type": "amount", "discount_amount_minor": amount, "discount_currency": "USD"}
+    else:
+        raise RowRefused(f"discount.type {structure!r} is not percentage or flat")
+    limit = discount.get("maxDuration")
+    months = None if limit is None else months_of(limit, "discount.maxDuration")
+    if months is None:
+        terms["discount_duration"] = "forever"
+    elif months == 0:
+        terms["discount_duration"] = "once"
+    else:
+        terms.update(discount_duration="repeating", discount_duration_months=months)
+    return terms
+
+
+def _discount_code(where: str, item: Item) -> CodeRow | None:
+    """A discount code (DiscountCodeSchema, discount.ts: GET /discount-codes): the partner's coupon code. One Dub
+    disabled (disabledAt: the partner was banned or deactivated) is not brought over."""
+    if text(item.get("disabledAt")):
+        return None
+    code = code_of(item.get("code"))
+    return CodeRow(
+        where=where,
+        source_id=first(item.get("id"), code),
+        partner_source_id=required(item.get("partnerId"), "partnerId"),
+        code=code,
     )
 
 
