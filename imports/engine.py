@@ -1,6 +1,8 @@
 """Importing what another platform's export says (an imports.records.Source) into a program: partners and their
 enrolments, links with their codes unchanged, referrals as customers (with a lead each), and historical sales with
-their commissions and the ledger entries that make each partner's opening balance.
+their commissions and the ledger entries that make each partner's opening balance; and, where the export gives them,
+the platform's campaigns or groups as groups of the program (the platform's default one is the program's default
+group, whose terms stay the program's), each partner placed in their group once, and each partner's coupon codes.
 
 Every row is first planned (created, matched or skipped; or refused, with where and why) against what the program
 already holds, reading in batches; a dry run stops there and writes nothing. A real run then writes kind by kind in
@@ -9,7 +11,9 @@ crash leaves whole batches only. Running the same source again resumes: rows who
 written again, and the unique ImportedRecord (program, platform, kind, source id) stops a second copy even when two
 runs race. The run stays "running" (then "interrupted") until every batch is in.
 
-Historical rows announce nothing: no webhooks and no emails for events that happened on the old platform."""
+Historical rows announce nothing: no webhooks and no emails for events that happened on the old platform. Placing a
+partner in their group goes through groups.services.partner_move, which records the GroupChange (reason import) and
+sends partner.group_changed as every move does: the partner's terms here change with it."""
 
 import hashlib
 import logging
@@ -621,7 +625,14 @@ class _Importer:
                     item.obj = default_group(self.program).pk
                 elif isinstance(item.obj, PartnerGroup) and item.obj.pk is None:
                     fields = {name: getattr(item.obj, name) for name in GROUP_FIELDS}
-                    item.obj.pk = group_create(program=self.program, **fields).pk
+                    try:
+                        item.obj.pk = group_create(program=self.program, **fields).pk
+                    except ConflictError:
+                        # An owner made a group of that name meanwhile: it is the group, as a dry run would say.
+                        same = PartnerGroup.objects.get(program=self.program, name__iexact=item.obj.name)
+                        item.obj.pk, item.created = same.pk, False
+                        self.report.counts[GROUP].created -= 1
+                        self.report.counts[GROUP].matched += 1
                 self.groups[item.row.source_id] = item.obj
             self._commit_batch(GROUP, number, batch)
 

@@ -15,8 +15,9 @@ PLATFORMS: dict[str, Platform] = {
             # Rewardful's Stripe integration writes the referral id on the customer as metadata "referral".
             stripe_metadata_keys=("referral",),
             export_help=(
-                "Rewardful API: GET /v1/affiliates?expand[]=links&expand[]=commission_stats, "
-                "/v1/referrals?expand[]=affiliate and /v1/commissions?expand[]=sale saved as JSON, every page, or "
+                "Rewardful API: GET /v1/affiliates?expand[]=links&expand[]=commission_stats&expand[]=campaign, "
+                "/v1/referrals?expand[]=affiliate and /v1/commissions?expand[]=sale (and /v1/campaigns, "
+                "/v1/affiliate_coupons for groups and coupon codes) saved as JSON, every page, or "
                 "the affiliate CSV of Rewardful's import template (first_name, last_name, email, token)"
             ),
             reader=rewardful.read,
@@ -42,8 +43,9 @@ PLATFORMS: dict[str, Platform] = {
             # Tolt's Stripe app reads metadata "tolt_referral" on the checkout session and customer.
             stripe_metadata_keys=("tolt_referral",),
             export_help=(
-                "Tolt API v2: GET /v2/programs, /partners, /links, /customers, /transactions, /commissions saved as "
-                "JSON (and v1's GET /v1/partners?expand[]=program for payout emails), or the same lists from v1"
+                "Tolt API v2: GET /v2/programs, /partners, /links, /customers, /transactions, /commissions (and "
+                "/groups, /promotion-codes) saved as JSON (and v1's GET /v1/partners?expand[]=program for payout "
+                "emails), or the same lists from v1"
             ),
             reader=tolt.read,
         ),
@@ -56,7 +58,8 @@ PLATFORMS: dict[str, Platform] = {
             # PartnerStack's Stripe webhook reads metadata "partner_key" (and "customer_key") on the customer.
             stripe_metadata_keys=("partner_key", "customer_key"),
             export_help=(
-                "PartnerStack API v2: GET /api/v2/partnerships, /customers, /rewards (and /transactions) saved as JSON"
+                "PartnerStack API v2: GET /api/v2/partnerships, /customers, /rewards (and /transactions, /groups) "
+                "saved as JSON"
             ),
             reader=partnerstack.read,
         ),
@@ -67,7 +70,8 @@ PLATFORMS: dict[str, Platform] = {
             # Dub's Stripe integration names its customer by metadata "dubCustomerId" (newer: dubCustomerExternalId).
             stripe_metadata_keys=("dubCustomerId", "dubCustomerExternalId"),
             export_help=(
-                "Dub API: GET /partners, /links, /customers?includeExpandedFields=true, /commissions saved as JSON"
+                "Dub API: GET /partners, /links, /customers?includeExpandedFields=true, /commissions (and /groups, "
+                "/discount-codes) saved as JSON"
             ),
             reader=dub.read,
         ),

@@ -204,3 +204,34 @@ def test_an_upload_never_confirmed_loses_its_files_after_a_week(program):
     assert not ImportUploadFile.objects.filter(upload_id=old.pk).exists()
     assert browser.get(f"{page(program)}/uploads/{old.pk}").status_code == 404
     assert settings.CELERY_BEAT_SCHEDULE["prune-import-uploads"]["task"] == "imports.prune_uploads"
+
+
+def test_groups_and_codes_show_on_the_dry_run_and_the_run(program, django_capture_on_commit_callbacks):
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "fixtures" / "rewardful_groups"
+    uploads = [SimpleUploadedFile(path.name, path.read_bytes()) for path in sorted(folder.glob("*.json"))]
+    browser = client_of(program, Role.OWNER)
+    response = browser.post(page(program), {"platform": "rewardful", "files": uploads})
+    assert response.status_code == 302
+    upload = ImportUpload.objects.get()
+    assert upload.report["counts"]["group"]["created"] == 2 and upload.report["counts"]["code"]["created"] == 3
+    shown = browser.get(response["Location"]).content.decode()
+    assert '<tr data-kind="group"><td data-label="Kind">Groups</td>' in shown
+    assert '<tr data-kind="move"><td data-label="Kind">Partners placed in groups</td>' in shown
+    assert '<tr data-kind="code"><td data-label="Kind">Coupon codes</td>' in shown
+    with django_capture_on_commit_callbacks(execute=True):
+        confirmed = browser.post(f"{page(program)}/uploads/{upload.pk}/confirm")
+    run_page = browser.get(confirmed["Location"]).content.decode()
+    assert '<tr data-kind="code"><td data-label="Kind">Coupon codes</td>' in run_page
+
+
+def test_an_export_without_groups_shows_no_group_rows(program):
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "fixtures" / "rewardful"
+    uploads = [SimpleUploadedFile("affiliates.json", (folder / "affiliates.json").read_bytes())]
+    browser = client_of(program, Role.OWNER)
+    response = browser.post(page(program), {"platform": "rewardful", "files": uploads})
+    shown = browser.get(response["Location"]).content.decode()
+    assert 'data-kind="partner"' in shown and 'data-kind="group"' not in shown and 'data-kind="code"' not in shown
