@@ -64,6 +64,8 @@ class CommissionAdmin(WorkspaceChoicesAdmin[Commission]):
         "id",
         "program",
         "partner",
+        "kind",
+        "group",
         "amount_cents",
         "currency",
         "status",
@@ -74,13 +76,17 @@ class CommissionAdmin(WorkspaceChoicesAdmin[Commission]):
         "held_at",
         "hold_rule",
     ]
-    list_filter = ["status", "currency", "credited", ("held_at", admin.EmptyFieldListFilter), "hold_rule"]
+    list_filter = ["status", "kind", "currency", "credited", ("held_at", admin.EmptyFieldListFilter), "hold_rule"]
     raw_id_fields = ["program", "partner", "sale", "customer"]
     readonly_fields = [
         "program",
         "partner",
         "sale",
         "customer",
+        "kind",
+        "group",
+        "commission_type",
+        "commission_rate",
         "amount_cents",
         "currency",
         "status",
@@ -309,6 +315,6 @@ class NotificationOutboxAdmin(admin.ModelAdmin[NotificationOutbox]):
 
 @admin.register(ProductCommissionRate)
 class ProductCommissionRateAdmin(admin.ModelAdmin[ProductCommissionRate]):
-    list_display = ["id", "program", "product_id", "commission_type", "commission_rate"]
+    list_display = ["id", "program", "group", "product_id", "commission_type", "commission_rate"]
     search_fields = ["product_id"]
-    raw_id_fields = ["program"]
+    raw_id_fields = ["program", "group"]

@@ -157,6 +157,13 @@ class ProductCommissionRate(models.Model):
     def __str__(self) -> str:
         return f"{self.product_id}: {self.commission_rate} {self.commission_type}"
 
+    def clean(self) -> None:
+        super().clean()
+        if self.group_id is not None and self.group is not None and self.group.program_id != self.program_id:
+            from django.core.exceptions import ValidationError
+
+            raise ValidationError({"group": "The group must be one of the rate's program"})
+
 
 class LedgerEntry(SameWorkspace, models.Model):
     """Append-only partner balance: the balance is the sum of amounts. Never updated or deleted."""
