@@ -44,7 +44,9 @@ class Billing:
 
     def _book(self, kind: str, account: str | None = None) -> dict[str, dict[str, Any]]:
         account = self._account_in_context if account is None else account
-        books = self._books.setdefault(account, {"coupon": {}, "promotion_code": {}, "discount": {}, "invoice": {}})
+        books = self._books.setdefault(
+            account, {"coupon": {}, "promotion_code": {}, "discount": {}, "invoice": {}, "checkout.session": {}}
+        )
         return books[kind]
 
     # --- test controls -------------------------------------------------------------------------------------------
@@ -97,6 +99,11 @@ class Billing:
     def invoice_store(self, account: str, invoice: dict[str, Any]) -> None:
         """The invoice GET /v1/invoices/{id} answers on the account; its `discounts` are Discount ids."""
         self._book("invoice", account)[invoice["id"]] = copy.deepcopy(invoice)
+
+    def checkout_session_store(self, account: str, session: dict[str, Any]) -> None:
+        """The Checkout Session GET /v1/checkout/sessions/{id} answers on the account, in the library's API version
+        (`discounts` a list of {coupon, promotion_code} ids)."""
+        self._book("checkout.session", account)[session["id"]] = copy.deepcopy(session)
 
     # --- actions -------------------------------------------------------------------------------------------------
 
@@ -194,6 +201,20 @@ class Billing:
                 f"No such promotion code: '{promotion_code_id}'", code="resource_missing", param="id", status=404
             )
         return promotion
+
+    def _checkout_session(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._book("checkout.session").get(session_id)
+        if session is None:
+            raise StripeError(
+                f"No such checkout.session: '{session_id}'", code="resource_missing", param="session", status=404
+            )
+        answered = copy.deepcopy(session)
+        if "discounts.promotion_code" in self._expand_in_context:
+            codes = self._book("promotion_code")
+            for discount in answered.get("discounts") or []:
+                if discount.get("promotion_code") in codes:
+                    discount["promotion_code"] = copy.deepcopy(codes[discount["promotion_code"]])
+        return answered
 
     def _invoice(self, invoice_id: str, params: dict[str, Any]) -> dict[str, Any]:
         invoice = self._book("invoice").get(invoice_id)

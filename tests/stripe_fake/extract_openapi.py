@@ -28,6 +28,7 @@ OPERATIONS = [
     ("post", "/v1/promotion_codes"),
     ("get", "/v1/promotion_codes/{promotion_code}"),
     ("get", "/v1/invoices/{invoice}"),
+    ("get", "/v1/checkout/sessions/{session}"),
 ]
 OBJECTS = [
     "account",

@@ -441,6 +441,7 @@ class TestOpenAPISubset:
             ("POST /v1/promotion_codes", stripe.params.PromotionCodeCreateParams),
             ("GET /v1/invoices/{invoice}", stripe.params.InvoiceRetrieveParams),
             ("GET /v1/promotion_codes/{promotion_code}", stripe.params.PromotionCodeRetrieveParams),
+            ("GET /v1/checkout/sessions/{session}", stripe.params.checkout.SessionRetrieveParams),
         ],
     )
     def test_the_library_sends_no_transfer_parameter_the_subset_lacks(self, operation: str, params: type) -> None:

@@ -308,6 +308,29 @@ class TestInvoice:
         assert SaleEvent.objects.get().partner == bob
         assert [r.path for r in stripe_server.requests] == [f"/v1/promotion_codes/{promotion['id']}"]
 
+    def test_a_session_of_an_older_api_version_is_asked_for_its_discounts(self, deliver, stripe_server: StripeFake):
+        account = stripe_server.create_account()["id"]
+        program = ProgramFactory(stripe_account_id=account, hold_days=0)
+        promotion = stripe_server.promotion_code_make(account, "JANE20")
+        jane = partner_with_code(program, "JANE20", promotion["id"])
+        session = with_discounts(guest_checkout(), promotion["id"])
+        stripe_server.checkout_session_store(account, session)
+        # Before 2025-01-27.acacia a Checkout Session has no `discounts`; `total_details` tells it was discounted.
+        older = {key: value for key, value in session.items() if key != "discounts"}
+
+        deliver(event("checkout.session.completed", older, account=account))  # the event's api_version: 2024-06-20
+
+        assert SaleEvent.objects.get().partner == jane
+        assert [r.path for r in stripe_server.requests] == [f"/v1/checkout/sessions/{session['id']}"]
+
+    def test_an_older_session_without_a_discount_asks_nothing(self, deliver, stripe_server: StripeFake):
+        account = stripe_server.create_account()["id"]
+        ProgramFactory(stripe_account_id=account, hold_days=0)
+        session = guest_checkout()
+        session["total_details"] = {"amount_discount": 0, "amount_shipping": 0, "amount_tax": 0}
+        deliver(event("checkout.session.completed", session, account=account))
+        assert not SaleEvent.objects.get().attributed and stripe_server.requests == []
+
     def test_stripe_down_the_event_fails_and_its_retry_attributes_once(self, client, stripe_server: StripeFake):
         account = stripe_server.create_account()["id"]
         program = ProgramFactory(stripe_account_id=account, hold_days=0)

@@ -1,12 +1,13 @@
 """The step after the spec's five (and an old platform's): a payment no click, email, Stripe customer or key
 attributes is credited to the partner holding the Stripe promotion code it carries (groups.models.CouponCode).
 
-Stripe names a promotion code in a Checkout Session's `discounts` (a list of {coupon, promotion_code}), in an
-Invoice's `discounts` (Discount objects, or their ids `di_...` unless expanded) and, on API versions before
-2025-03-31, in an Invoice's `discount` (one Discount object). Each Discount's `promotion_code` is an id `promo_...`,
-or the PromotionCode object when expanded. A code is found by the promotion code's id first (codes made by the
-service keep it), then by its `code` (codes registered by hand or imported keep only that): read from the expanded
-object, or asked of the connected account when the id matches nothing."""
+Stripe names a promotion code in a Checkout Session's `discounts` (a list of {coupon, promotion_code}; since
+2025-01-27.acacia, asked of Stripe for an older event), in an Invoice's `discounts` (Discount objects, or their ids
+`di_...` unless expanded) and, on API versions before 2025-03-31, in an Invoice's `discount` (one Discount object).
+Each Discount's `promotion_code` is an id `promo_...`, or the PromotionCode object when expanded. A code is found
+by the promotion code's id first (codes made by the service keep it), then by its `code` (codes registered by hand
+or imported keep only that): read from the expanded object, or asked of the connected account when the id matches
+nothing."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -52,9 +53,22 @@ def _carried(discounts: list[Any]) -> list[CarriedCode]:
     return found
 
 
-def session_codes(session: dict[str, Any]) -> list[CarriedCode]:
-    """The promotion codes of a Checkout Session (its `discounts`: null, or a list of {coupon, promotion_code})."""
+def session_codes(program: Program, session: dict[str, Any]) -> list[CarriedCode]:
+    """The promotion codes of a Checkout Session: its `discounts` (null, or a list of {coupon, promotion_code}).
+    API versions before 2025-01-27.acacia render no `discounts`: a session that was discounted (`total_details.
+    amount_discount`) is then asked of the connected account, where the library's API version has them. A Stripe
+    error raises: the event rolls back whole and is retried."""
     discounts = session.get("discounts")
+    totals = session.get("total_details")
+    discounted = (
+        isinstance(totals, dict) and isinstance(totals.get("amount_discount"), int) and totals["amount_discount"] > 0
+    )
+    session_id = session.get("id")
+    if "discounts" not in session and discounted and isinstance(session_id, str) and _can_ask(program):
+        retrieved = stripe.checkout.Session.retrieve(
+            session_id, expand=["discounts.promotion_code"], **_on_account(program)
+        ).to_dict()
+        discounts = retrieved.get("discounts")
     return _carried(discounts if isinstance(discounts, list) else [])
 
 

@@ -230,7 +230,7 @@ def handle_checkout_completed(program: Program, session: dict[str, Any], livemod
             processor_customer_id=session.get("customer") or "",
             client_reference_id=session.get("client_reference_id") or "",
         ),
-        promotion_codes=partial(session_codes, session),
+        promotion_codes=partial(session_codes, program, session),
     )
     return _record_payment(program, payment, livemode)
 
