@@ -388,6 +388,9 @@ SPECTACULAR_SETTINGS = {
         # A commission's state: the agent commission list, detail and filter share one name.
         "AgentCommissionStatusEnum": "commissions.models.CommissionStatus",
         "FlaggedClickKindEnum": [(kind, kind) for kind in ("duplicate", "bot", "prefetch", "paid_ads")],
+        # A group's customer discount: the agent API's groups and the tracker's discount share the names.
+        "DiscountTypeEnum": "groups.models.DiscountType",
+        "DiscountDurationEnum": "groups.models.DiscountDuration",
     },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.
