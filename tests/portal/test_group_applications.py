@@ -221,3 +221,29 @@ def test_an_owners_plain_invitation_moves_no_one(program, podcasters):
     sent = invitation_create(program=program, name="Pat", email="pat@example.com")
     Client().post(sent.link.split("track.example.test")[-1], {"password": PASSWORD, "password2": PASSWORD})
     assert PartnerProgram.objects.get().group is None and not GroupChange.objects.exists()
+
+
+def test_an_owner_approving_on_the_dashboard_puts_the_enrolled_partner_in_the_group(program, podcasters):
+    from programs.models import Role
+    from tests.factories import MembershipFactory
+
+    enrolment = PartnerProgramFactory(program=program, partner__email="pat@example.com")
+    Client().post(page(podcasters), form(program))
+    application = PartnerApplication.objects.get()
+    owner = Client()
+    owner.force_login(MembershipFactory(workspace=program.workspace, role=Role.OWNER).user)
+    listed = owner.get(f"/programs/{program.pk}/partners")
+    assert b"Applied to the group: Podcasters [podcasters]" in listed.content
+    assert b"The Acme Hour" in listed.content
+    assert owner.post(f"/programs/{program.pk}/applications/{application.pk}/approve").status_code == 302
+    enrolment.refresh_from_db()
+    assert enrolment.group == podcasters
+    change = GroupChange.objects.get()
+    assert (change.reason, change.to_group) == ("application", podcasters)
+
+
+def test_the_groups_page_fits_a_phone_layout(program, podcasters):
+    """The page is the program's form with the group's fields: the same template, the same responsive fields."""
+    text = Client().get(page(podcasters)).content.decode()
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    assert text.count("width:100%; box-sizing:border-box") == 3  # promotion and the two questions
