@@ -11,6 +11,7 @@ fetched by ID. Use expand[]=discounts"), PromotionCode (docs.stripe.com/api/prom
 `promotion` {type, coupon} since 2025-09-30.clover). Events are signed as Stripe signs them (tests.stripe_payloads)."""
 
 import secrets
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ import stripe
 
 from commissions.models import Commission
 from groups.codes import code_register
-from groups.models import CouponCode
+from groups.models import CouponCode, PartnerGroup
+from groups.stripe_codes import partner_code_create
 from programs.models import Partner, PartnerProgram
 from tests.factories import CustomerFactory, PartnerProgramFactory, ProgramFactory, ReferralLinkFactory
 from tests.stripe_fake.server import StripeFake
@@ -255,6 +257,31 @@ class TestCheckoutSession:
         deliver(event("checkout.session.completed", with_discounts(guest_checkout(), promotion), livemode=False))
         sale = SaleEvent.objects.get()
         assert sale.is_test and not sale.attributed and not Customer.objects.exists()
+
+
+class TestCodeMadeByTheService:
+    def test_a_checkout_with_the_code_pays_its_partner_at_the_groups_terms(self, deliver, stripe_server: StripeFake):
+        account = stripe_server.create_account()["id"]
+        program = ProgramFactory(stripe_account_id=account, hold_days=0, commission_rate=20)
+        gold = PartnerGroup.objects.create(
+            program=program,
+            name="Gold",
+            slug="gold",
+            commission_rate=Decimal("30"),
+            discount_type="percent",
+            discount_percent=Decimal("10"),
+        )
+        enrolment: PartnerProgram = PartnerProgramFactory.create(program=program, group=gold)
+        code = partner_code_create(program=program, partner=enrolment.partner, code="GOLD10")
+        # The buyer types GOLD10 at checkout: the session names the promotion code the service made.
+        session = with_discounts(guest_checkout(amount=10000), code.stripe_promotion_code_id)
+
+        deliver(event("checkout.session.completed", session, account=account))
+
+        commission = Commission.objects.get()
+        assert (commission.partner, commission.amount_cents, commission.group) == (enrolment.partner, 3000, gold)
+        # Found by the promotion code's id: nothing was asked of Stripe after the code was made.
+        assert [r.path for r in stripe_server.requests] == ["/v1/coupons", "/v1/promotion_codes"]
 
 
 class TestInvoice:
