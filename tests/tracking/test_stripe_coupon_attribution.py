@@ -262,7 +262,7 @@ class TestCheckoutSession:
 class TestCodeMadeByTheService:
     def test_a_checkout_with_the_code_pays_its_partner_at_the_groups_terms(self, deliver, stripe_server: StripeFake):
         account = stripe_server.create_account()["id"]
-        program = ProgramFactory(stripe_account_id=account, hold_days=0, commission_rate=20)
+        program = ProgramFactory.create(stripe_account_id=account, hold_days=0, commission_rate=20)
         gold = PartnerGroup.objects.create(
             program=program,
             name="Gold",
