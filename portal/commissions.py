@@ -17,6 +17,8 @@ from django.views.decorators.http import require_safe
 
 from commissions.models import Commission, CommissionStatus, LedgerEntry, Withdrawal
 from commissions.selectors import (
+    ROW_RELATED,
+    commission_sale_words,
     commissions_with_money,
     ledger_balances,
     ledger_kind_totals,
@@ -87,8 +89,9 @@ class CommissionRow:
 
 def commission_row(commission: "CommissionWithMoney") -> CommissionRow:
     sale = commission.sale
-    if sale is None:  # a bonus (groups.models.Bonus): no sale; dated when it was awarded
-        sale_date, sale_amount, sale_currency = utc_day(commission.created_at), "bonus", commission.currency
+    if sale is None:  # a bonus (groups.models.Bonus): no sale; dated when it was awarded, named where a sale is
+        sale_date, sale_amount = utc_day(commission.created_at), commission_sale_words(commission)
+        sale_currency = commission.currency
     else:
         sale_date, sale_amount, sale_currency = (
             utc_day(sale.sale_date),
@@ -132,7 +135,7 @@ def commissions_page(request: HttpRequest, *, account: PartnerAccount) -> HttpRe
         commission.pk: commission
         for commission in commissions_with_money(
             Commission.objects.filter(pk__in=[commission.pk for commission in page.rows]).select_related(
-                "program", "sale"
+                "program", *ROW_RELATED
             )
         )
     }

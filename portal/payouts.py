@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
+from commissions.selectors import commission_sale_words
 from core.money import money
 from core.pagination import keyset_page
 from core.urls import public_url
@@ -179,6 +180,7 @@ class StatementLine:
     amount: str
     customer: str
     taken_back: str = ""  # what refunds of the sale took back after the payout was sent ("" when nothing)
+    bonus: str = ""  # "Bonus: <name>" for a milestone bonus, which has no sale ("" for a sale's commission)
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
             taken_back[key] = taken_back.get(key, 0) + clawback.amount_cents
     rows = (
         PayoutCommission.objects.filter(payout_id__in=[payout.pk for payout in payouts])
-        .select_related("commission__sale")
+        .select_related("commission__sale", "commission__bonus_award__bonus")
         .order_by("commission__sale__sale_date", "commission_id")
     )
     lines: dict[int, list[StatementLine]] = {}
@@ -220,6 +222,7 @@ def _statements(payouts: list[Payout]) -> dict[int, list[StatementLine]]:
                 amount=money(row.amount_cents, commission.currency),
                 customer=customer_reference(partner_id=commission.partner_id, customer_id=commission.customer_id),
                 taken_back=money(taken, commission.currency) if (taken := taken_back.get(key)) else "",
+                bonus="" if commission.sale_id else commission_sale_words(commission),
             )
         )
     return lines

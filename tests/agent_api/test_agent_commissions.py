@@ -64,6 +64,7 @@ class TestList:
             "program_id": program.pk,
             "partner_id": commission.partner_id,
             "partner_name": commission.partner.name,
+            "kind": "sale",
             "sale_id": commission.sale_id,
             "transaction_id": commission.sale.processor_event_id,
             "status": "refunded",
