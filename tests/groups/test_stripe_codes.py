@@ -162,6 +162,13 @@ class TestWithStripe:
             partner_code_create(program=program, partner=enrolled(program).partner, code="jane20")
         assert taken.value.code == "coupon_code_taken" and stripe_server.requests == []
 
+    def test_an_installation_without_the_platform_key_says_so(self, stripe_server, program, settings):
+        ten_percent_default(program)
+        settings.STRIPE_SECRET_KEY = ""
+        with pytest.raises(BadRequestError) as refused:
+            partner_code_create(program=program, partner=enrolled(program).partner, code="JANE20")
+        assert refused.value.code == "stripe_not_configured" and stripe_server.requests == []
+
     def test_a_partner_of_another_program_is_refused(self, stripe_server, program):
         ten_percent_default(program)
         stranger = PartnerFactory(workspace=program.workspace)
