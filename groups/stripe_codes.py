@@ -46,11 +46,13 @@ class StripeUnavailableError(ApiError):
 
 def partner_code_create(*, program: Program, partner: Partner, code: str) -> CouponCode:
     """The partner's new code. Without Stripe connected it is registered as manual. With Stripe connected the
-    group's coupon is made on the connected account when it has none yet, then the promotion code for it, then the
-    code is registered as stripe with the promotion code's id. Both Stripe requests carry idempotency keys derived
-    from what they make, so a retry after a lost answer gets the same coupon and promotion code, never a second.
-    Raises BadRequestError (invalid code, partner not enrolled, group with no discount, Stripe refusing the code),
-    ConflictError coupon_code_taken, StripeUnavailableError (502: Stripe failed; no row is left)."""
+    group's coupon is made on the connected account when it has none still giving the group's discount, then the
+    promotion code for it, then the code is registered as stripe with the promotion code's id. Both Stripe requests
+    carry idempotency keys derived from what they make, so a retry after a lost answer gets the same coupon and
+    promotion code, never a second. Raises BadRequestError (invalid_coupon_code, partner_not_enrolled,
+    group_has_no_discount, stripe_not_configured, stripe_refused), ConflictError coupon_code_taken (here, or a live
+    promotion code spelled the same in Stripe) and StripeUnavailableError (502 stripe_unavailable: Stripe failed or
+    did not answer; stripe_access_refused: the connection was revoked). No code row is left on any of them."""
     if not program.stripe_account_id:
         return code_register(program=program, partner=partner, code=code, source=CouponCode.Source.MANUAL)
     normalized = code_valid(code)
