@@ -30,11 +30,11 @@ from commissions.calculations import NoCommission, commission_amount
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
 from commissions.selectors import commission_ledger, commission_refund_steps
 from commissions.services import commission_policy
-from groups.terms import DEFAULT_GROUP_NAME, partner_terms
 from core.errors import NotFoundError
 from core.money import money
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
+from groups.terms import DEFAULT_GROUP_NAME, partner_terms
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 from tracking.api.schema import (
     ExplainClickEventSerializer,
