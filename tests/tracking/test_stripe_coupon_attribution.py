@@ -298,6 +298,19 @@ class TestInvoice:
         assert stored.status == "processed", stored.outcome
         assert SaleEvent.objects.get().partner == jane
 
+    def test_a_legacy_discount_answering_for_its_id_asks_nothing_even_with_the_key(
+        self, deliver, stripe_server: StripeFake
+    ):
+        account = stripe_server.create_account()["id"]
+        program = ProgramFactory.create(stripe_account_id=account, hold_days=0)
+        promotion = promo_id()
+        jane = partner_with_code(program, "JANE20", promotion)
+        paid = invoice(customer="cus_Legacy2", email="new2@example.com")
+        discount = legacy_discount(promotion, paid["id"])
+        paid["discount"], paid["discounts"] = discount, [discount["id"]]
+        deliver(event("invoice.payment_succeeded", paid, account=account))
+        assert SaleEvent.objects.get().partner == jane and stripe_server.requests == []
+
     def test_ids_only_are_asked_of_the_connected_account_expanded(self, deliver, stripe_server: StripeFake):
         account = stripe_server.create_account()["id"]
         program = ProgramFactory(stripe_account_id=account, hold_days=0)

@@ -82,7 +82,10 @@ def invoice_codes(program: Program, invoice: dict[str, Any]) -> list[CarriedCode
     if isinstance(legacy, dict):
         listed.insert(0, legacy)
     invoice_id = invoice.get("id")
-    if any(isinstance(d, str) for d in listed) and isinstance(invoice_id, str) and _can_ask(program):
+    # An id the legacy `discount` object already answers for needs no asking.
+    known = {d.get("id") for d in listed if isinstance(d, dict)}
+    unexpanded = any(isinstance(d, str) and d not in known for d in listed)
+    if unexpanded and isinstance(invoice_id, str) and _can_ask(program):
         retrieved = stripe.Invoice.retrieve(
             invoice_id, expand=["discounts", "discounts.promotion_code"], **_on_account(program)
         ).to_dict()
@@ -102,7 +105,7 @@ def carried_code_named(program: Program, carried: CarriedCode) -> CarriedCode:
     )
     if held:
         return CarriedCode(carried.promotion_code_id, held)
-    if carried.code or not _can_ask(program):
+    if carried.code or not _can_ask(program) or not carried.promotion_code_id.startswith("promo_"):
         return carried
     promotion = stripe.PromotionCode.retrieve(carried.promotion_code_id, **_on_account(program))
     code = getattr(promotion, "code", None)
