@@ -44,6 +44,18 @@ COMMISSION_TYPE_CHOICES = [
     (CommissionType.RECURRING_FIXED, "Fixed amount per sale, renewals included"),
 ]
 DISCOUNT_TYPE_CHOICES = [("", "No discount"), *DiscountType.choices]
+CURRENCY_CHOICES = [(code, code) for code in Currency.values]
+DIRECTION_CHOICES = [(TierRule.Direction.PROMOTE, "Promote at or above"), (TierRule.Direction.DEMOTE, "Demote below")]
+
+
+class GroupChoiceField(forms.ModelChoiceField[PartnerGroup]):
+    def label_from_instance(self, obj: PartnerGroup) -> str:
+        return obj.name
+
+
+def _plain(value: Decimal | int) -> str:
+    """30.0000 as the owner typed it: "30" (normalize() alone writes 3E+1)."""
+    return f"{Decimal(value).normalize():f}"
 
 
 def _minor(text: str, currency: str) -> int | None:
@@ -106,7 +118,7 @@ class GroupForm(ServiceErrorsForm):
         strip=True,
         widget=forms.TextInput(attrs={"inputmode": "decimal"}),
     )
-    discount_currency = forms.ChoiceField(label="Currency", choices=Currency.choices, initial=Currency.USD)
+    discount_currency = forms.ChoiceField(label="Currency", choices=CURRENCY_CHOICES, initial=Currency.USD)
     discount_duration = forms.ChoiceField(
         label="Discount applies to",
         choices=DiscountDuration.choices,
@@ -142,11 +154,11 @@ class GroupForm(ServiceErrorsForm):
         return {
             "name": group.name,
             "commission_type": group.commission_type,
-            "commission_rate": group.commission_rate.normalize(),
+            "commission_rate": _plain(group.commission_rate),
             "duration_months": group.duration_months,
             "hold_days": group.hold_days,
             "discount_type": group.discount_type,
-            "discount_percent": group.discount_percent.normalize() if group.discount_percent else None,
+            "discount_percent": _plain(group.discount_percent) if group.discount_percent else None,
             "discount_amount": amount,
             "discount_currency": group.discount_currency,
             "discount_duration": group.discount_duration,
@@ -251,7 +263,7 @@ def _threshold(form: forms.Form, cleaned: dict[str, Any]) -> None:
 
 
 class TierRuleForm(ServiceErrorsForm):
-    direction = forms.ChoiceField(label="When", choices=TierRule.Direction.choices, initial=TierRule.Direction.PROMOTE)
+    direction = forms.ChoiceField(label="When", choices=DIRECTION_CHOICES, initial=TierRule.Direction.PROMOTE)
     metric = forms.ChoiceField(label="Figure", choices=Metric.choices)
     period = forms.ChoiceField(
         label="Per", choices=[(Period.MONTH, Period.MONTH.label), (Period.QUARTER, Period.QUARTER.label)]
@@ -263,7 +275,7 @@ class TierRuleForm(ServiceErrorsForm):
         help_text="Sales: a count. Revenue: in major units of the sales' currency (1000 or 1000.00).",
         widget=forms.TextInput(attrs={"inputmode": "decimal"}),
     )
-    target = forms.ModelChoiceField(label="Move to", queryset=PartnerGroup.objects.none(), empty_label=None)
+    target = GroupChoiceField(label="Move to", queryset=PartnerGroup.objects.none(), empty_label=None)
 
     def __init__(self, *args: Any, group: PartnerGroup, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -305,7 +317,7 @@ class BonusForm(ServiceErrorsForm):
     amount = forms.CharField(
         label="Bonus", max_length=32, strip=True, widget=forms.TextInput(attrs={"inputmode": "decimal"})
     )
-    currency = forms.ChoiceField(label="Currency", choices=Currency.choices, initial=Currency.USD)
+    currency = forms.ChoiceField(label="Currency", choices=CURRENCY_CHOICES, initial=Currency.USD)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -331,7 +343,7 @@ class BonusForm(ServiceErrorsForm):
 
 
 class MoveForm(FieldErrorsForm):
-    group = forms.ModelChoiceField(label="Group", queryset=PartnerGroup.objects.none(), empty_label=None)
+    group = GroupChoiceField(label="Move to", queryset=PartnerGroup.objects.none(), empty_label=None)
     # Where to go back to: the partners page, or the partner's own page.
     back = forms.ChoiceField(choices=[("partners", "partners"), ("partner", "partner")], required=False)
 

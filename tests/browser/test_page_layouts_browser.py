@@ -262,7 +262,7 @@ def test_on_a_phone_every_tab_is_in_view_and_rule_codes_are_one_line(tab, live_s
     tabs = page.eval_on_selector_all(
         "nav.tabs a", "links => links.map(a => { const r = a.getBoundingClientRect(); return [r.left, r.right]; })"
     )
-    assert len(tabs) == 12  # Stripe, Payouts and Import included: the owner manages the program
+    assert len(tabs) == 13  # Stripe, Payouts and Import included: the owner manages the program; Groups too
     assert all(0 <= left and right <= PHONE["width"] for left, right in tabs)
     heights = page.eval_on_selector_all(
         "#rules code", "codes => codes.map(c => [c.textContent, c.getClientRects().length])"

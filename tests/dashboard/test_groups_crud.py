@@ -132,7 +132,8 @@ def test_an_amount_discount_is_typed_in_major_units(admin_client, program):
 
 def test_an_owner_changes_a_group_and_the_trail_has_before_and_after(owner_client, program, vip):
     form = owner_client.get(f"{base(program)}/groups/{vip.pk}/edit").content.decode()
-    assert 'value="VIP"' in form and 'value="30"' in form
+    assert 'value="VIP"' in form and 'name="commission_rate" value="30"' in form
+    assert 'name="discount_percent" value="10"' in form
 
     response = owner_client.post(
         f"{base(program)}/groups/{vip.pk}/edit",
