@@ -39,6 +39,7 @@ def refund(commission: Commission, **body):
     from programs.services import program_key_regenerate
 
     key = program_key_regenerate(program=commission.program)
+    assert commission.sale is not None
     return APIClient().post(
         URL,
         {"transaction_id": commission.sale.processor_event_id, **body},

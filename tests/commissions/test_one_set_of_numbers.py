@@ -69,6 +69,7 @@ def surfaces(program, link) -> dict[str, Any]:
         row = commissions_page[commissions_page.index(f'id="commission-{commission.pk}"') :].split("</tr>")[0]
         still_pays = row.split('data-label="Still pays">')[1].split("</td>")[0]
         clawed_back = row.split('data-label="Clawed back">')[1].split("</td>")[0]
+        assert commission.sale is not None
         rows[commission.sale.processor_event_id] = (still_pays, clawed_back)
 
     operator = get_user_model().objects.create_superuser("operator", "op@example.com", "pass-word-123")

@@ -127,6 +127,7 @@ def break_sale_settled(w: World) -> object:
 
 def break_commission_matches_sale(w: World) -> object:
     commission = w.commission("reduced0")
+    assert commission.sale_id is not None
     SaleEvent.objects.filter(pk=commission.sale_id).update(attributed=False)
     return commission.pk
 

@@ -88,6 +88,7 @@ def advertiser_warnings(commission: Commission) -> list[str]:
 
 
 def refunded(commission: Commission, django_capture_on_commit_callbacks, **refund: object) -> None:
+    assert commission.sale is not None
     with django_capture_on_commit_callbacks(execute=True):
         refund_apply(
             sale=commission.sale,

@@ -80,7 +80,7 @@ def two_sales(client, link) -> list[dict[str, Any]]:
 def stored_money() -> list[tuple[Any, ...]]:
     return [
         (
-            c.sale.processor_event_id,
+            c.sale.processor_event_id if c.sale else None,
             c.amount_cents,
             c.status,
             c.credited,
