@@ -89,12 +89,12 @@ PERIOD_WORDS: dict[str, str] = {Period.MONTH: "this month", Period.QUARTER: "thi
 class Progress:
     """One goal of the partner's group: a tier to reach or a bonus to earn, with the partner's figure so far."""
 
-    goal: str  # "Move to Gold" / "Launch bonus: 100.00 USD"
+    goal: str  # "Move to Gold" / "Launch: 100.00 USD bonus"
     target: str  # "10 sales this month"
     figure: int
     threshold: int
-    so_far: str  # "4 sales" / "1,200.00"
-    left: str  # "6 more sales" ("" when reached)
+    so_far: str  # "4 sales" / "1,200.00 in revenue"
+    left: str  # "6 sales more" ("" when reached)
     done: bool
 
     @property
