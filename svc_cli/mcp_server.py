@@ -96,7 +96,8 @@ FRAUD_RULE = {
 WEBHOOK_EVENT_TYPE = {
     "type": "string",
     "description": "lead.created, sale.created, commission.created, commission.approved, commission.refunded, "
-    "commission.reversed, refund.applied, partner.enrolled, payout.created, payout.paid or payout.failed",
+    "commission.reversed, refund.applied, partner.enrolled, partner.group_changed, payout.created, payout.paid or "
+    "payout.failed",
 }
 WEBHOOK_ENDPOINT_FIELDS: dict[str, Any] = {
     "url": {"type": "string", "description": "Where events are POSTed (http or https, a public address)"},

@@ -492,8 +492,8 @@ class TestDeliveries:
         assert agent.get(path, {"status": "lost"}).json() == bad_request(messages.WEBHOOK_DELIVERY_STATUS_INVALID)
         assert agent.get(path, {"event_type": "sale"}).json() == bad_request(
             "event_type must be one of: lead.created, sale.created, commission.created, commission.approved, "
-            "commission.refunded, commission.reversed, refund.applied, partner.enrolled, payout.created, payout.paid, "
-            "payout.failed"
+            "commission.refunded, commission.reversed, refund.applied, partner.enrolled, partner.group_changed, "
+            "payout.created, payout.paid, payout.failed"
         )
 
     def test_it_lists_a_deliverys_attempts_newest_first(self, agent, endpoint):

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db import transaction
-from django.db.models import RestrictedError
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -22,7 +21,9 @@ from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from groups import stripe_codes
 from groups.audit import code_snapshot, enrolment_snapshot, row_snapshot
-from groups.models import Bonus, CouponCode, PartnerGroup, TierRule
+from groups.codes import code_deactivate
+from groups.models import Bonus, PartnerGroup, TierRule
+from groups.rules import bonus_active_set, bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
 from groups.selectors import enrolment_group
 from groups.services import Move, group_create, group_delete, group_snapshot, group_update, partner_move
 from programs.models import Partner, Program
@@ -267,7 +268,7 @@ class AgentTierRulesApi(AgentListApi, AgentWriteApi, _ProgramScoped):
             raise BadRequestError(messages.TIER_TARGET_INVALID, code=messages.CODE_BAD_REQUEST)
 
         def perform() -> AgentWrite:
-            rule = TierRule.objects.create(group=group, target=target, **body)
+            rule = _service(lambda: tier_rule_create(group=group, target=target, **body))
             after = AgentTierRuleSerializer(rule).data
             audit = row_snapshot(rule, TIER_RULE_FIELDS)
             return AgentWrite(201, {"data": after}, "tier_rule.create", "tier_rule", rule.pk, None, audit)
@@ -293,6 +294,7 @@ class AgentTierRuleApi(AgentWriteApi, _ProgramScoped):
 
         def perform() -> AgentWrite:
             before = row_snapshot(rule, TIER_RULE_FIELDS)
+            # No service turns a rule off: the column is the whole change (the beat job reads it on its next run).
             rule.is_active = changes["is_active"]
             rule.save(update_fields=["is_active"])
             after = row_snapshot(rule, TIER_RULE_FIELDS)
@@ -312,7 +314,7 @@ class AgentTierRuleApi(AgentWriteApi, _ProgramScoped):
 
         def perform() -> AgentWrite:
             before, pk = row_snapshot(rule, TIER_RULE_FIELDS), rule.pk
-            rule.delete()
+            tier_rule_delete(rule=rule)
             body = AgentDeletedSerializer({"data": {"id": pk, "deleted": True}}).data
             return AgentWrite(200, body, "tier_rule.delete", "tier_rule", pk, before, None)
 
@@ -350,7 +352,7 @@ class AgentBonusesApi(AgentListApi, AgentWriteApi, _ProgramScoped):
             raise BadRequestError(messages.BONUS_NAME_INVALID, code=messages.CODE_BAD_REQUEST)
 
         def perform() -> AgentWrite:
-            bonus = Bonus.objects.create(group=group, **body)
+            bonus = _service(lambda: bonus_create(group=group, **body))
             after = AgentBonusSerializer(bonus).data
             audit = row_snapshot(bonus, BONUS_FIELDS)
             return AgentWrite(201, {"data": after}, "bonus.create", "bonus", bonus.pk, None, audit)
@@ -376,8 +378,7 @@ class AgentBonusApi(AgentWriteApi, _ProgramScoped):
 
         def perform() -> AgentWrite:
             before = row_snapshot(bonus, BONUS_FIELDS)
-            bonus.is_active = changes["is_active"]
-            bonus.save(update_fields=["is_active"])
+            bonus_active_set(bonus=bonus, is_active=changes["is_active"])
             after = row_snapshot(bonus, BONUS_FIELDS)
             return AgentWrite(
                 200, {"data": AgentBonusSerializer(bonus).data}, "bonus.update", "bonus", bonus.pk, before, after
@@ -409,13 +410,7 @@ class AgentBonusApi(AgentWriteApi, _ProgramScoped):
                     messages.BONUS_PAID.format(count=paid), code=messages.CODE_BONUS_PAID, details={"awards": paid}
                 )
             before, pk = row_snapshot(locked, BONUS_FIELDS), locked.pk
-            try:
-                with transaction.atomic():
-                    locked.delete()
-            except RestrictedError:  # an award committed since the count
-                raise ConflictError(
-                    messages.BONUS_PAID.format(count=1), code=messages.CODE_BONUS_PAID, details={"awards": 1}
-                ) from None
+            bonus_delete(bonus=locked)  # 409 bonus_paid too if an award committed since the count
             body = AgentDeletedSerializer({"data": {"id": pk, "deleted": True}}).data
             return AgentWrite(200, body, "bonus.delete", "bonus", pk, before, None)
 
@@ -584,8 +579,7 @@ class AgentCouponCodeDeactivateApi(AgentWriteApi, _ProgramScoped):
 
         def perform() -> AgentWrite:
             before = code_snapshot(code)
-            CouponCode.objects.filter(pk=code.pk).update(is_active=False)
-            code.refresh_from_db()
+            code_deactivate(code=code)
             after = code_snapshot(code)
             body = {"data": AgentCouponCodeSerializer(code).data}
             return AgentWrite(200, body, "coupon_code.deactivate", "coupon_code", code.pk, before, after)
