@@ -14,6 +14,7 @@ from django.utils import timezone
 from commissions.approval import commissions_approve_due
 from commissions.models import Commission
 from commissions.services import commission_hold, commission_release, partner_balance
+from core.integrity import integrity_verify
 from groups.milestones import bonuses_award
 from payouts.models import PayoutCommission, Rail
 from payouts.services import manual_rail_set, payout_mark_paid, run_confirm, run_preview
@@ -113,3 +114,7 @@ def test_a_bonus_runs_through_approval_payout_pages_apis_and_webhooks(world):
     assert partner_balance(partner_id=partner.pk, currency="USD") == -5000
     assert owner.get(f"/programs/{program.pk}/commissions?status=reversed").status_code == 200
     assert browser.get("/portal/commissions").status_code == 200
+
+    # The money records' invariants hold for the bonus (the sales' commissions here are made without events).
+    failures = integrity_verify(examples=1000).failures
+    assert [failure.line() for failure in failures if commission.pk in failure.examples] == []
