@@ -559,6 +559,45 @@ class TestCouponCodes:
         assert not CouponCode.objects.exists()
 
 
+class TestCouponCodesWithStripe:
+    """With the program's Stripe account connected, the route goes through groups.stripe_codes (the Stripe fake,
+    through the real stripe library)."""
+
+    @pytest.fixture
+    def connected(self, stripe_server, program):
+        program.stripe_account_id = stripe_server.create_account()["id"]
+        program.save()
+        return program
+
+    def test_a_promotion_code_is_made_for_the_groups_coupon(self, agent, connected, enrolled, stripe_server, schema):
+        PartnerGroup.objects.filter(pk=default_group(connected).pk).update(
+            discount_type="percent", discount_percent=Decimal("10")
+        )
+        response = send(agent, "post", codes_of(connected), {"partner_id": enrolled.pk, "code": "jane20"}, key="c-1")
+        assert response.status_code == 201, response.json()
+        assert_documented(schema, "/api/agent/v1/programs/{program_id}/coupon-codes", "post", response)
+        data = response.json()["data"]
+        assert data["source"] == "stripe" and data["stripe_promotion_code_id"].startswith("promo_")
+        made = [r for r in stripe_server.requests if r.method == "POST" and r.path == "/v1/promotion_codes"]
+        again = send(agent, "post", codes_of(connected), {"partner_id": enrolled.pk, "code": "jane20"}, key="c-1")
+        assert again.json() == response.json() and again["Idempotent-Replayed"] == "true"
+        assert len([r for r in stripe_server.requests if r.path == "/v1/promotion_codes"]) == len(made) == 1
+        assert CouponCode.objects.count() == 1 and AgentAuditEntry.objects.count() == 1
+
+    def test_a_group_without_a_discount_is_400_and_stripe_failing_502(self, agent, connected, enrolled, stripe_server):
+        refused = send(agent, "post", codes_of(connected), {"partner_id": enrolled.pk, "code": "JANE20"})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["details"] == {"reason": "group_has_no_discount"}
+        PartnerGroup.objects.filter(pk=default_group(connected).pk).update(
+            discount_type="amount", discount_amount_cents=500
+        )
+        stripe_server.fail_next("POST /v1/promotion_codes", status=500)
+        failed = send(agent, "post", codes_of(connected), {"partner_id": enrolled.pk, "code": "JANE20"})
+        assert failed.status_code == 502
+        assert failed.json()["data"] is None and failed.json()["error"]["code"] == "stripe_unavailable"
+        assert not CouponCode.objects.exists() and not AgentAuditEntry.objects.exists()
+
+
 def test_a_workspace_without_the_scope_name_in_its_keys_is_unaffected():
     # Existing keys keep their scopes: groups:* is granted only when an operator adds it.
     workspace = WorkspaceFactory.create()
