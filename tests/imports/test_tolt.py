@@ -457,7 +457,7 @@ def test_a_link_on_the_programs_own_parameter_counts_with_that_alias(api_client)
 def test_the_docs_v2_curl_lines_write_the_v2_fixture_files():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "import.md").read_text()
     section = docs[docs.index("### Tolt (`tolt`)") : docs.index("### PartnerStack")]
-    lines = re.findall(r'"\$T2/(\w+)\?([^"]+)" > (\S+\.json)', section)
+    lines = re.findall(r'"\$T2/([\w-]+)\?([^"]+)" > (\S+\.json)', section)
     assert {endpoint for endpoint, _, _ in lines} == {
         "programs",
         "partners",
@@ -465,10 +465,13 @@ def test_the_docs_v2_curl_lines_write_the_v2_fixture_files():
         "customers",
         "transactions",
         "commissions",
+        "groups",
+        "promotion-codes",
     }
     written = {name for _, _, name in lines}
-    assert written == {f"{endpoint}-1.json" for endpoint, _, _ in lines}
-    assert written <= {name for name, _ in files(V2)}
+    assert written == {f"{endpoint.replace('-', '_')}-1.json" for endpoint, _, _ in lines}
+    # The groups and promotion codes are in tolt_groups/ (test_tolt_groups.py).
+    assert written <= {name for name, _ in (*files(V2), *files("tolt_groups"))}
 
 
 def test_v1_partners_with_v2_lists_bring_the_payout_emails():
