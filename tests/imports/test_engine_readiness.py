@@ -107,3 +107,16 @@ def test_a_run_silent_too_long_counts_as_interrupted():
     ImportRun.objects.update(updated_at=timezone.now() - timedelta(hours=1))
     check, _ = import_of(program)
     assert check["status"] == "warn"
+
+
+def test_groups_and_codes_that_came_over_are_named():
+    from tests.imports.test_engine_groups import grouped_source
+
+    program = ProgramFactory()
+    import_source(program, grouped_source(), dry_run=False)
+    run = ImportRun.objects.get()
+    check, _ = import_of(program)
+    assert check["detail"] == (
+        f"Last import: Fake, {run.finished_at:%Y-%m-%d %H:%M:%S} UTC: 3 partners, 3 links, 6 referrals, "
+        "10 commissions, 3 groups, 2 coupon codes came over (1 row(s) refused)"
+    )
