@@ -3,6 +3,7 @@ move and coupon code routes, and each call answers as its route does (the SDK's 
 server, as in test_mcp_server.py)."""
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -129,7 +130,7 @@ def test_the_group_tools_manage_groups_moves_and_codes_through_the_api(served: S
     created = _answer(answers, "create_group", create)
     assert not created.is_error, created.content
     gold = PartnerGroup.objects.get(pk=created.structured_content["id"])
-    assert (gold.name, gold.commission_rate, gold.hold_days) == ("Gold", 30, 14)
+    assert (gold.name, gold.commission_rate, gold.hold_days) == ("Gold", Decimal("30"), 14)
     hidden = _answer(answers, "list_groups", {"program_id": foreign.pk})
     assert hidden.structured_content["error"] == {"code": "not_found", "message": "Program not found", "status": 404}
 
