@@ -300,3 +300,43 @@ def test_a_run_and_a_refund_at_once_never_leave_a_bonus_the_figure_does_not_reac
         # Paid and clawed back (the award came first), or never paid (the refund came first).
         assert [c.status for c in commissions] in ([], ["reversed"]), attempt
         assert partner_balance(partner_id=link.partner_id, currency="USD") == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_refund_committing_while_a_run_decides_waits_for_it_and_claws_back(monkeypatch):
+    """The run has read the figure (the threshold reached) and not yet inserted the award when a refund takes the
+    figure below it: the refund waits for the enrolment the run holds, then finds the award and reverses it."""
+    import threading
+
+    from groups import milestones
+    from tests.helpers import wait_for_lock_waiters
+
+    program, link = program_link(hold_days=0)
+    bonus(program, threshold=3)
+    events = sales(link, 3)
+    figure_read, refunded = threading.Event(), threading.Event()
+    read = milestones.partner_figure
+
+    def figure_then_wait(**kwargs):
+        figure = read(**kwargs)
+        if threading.current_thread().name == "run":
+            figure_read.set()
+            wait_for_lock_waiters(1, or_until=refunded.is_set)
+        return figure
+
+    monkeypatch.setattr(milestones, "partner_figure", figure_then_wait)
+
+    def work(n: int) -> None:
+        if n == 0:
+            threading.current_thread().name = "run"
+            bonuses_award(program, NOW)
+        else:
+            assert figure_read.wait(timeout=30)
+            refund(events[0])
+            refunded.set()
+
+    run_together(2, work)
+    (commission,) = bonus_commissions(link)
+    assert (commission.status, commission.deducted_cents) == ("reversed", 5000)
+    assert partner_balance(partner_id=link.partner_id, currency="USD") == 0
