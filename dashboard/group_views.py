@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib import messages as flash
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -52,6 +52,8 @@ RULE_COLUMNS = ("group_id", "target_id", "direction", "metric", "period", "thres
 BONUS_COLUMNS = ("group_id", "name", "metric", "period", "threshold", "amount_cents", "currency", "is_active")
 # The partner page lists this many of the partner's latest group changes.
 CHANGES_SHOWN = 20
+# The group page lists this many of its partners, by name (the count says how many there are).
+MEMBERS_SHOWN = 50
 
 
 # --- Reading -----------------------------------------------------------------------------------------------------
@@ -205,6 +207,10 @@ def _group_page(
     partners = counts.get(group.pk, 0) + (counts.get(None, 0) if group.is_default else 0)
     rules = list(TierRule.objects.filter(group=group).select_related("target").order_by("direction", "threshold", "pk"))
     bonuses = list(Bonus.objects.filter(group=group).order_by("threshold", "pk"))
+    members = PartnerProgram.objects.filter(program=program).select_related("partner")
+    members = (
+        members.filter(Q(group=group) | Q(group__isnull=True)) if group.is_default else members.filter(group=group)
+    )
     return render(
         request,
         "dashboard/group_detail.html",
@@ -219,6 +225,7 @@ def _group_page(
             rule_form=rule_form or TierRuleForm(group=group, auto_id="rule_%s"),
             bonus_form=bonus_form or BonusForm(auto_id="bonus_%s"),
             has_targets=PartnerGroup.objects.filter(program=program).exclude(pk=group.pk).exists(),
+            members=list(members.order_by("partner__name", "pk")[:MEMBERS_SHOWN]),
         ),
         status=status,
     )

@@ -25,7 +25,7 @@ from tests.dashboard.groups_support import (  # noqa: F401  (fixtures)
     program,
     vip,
 )
-from tests.factories import PartnerProgramFactory
+from tests.factories import PartnerProgramFactory, ProgramFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -259,3 +259,17 @@ def test_a_bonus_is_added_and_removed(owner_client, program, vip):
 def test_a_rule_needs_another_group_to_move_to(owner_client, program, default):
     page = owner_client.get(f"{base(program)}/groups/{default.pk}").content.decode()
     assert "Make another group first" in page and 'id="rule-form"' not in page
+
+
+def test_a_groups_page_lists_its_partners(member_client, program, default, vip, enrolment):
+    in_default = PartnerProgramFactory(program=program)
+    PartnerProgram.objects.filter(pk=enrolment.pk).update(group=vip)
+    other = ProgramFactory()
+    PartnerProgramFactory(program=other, group=group_create(program=other, name="VIP"))  # another program's
+
+    vip_page = member_client.get(f"{base(program)}/groups/{vip.pk}").content.decode()
+    members = vip_page[vip_page.index('id="members"') : vip_page.index('id="tier-rules"')]
+    assert f"/partners/{enrolment.partner_id}/group" in members and members.count("<li>") == 1
+    default_page = member_client.get(f"{base(program)}/groups/{default.pk}").content.decode()
+    members = default_page[default_page.index('id="members"') : default_page.index('id="tier-rules"')]
+    assert f"/partners/{in_default.partner_id}/group" in members and members.count("<li>") == 1
