@@ -391,6 +391,10 @@ SPECTACULAR_SETTINGS = {
         # A group's customer discount: the agent API's groups and the tracker's discount share the names.
         "DiscountTypeEnum": "groups.models.DiscountType",
         "DiscountDurationEnum": "groups.models.DiscountDuration",
+        # A bonus's period (month, quarter, lifetime) and a tier rule's (calendar month or quarter); one currency name.
+        "GroupPeriodEnum": "groups.models.Period",
+        "TierPeriodEnum": "agent_api.api.groups.serializers.CALENDAR_PERIODS",
+        "CurrencyEnum": "core.currency.Currency",
     },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.

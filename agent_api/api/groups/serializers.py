@@ -446,7 +446,7 @@ class AgentTierRuleSerializer(serializers.Serializer[Any]):
     target_group_id = serializers.IntegerField(source="target_id")
     direction = serializers.ChoiceField(choices=TierRule.Direction.choices)
     metric = serializers.ChoiceField(choices=Metric.choices)
-    period = serializers.ChoiceField(choices=Period.choices)
+    period = serializers.ChoiceField(choices=CALENDAR_PERIODS)
     threshold = serializers.IntegerField(help_text="A count of sales, or revenue in the smallest currency unit")
     is_active = serializers.BooleanField()
     created_at = IsoDateTimeField()
