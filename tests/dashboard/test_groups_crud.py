@@ -7,7 +7,8 @@ from html import unescape
 
 import pytest
 
-from groups.models import Bonus, PartnerGroup, TierRule
+from groups.models import Bonus, CouponCode, PartnerGroup, TierRule
+from groups.rules import bonus_create, tier_rule_create
 from groups.services import group_create
 from programs.models import PartnerProgram
 from tests.dashboard.groups_support import (  # noqa: F401  (fixtures)
@@ -273,3 +274,29 @@ def test_a_groups_page_lists_its_partners(member_client, program, default, vip, 
     default_page = member_client.get(f"{base(program)}/groups/{default.pk}").content.decode()
     members = default_page[default_page.index('id="members"') : default_page.index('id="tier-rules"')]
     assert f"/partners/{in_default.partner_id}/group" in members and members.count("<li>") == 1
+
+
+def test_the_pages_cost_the_same_queries_however_many_groups_and_codes(
+    member_client, program, default, vip, enrolment, django_assert_max_num_queries
+):
+    def fill(n: int) -> None:
+        for i in range(n):
+            group = group_create(program=program, name=f"Group {len(PartnerGroup.objects.all())}-{i}")
+            PartnerProgramFactory(program=program, group=group)
+            tier_rule_create(group=group, target=vip, metric="sales", threshold=5)
+            bonus_create(group=group, name="Ten", metric="sales", threshold=10, amount_cents=100)
+            CouponCode.objects.create(program=program, partner=enrolment.partner, code=f"CODE{i}-{group.pk}")
+
+    fill(1)
+    # The list: session, user, program, membership x2, the default group, the groups, partner, rule and bonus counts.
+    # The partner's page: session, user, program, membership x2, the enrolment, the default group, codes, changes,
+    # the default group and the groups (for the move form).
+    with django_assert_max_num_queries(10):
+        member_client.get(f"{base(program)}/groups")
+    with django_assert_max_num_queries(11):
+        member_client.get(f"{base(program)}/partners/{enrolment.partner_id}/group")
+    fill(5)
+    with django_assert_max_num_queries(10):
+        member_client.get(f"{base(program)}/groups")
+    with django_assert_max_num_queries(11):
+        member_client.get(f"{base(program)}/partners/{enrolment.partner_id}/group")
