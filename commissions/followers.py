@@ -15,7 +15,8 @@ status_followers: Providers[Callable[[Commission | None], None]] = Providers("po
 # Called once the hold-end job has approved what was due (approvals made as their sale was stored are caught up).
 approval_job_followers: Providers[Callable[..., int]] = Providers("portal.emails.commission_emails_catch_up")
 # Called inside refund_apply's transaction with the refunded commission saved and locked, before the ledger moves (the
-# partner row is not locked yet): the milestone bonuses the refund no longer lets the partner reach are reversed.
+# partner row is not locked yet): the milestone bonuses the refund no longer lets the partner reach are reversed. Unlike
+# the others it is part of the money path: its writes commit with the refund's, or neither does.
 refund_followers: Providers[Callable[[Commission], None]] = Providers("groups.milestones.bonuses_refund_check")
 
 
