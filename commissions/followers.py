@@ -17,7 +17,7 @@ approval_job_followers: Providers[Callable[..., int]] = Providers("portal.emails
 # Called inside refund_apply's transaction with the refunded commission saved and locked, before the ledger moves (the
 # partner row is not locked yet): the milestone bonuses the refund no longer lets the partner reach are reversed. Unlike
 # the others it is part of the money path: its writes commit with the refund's, or neither does.
-refund_followers: Providers[Callable[[Commission], None]] = Providers("groups.milestones.bonuses_refund_check")
+refund_followers: Providers[Callable[[Commission], None]] = Providers("tiers.milestones.bonuses_refund_check")
 
 
 def commission_status_changed(commission: Commission | None) -> None:

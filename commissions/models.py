@@ -1,3 +1,4 @@
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -160,8 +161,6 @@ class ProductCommissionRate(models.Model):
     def clean(self) -> None:
         super().clean()
         if self.group_id is not None and self.group is not None and self.group.program_id != self.program_id:
-            from django.core.exceptions import ValidationError
-
             raise ValidationError({"group": "The group must be one of the rate's program"})
 
 

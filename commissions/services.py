@@ -407,7 +407,7 @@ def refund_apply(*, sale: RefundedSale, amount: int | None, refund_id: str | Non
             )
             commission.held_at, commission.hold_rule, commission.hold_reason = None, "", ""
         commission.save()
-        commission_refunded(commission)  # bonuses it takes back (groups.milestones), before the ledger moves
+        commission_refunded(commission)  # bonuses it takes back (tiers.milestones), before the ledger moves
         if deduct_from_ledger:
             _deduct(
                 commission,

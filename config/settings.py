@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "imports",
     "insight",
     "groups",
+    "tiers",
 ]
 
 MIDDLEWARE = [
@@ -246,7 +247,7 @@ CELERY_BEAT_SCHEDULE["scheduled-payout-runs"] = {"task": "payouts.scheduled_runs
 CELERY_BEAT_SCHEDULE["prune-import-uploads"] = {"task": "imports.prune_uploads", "schedule": 86400.0}
 # Every invariant of the money records, daily; the result is on readiness and in the admin (docs/integrity.md).
 CELERY_BEAT_SCHEDULE["verify-integrity"] = {"task": "core.verify_integrity", "schedule": 86400.0}
-# Tier rules and milestone bonuses (groups.tiers, groups.milestones): judged hourly, once per partner and period.
+# Tier rules and milestone bonuses (tiers.moves, tiers.milestones): judged hourly, once per partner and period.
 CELERY_BEAT_SCHEDULE["groups-apply-tiers"] = {"task": "groups.apply_tiers", "schedule": 3600.0}
 CELERY_BEAT_SCHEDULE["groups-award-bonuses"] = {"task": "groups.award_bonuses", "schedule": 3600.0}
 CELERY_BEAT_SCHEDULE["update-rollups"] = {

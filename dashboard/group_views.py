@@ -2,7 +2,7 @@
 each partner's group (moved by an owner) and coupon codes.
 
 Any member reads (tracking:list); roles with program:manage write, through groups.services, groups.rules,
-groups.codes and groups.stripe_codes only, each write with its audit entry (groups.audit) in one transaction. A
+groups.codes and groups.stripe_codes only, each write with its audit entry (agent_api.audit) in one transaction. A
 group, rule, bonus, partner or code is found through the program in the path alone: another program's or
 workspace's id answers 404 exactly like an id that names nothing. A refusal is shown on the form it came from
 (status 400), never as a server error."""
@@ -18,16 +18,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from agent_api.audit import audit_write
 from core.errors import ApiError
 from core.ids import id_parse
 from core.money import money
 from core.urls import public_url
-from groups.audit import audit_write, code_snapshot, enrolment_snapshot, row_snapshot, user_actor
 from groups.codes import code_deactivate
 from groups.models import Bonus, CouponCode, DiscountDuration, DiscountType, GroupChange, Metric, PartnerGroup, TierRule
 from groups.rules import bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
 from groups.selectors import default_group, program_groups
 from groups.services import Move, group_create, group_delete, group_snapshot, group_update, partner_move
+from groups.snapshots import code_snapshot, enrolment_snapshot, row_snapshot, user_actor
 from groups.stripe_codes import partner_code_create
 from programs.models import Action, PartnerProgram, Program
 

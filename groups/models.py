@@ -109,7 +109,7 @@ class Period(models.TextChoices):
 class TierRule(models.Model):
     """Moves a partner of `group` to `target` when their figure in the period reaches `threshold` (promote: the
     current period so far) or stays below it (demote: the last complete period). Evaluated by the beat job
-    groups.tasks.tier_rules_apply; each move is a GroupChange naming the rule, once per partner and period."""
+    tiers.tasks.tier_rules_apply; each move is a GroupChange naming the rule, once per partner and period."""
 
     class Direction(models.TextChoices):
         PROMOTE = "promote", "Promote at or above the threshold"

@@ -6,6 +6,7 @@ was computed under (commissions.models.Commission.group, commission_type, commis
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 from django.utils import timezone
@@ -58,8 +59,6 @@ def _slug_free(program: Program, name: str) -> str:
 
 def _checked(group: PartnerGroup) -> PartnerGroup:
     """Validates the group's columns as the model does; a refusal is a 400 naming the first field."""
-    from django.core.exceptions import ValidationError
-
     try:
         group.full_clean(exclude=["program", "slug"])
     except ValidationError as refusal:

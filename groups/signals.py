@@ -8,10 +8,10 @@ from django.dispatch import receiver
 
 from programs.models import Program
 
+from .selectors import default_group
+
 
 @receiver(post_save, sender=Program, dispatch_uid="groups.default_group_for_new_program")
 def default_group_for_new_program(sender: type[Program], instance: Program, created: bool, **_: Any) -> None:
     if created:
-        from .selectors import default_group
-
         default_group(instance)

@@ -8,7 +8,6 @@ from decimal import Decimal
 from django.utils import timezone
 
 from core.money import money
-from groups.figures import Figures, partner_figures
 from groups.models import (
     Bonus,
     BonusAward,
@@ -24,6 +23,7 @@ from groups.periods import period_key
 from groups.selectors import enrolment_group
 from groups.terms import GroupTerms, program_terms
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, PartnerProgram
+from tiers.figures import Figures, partner_figures
 
 
 def _rate(rate: Decimal) -> str:
@@ -123,7 +123,7 @@ def _progress(goal: str, metric: str, period: str, threshold: int, figure: int, 
 
 def group_progress(enrolment: PartnerProgram, group: PartnerGroup) -> list[Progress]:
     """The partner's progress towards each active promotion of their group and each active bonus of it, with the
-    figure tiers and bonuses judge by (groups.figures: net of refunds); a bonus paid in this period shows as
+    figure tiers and bonuses judge by (tiers.figures: net of refunds); a bonus paid in this period shows as
     earned."""
     now = timezone.now()
     figures: dict[str, Figures] = {}

@@ -20,7 +20,7 @@ def unsettled_sales(context: CheckContext) -> QuerySet[SaleEvent]:
 
 def commission_against_sale(context: CheckContext) -> QuerySet[Commission]:
     """A commission is its sale's: same program, partner and currency, on a live attributed sale that has no
-    reason recorded for paying nothing. A milestone bonus has no sale (groups.milestones): not asked here."""
+    reason recorded for paying nothing. A milestone bonus has no sale (tiers.milestones): not asked here."""
     return Commission.objects.filter(sale__isnull=False).filter(
         ~Q(program_id=F("sale__program_id"))
         | Q(sale__partner_id__isnull=True)

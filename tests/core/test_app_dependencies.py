@@ -22,6 +22,8 @@ APPS = (
     "portal",
     "imports",
     "insight",
+    "groups",
+    "tiers",
 )
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
 
@@ -98,6 +100,12 @@ def test_programs_imports_only_core_and_webhooks():
     """webhooks, like core, imports no feature app (below), so programs still depends on no feature app; it
     imports webhooks to announce an enrolment in the enrolment's transaction."""
     assert set(app_import_graph()["programs"]) <= {"core", "webhooks"}
+
+
+def test_groups_imports_only_core_webhooks_and_programs():
+    """Commissions and tracking read a partner's group terms and codes, so groups sits below them; what judges
+    figures and pays bonuses (tiers) sits above, and the admin's audit writer is named (groups.admin.audit_writers)."""
+    assert set(app_import_graph()["groups"]) <= {"core", "webhooks", "programs"}
 
 
 def test_fraud_imports_only_core_and_programs():

@@ -18,11 +18,12 @@ from tests.core.test_app_dependencies import APPS, ROOT, _app_files
 REGISTRIES = {
     "commissions.followers.status_followers": ("portal.emails.commission_email_later",),
     "commissions.followers.approval_job_followers": ("portal.emails.commission_emails_catch_up",),
-    "commissions.followers.refund_followers": ("groups.milestones.bonuses_refund_check",),
+    "commissions.followers.refund_followers": ("tiers.milestones.bonuses_refund_check",),
     # Before commissions' own withdrawals_fit_balance: payouts not sent yet are reduced before open withdrawals.
     "commissions.services.balance_fitters": ("payouts.ledger.payouts_fit_balance",),
     "commissions.services.paid_out_checks": ("payouts.ledger.commission_paid_out",),
     "tracking.stripe.old_platforms.old_platform_finders": ("imports.stripe_attribution.old_platform_customer",),
+    "groups.admin.audit_writers": ("agent_api.audit.audit_write",),
 }
 
 

@@ -15,12 +15,12 @@ from commissions.approval import commissions_approve_due
 from commissions.models import Commission
 from commissions.services import commission_hold, commission_release, partner_balance
 from core.integrity import integrity_verify
-from groups.milestones import bonuses_award
 from payouts.models import PayoutCommission, Rail
 from payouts.services import manual_rail_set, payout_mark_paid, run_confirm, run_preview
 from programs.services import agent_key_create
 from tests.factories import MembershipFactory, ProgramFactory, ReferralLinkFactory
 from tests.portal.test_commissions_balance import invite, joined, partner_of
+from tiers.milestones import bonuses_award
 from webhooks.models import EventType, WebhookEvent
 from webhooks.payloads import EXAMPLE_DATA, commission_data
 

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from groups.figures import Figures, partner_figure, partner_figures
 from tests.factories import CustomerFactory, SaleFactory
+from tiers.figures import Figures, partner_figure, partner_figures
 from tracking.rollups import rollups_update
 
 from .world import another_link, program_link, refund, sale

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from groups.models import BonusAward, GroupChange
 from groups.selectors import default_group
-from groups.tasks import bonuses_award_task, tier_rules_apply_task
+from tiers.tasks import bonuses_award_task, tier_rules_apply_task
 
 from .world import bonus, group, program_link, rule, sale
 

@@ -9,11 +9,11 @@ from django.utils import timezone
 from commissions.approval import commissions_approve_due
 from commissions.models import Commission, LedgerEntry
 from commissions.services import commission_void, partner_balance
-from groups.milestones import bonuses_award, bonuses_award_all
 from groups.models import BonusAward
 from groups.services import Move, partner_move
 from tests.factories import CustomerFactory
-from tests.helpers import bearer, run_together
+from tests.helpers import run_together
+from tiers.milestones import bonuses_award, bonuses_award_all
 from tracking.rollups import rollups_update
 from webhooks.models import WebhookEvent
 
@@ -252,7 +252,7 @@ def test_runs_during_concurrent_sales_pay_exactly_once():
                 "/api/v1/track/sale",
                 {"transaction_id": f"txn_{n}", "amount_cents": 1000, "click_id": customers[n].click_id},
                 format="json",
-                **bearer(program.raw_api_key),
+                HTTP_AUTHORIZATION=f"Bearer {program.raw_api_key}",
             )
             assert response.status_code == 200, response.content
             return 0
@@ -309,8 +309,8 @@ def test_a_refund_committing_while_a_run_decides_waits_for_it_and_claws_back(mon
     figure below it: the refund waits for the enrolment the run holds, then finds the award and reverses it."""
     import threading
 
-    from groups import milestones
     from tests.helpers import wait_for_lock_waiters
+    from tiers import milestones
 
     program, link = program_link(hold_days=0)
     bonus(program, threshold=3)

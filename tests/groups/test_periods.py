@@ -7,8 +7,8 @@ import pytest
 from groups.periods import period_bounds, period_current, period_key, period_last_complete
 
 
-def at(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

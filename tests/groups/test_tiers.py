@@ -11,9 +11,9 @@ from groups.models import GroupChange
 from groups.periods import period_current
 from groups.selectors import default_group
 from groups.services import Move, partner_move
-from groups.tiers import tier_rule_move, tier_rules_apply
 from programs.models import PartnerAccount
 from tests.helpers import run_together
+from tiers.moves import tier_rule_move, tier_rules_apply
 from webhooks.models import EventType, WebhookEvent
 
 from .world import another_link, enrolment, group, program_link, rule, sale

@@ -2,7 +2,7 @@
 rules, and a refund through the service both refund routes call."""
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -16,18 +16,21 @@ from tracking.models import SaleEvent
 
 
 def program_link(*, hold_days: int = 30) -> tuple[Program, ReferralLink]:
-    program = ProgramFactory(hold_days=hold_days)
-    return program, ReferralLinkFactory(program=program)
+    program = cast(Program, ProgramFactory(hold_days=hold_days))
+    return program, cast(ReferralLink, ReferralLinkFactory(program=program))
 
 
 def another_link(program: Program) -> ReferralLink:
-    return ReferralLinkFactory(program=program)
+    return cast(ReferralLink, ReferralLinkFactory(program=program))
 
 
 def sale(link: ReferralLink, *, amount: int = 10000, when: datetime | None = None, **extra: Any) -> SaleEvent:
     """An attributed live sale of the link's partner with its pending commission (20%)."""
-    event = SaleFactory(
-        customer=CustomerFactory(link=link), sale_date=when or timezone.now(), amount_cents=amount, **extra
+    event = cast(
+        SaleEvent,
+        SaleFactory(
+            customer=CustomerFactory(link=link), sale_date=when or timezone.now(), amount_cents=amount, **extra
+        ),
     )
     CommissionFactory(sale=event, hold_until=timezone.now() + timedelta(days=365))  # never due in these tests
     return event

@@ -264,7 +264,7 @@ def test_the_card_reads_a_fixed_number_of_queries(program, jane, vip, django_ass
     sales(program, jane, 2)
     client = signed_in(jane)
     # session, account, enrolments (with program and group); the card: codes, tier rules (with targets), bonuses,
-    # awards; then per period key asked (this month, all time) groups.figures' five: the watermarks, the rollups,
+    # awards; then per period key asked (this month, all time) tiers.figures' five: the watermarks, the rollups,
     # the sales above the watermark, the watermarks again, the refunds. However many sales.
     with django_assert_num_queries(17):
         assert client.get("/portal/").status_code == 200

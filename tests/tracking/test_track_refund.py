@@ -372,7 +372,7 @@ def test_refund_query_count(client, django_assert_num_queries):
     body = {"transaction_id": commission.sale.processor_event_id, "refund_amount_cents": 2500}
     # 1 key lookup (program joined), 2 sale lookup, 3 SAVEPOINT (the refund's transaction; BEGIN outside
     # tests), 4 commission SELECT ... FOR UPDATE, 5 commission UPDATE, 6 whether the program has a milestone bonus
-    # the refund could take back (none: groups.milestones reads no more), 7 partner row lock, 8 ledger INSERT,
+    # the refund could take back (none: tiers.milestones reads no more), 7 partner row lock, 8 ledger INSERT,
     # 9 payouts not sent yet SELECT ... FOR UPDATE (none: nothing to reduce), 10 balance SUM, 11 open withdrawals
     # SELECT ... FOR UPDATE, 12 a payout covering the commission that left, SELECT ... FOR UPDATE (none: no warning
     # to the advertiser), 13 notification outbox INSERT, 14 webhook event INSERT (commission.refunded), 15 webhook

@@ -5,7 +5,7 @@ changes, and the program's coupon codes.
 Every route names a program the key may see (404 otherwise), and every object it names is looked up within that
 program: a group, rule, bonus, partner or code of another program or workspace is 404, never revealed. Each write
 goes through AgentWriteApi.write (its audit entry in the same transaction, Idempotency-Key honoured) with the
-action names groups.audit uses for the same changes made on the dashboard. What the groups services refuse is a
+action names agent_api.audit uses for the same changes made on the dashboard. What the groups services refuse is a
 400 invalid_request with the service's message (details.reason: its own code) or its 409 with its code."""
 
 from collections.abc import Callable
@@ -20,12 +20,12 @@ from rest_framework.response import Response
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from groups import stripe_codes
-from groups.audit import code_snapshot, enrolment_snapshot, row_snapshot
 from groups.codes import code_deactivate
 from groups.models import Bonus, PartnerGroup, TierRule
 from groups.rules import bonus_active_set, bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
 from groups.selectors import enrolment_group
 from groups.services import Move, group_create, group_delete, group_snapshot, group_update, partner_move
+from groups.snapshots import code_snapshot, enrolment_snapshot, row_snapshot
 from programs.models import Partner, Program
 
 from ... import messages

@@ -1,11 +1,11 @@
-"""Tier rules: the beat job moves partners between groups by their figures (groups.figures).
+"""Tier rules: the beat job moves partners between groups by their figures (tiers.figures).
 
 A promote rule moves a partner of its group whose figure in the current period so far reaches the threshold; a
 demote rule moves one whose figure in the last complete period stayed below it, if they were in the group for the
 whole of that period (a partner promoted into it this month is not judged by last month, when they were not in
 it). Each move goes through groups.services.partner_move (the enrolment locked, a GroupChange naming the rule, the
 partner.group_changed webhook), whose constraint lets a rule move a partner once per period whatever runs at the
-same time; the partner is then emailed (groups.emails)."""
+same time; the partner is then emailed (tiers.emails)."""
 
 import logging
 from dataclasses import dataclass
@@ -15,14 +15,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.tasks import enqueue
+from groups.models import GroupChange, TierRule
+from groups.periods import PeriodBounds, period_current, period_last_complete
+from groups.services import Move, partner_move
 from programs.models import PartnerProgram
 
 from .emails import group_change_email_task
 from .figures import Figures, partner_figures
 from .milestones import enrolment_lock, group_enrolments, in_group
-from .models import GroupChange, TierRule
-from .periods import PeriodBounds, period_current, period_last_complete
-from .services import Move, partner_move
 
 logger = logging.getLogger("svc.groups")
 

@@ -1,4 +1,4 @@
-"""Milestone bonuses: a partner of a group whose figure (groups.figures) reaches a bonus's threshold in a period is
+"""Milestone bonuses: a partner of a group whose figure (tiers.figures) reaches a bonus's threshold in a period is
 paid the bonus once, as a commission of kind bonus that goes through the hold, approval and ledger of any other
 commission (commissions.approval: created pending with the group's hold_days, approved and credited by the
 hold-end job, or at once with a hold of 0).
@@ -26,12 +26,12 @@ from commissions.approval import commission_event_emit, commission_insert, revie
 from commissions.followers import commission_status_changed
 from commissions.models import Commission, CommissionKind, CommissionReview, CommissionStatus
 from commissions.services import _deduct, commission_review_record
+from groups.models import Bonus, BonusAward, PartnerGroup
+from groups.periods import period_bounds, period_key
 from programs.models import PartnerProgram, Program
 from webhooks.models import EventType
 
 from .figures import partner_figure, partner_figures
-from .models import Bonus, BonusAward, PartnerGroup
-from .periods import period_bounds, period_key
 
 logger = logging.getLogger("svc.groups")
 

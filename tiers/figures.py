@@ -19,11 +19,10 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Least
 
 from commissions.models import Commission, CommissionKind, CommissionStatus
+from groups.models import Metric
+from groups.periods import PeriodBounds, period_bounds
 from tracking.models import DailyRollup
 from tracking.rollups import SALE, Watermarks, rollup_read, rollup_sums, rows_with_delta
-
-from .models import Metric
-from .periods import PeriodBounds, period_bounds
 
 
 @dataclass(frozen=True)

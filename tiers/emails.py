@@ -10,8 +10,7 @@ from django.core.mail import EmailMessage
 from core.money import money
 from core.tasks import service_task
 from core.urls import public_url
-
-from .models import GroupChange, Metric
+from groups.models import GroupChange, Metric
 
 logger = logging.getLogger("svc.groups")
 

@@ -5,7 +5,7 @@ from core.tasks import service_task
 
 from .emails import group_change_email_task
 from .milestones import bonuses_award_all
-from .tiers import tier_rules_apply
+from .moves import tier_rules_apply
 
 __all__ = ["bonuses_award_task", "group_change_email_task", "tier_rules_apply_task"]
 

@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from groups.milestones import bonuses_award, bonuses_award_all
-from groups.tiers import tier_rules_apply
 from programs.models import Program
+from tiers.milestones import bonuses_award, bonuses_award_all
+from tiers.moves import tier_rules_apply
 
 
 class Command(BaseCommand):
