@@ -128,6 +128,9 @@ class Move:
     rule: TierRule | None = None
     period_key: str = ""
     figure: int | None = None
+    # An import places partners as the old platform had them: history, announced to no receiver (as imported
+    # commissions send nothing), still recorded as a GroupChange.
+    announce: bool = True
 
 
 def partner_move(*, enrolment: PartnerProgram, group: PartnerGroup, move: Move) -> GroupChange | None:
@@ -161,6 +164,8 @@ def partner_move(*, enrolment: PartnerProgram, group: PartnerGroup, move: Move) 
         locked.group = None if group.is_default else group
         locked.save(update_fields=["group"])
         enrolment.group = locked.group
+        if not move.announce:
+            return change
         event_emit(
             program_id=locked.program_id,
             type=EventType.PARTNER_GROUP_CHANGED,

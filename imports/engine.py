@@ -691,7 +691,7 @@ class _Importer:
         return items
 
     def write_moves(self, items: list[_Item]) -> None:
-        move = Move(reason=GroupChange.Reason.IMPORT, actor=f"import:{self.platform}"[:200])
+        move = Move(reason=GroupChange.Reason.IMPORT, actor=f"import:{self.platform}"[:200], announce=False)
         for number, batch in self._batches(MOVE, items):
             targets = {self._saved(self.groups[item.row.group_source_id]) for item in batch}
             groups = {group.pk: group for group in PartnerGroup.objects.filter(pk__in=targets)}

@@ -11,6 +11,7 @@ from imports.platforms import PLATFORMS
 from imports.records import Source
 from programs.models import PartnerProgram, Program
 from tests.factories import ProgramFactory
+from webhooks.models import EventType, WebhookEvent
 
 TABLES = (PartnerGroup, GroupChange, CouponCode, PartnerProgram, ImportedRecord)
 TERMS = (
@@ -91,6 +92,8 @@ def check_groups(
     changes = GroupChange.objects.filter(program=program)
     assert {(change.reason, change.actor) for change in changes} <= {("import", f"import:{platform}")}
     assert changes.count() == sum(1 for name in partners.values() if name is not None)
+    # Placing imported partners is history: recorded, announced to no webhook receiver.
+    assert not WebhookEvent.objects.filter(program=program, type=EventType.PARTNER_GROUP_CHANGED).exists()
 
     after = row_counts()
     rerun = import_source(program, source, dry_run=False).counts_dict()
