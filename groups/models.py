@@ -80,14 +80,28 @@ class PartnerGroup(SameWorkspace, models.Model):
                 name="group_percent_at_most_100",
             ),
             models.CheckConstraint(
+                # isnull=False spelled out: a CHECK lets a NULL comparison through.
                 condition=Q(discount_type="")
-                | Q(discount_type=DiscountType.PERCENT, discount_percent__gt=0, discount_percent__lte=100)
-                | Q(discount_type=DiscountType.AMOUNT, discount_amount_cents__gt=0),
+                | Q(
+                    discount_type=DiscountType.PERCENT,
+                    discount_percent__isnull=False,
+                    discount_percent__gt=0,
+                    discount_percent__lte=100,
+                )
+                | Q(
+                    discount_type=DiscountType.AMOUNT, discount_amount_cents__isnull=False, discount_amount_cents__gt=0
+                ),
                 name="group_discount_complete",
+                violation_error_message=(
+                    "A percent discount needs discount_percent above 0 and at most 100; an amount discount needs "
+                    "discount_amount_cents above 0"
+                ),
             ),
             models.CheckConstraint(
-                condition=~Q(discount_duration=DiscountDuration.REPEATING) | Q(discount_duration_months__gte=1),
+                condition=~Q(discount_duration=DiscountDuration.REPEATING)
+                | Q(discount_duration_months__isnull=False, discount_duration_months__gte=1),
                 name="group_discount_months",
+                violation_error_message="A repeating discount needs discount_duration_months of at least 1",
             ),
         ]
 

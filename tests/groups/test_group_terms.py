@@ -186,3 +186,26 @@ def test_refunds_claw_back_a_group_rate_commission_exactly(api_client, program, 
     assert commission.deducted_cents == 3000 and commission.status == "reversed"
     ledger = LedgerEntry.objects.filter(partner=link.partner)
     assert sum(entry.amount_cents for entry in ledger) == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"discount_type": "percent"}, "A percent discount needs discount_percent above 0 and at most 100"),
+        ({"discount_type": "amount"}, "an amount discount needs discount_amount_cents above 0"),
+        (
+            {"discount_type": "percent", "discount_percent": Decimal("5"), "discount_duration": "repeating"},
+            "A repeating discount needs discount_duration_months of at least 1",
+        ),
+    ],
+)
+def test_an_incomplete_discount_is_refused_by_the_service_and_the_database(program, fields, message):
+    from django.db import IntegrityError, transaction
+
+    from core.errors import BadRequestError
+
+    with pytest.raises(BadRequestError) as refused:
+        group_create(program=program, name="Half done", **fields)
+    assert message in str(refused.value.message)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PartnerGroup.objects.create(program=program, name="Raw", slug="raw", **fields)
