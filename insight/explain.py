@@ -34,6 +34,7 @@ from core.errors import NotFoundError
 from core.money import money
 from fraud.config import program_rules
 from fraud.rules import SPECS, Rule, Traffic, self_referral
+from groups.models import CouponCode
 from groups.terms import DEFAULT_GROUP_NAME, partner_terms
 from programs.models import PERCENT_TYPES, RECURRING_TYPES, Partner, Program, ReferralLink
 from tracking.api.schema import (
@@ -73,6 +74,12 @@ STRIPE_RULES = [
     ("svc_customer_key", "metadata.svc_customer_key alone, against the lead record"),
     ("old_platform", "an imported platform's own metadata key, against what the import brought over"),
 ]
+# After every rule of either path (groups.codes): listed for a program that has coupon codes, so one that never
+# made any explains as before.
+COUPON_RULES = {
+    "api": ("coupon_code", "coupon_code: the partner holding the code, when nothing above matched"),
+    "stripe": ("promotion_code", "the promotion code the checkout or invoice carried, when nothing above matched"),
+}
 
 NO_COMMISSION_TEXT = {
     NoCommission.RENEWAL_NOT_RECURRING: "a renewal, and the commission type pays the first sale only",
@@ -243,10 +250,13 @@ def _path_of(sale: SaleEvent, processor_event: ProcessorEvent | None) -> str:
     return "unknown"
 
 
-def _rules(path: str, matched: str, *, attributed: bool, known: bool) -> list[dict[str, str]]:
+def _rules(path: str, matched: str, *, attributed: bool, known: bool, with_codes: bool = False) -> list[dict[str, str]]:
     """Each rule of the path's order with what it did: matched, no_match (tried: not given or matched no
-    customer), not_tried (an earlier rule matched) or unknown (not recorded)."""
+    customer), not_tried (an earlier rule matched) or unknown (not recorded). with_codes: the program has coupon
+    codes, so the code rule ends the order."""
     rules = STRIPE_RULES if path == "stripe" else API_RULES
+    if with_codes or matched in ("coupon_code", "promotion_code"):
+        rules = [*rules, COUPON_RULES["stripe" if path == "stripe" else "api"]]
     out = []
     seen = False
     for name, description in rules:
@@ -275,7 +285,10 @@ def _attribution(*, program: Program, sale: SaleEvent, processor_event: Processo
     step = recorded.removeprefix(STRIPE_PREFIX)
     # A sale with no customer went through every rule; one with a customer but nothing recorded predates this.
     known = bool(recorded) or customer is None
-    rules = _rules(path, step, attributed=customer is not None, known=known and path != "unknown")
+    with_codes = CouponCode.objects.filter(program_id=program.pk).exists()
+    rules = _rules(
+        path, step, attributed=customer is not None, known=known and path != "unknown", with_codes=with_codes
+    )
     if path == "unknown" and customer is None:
         rules = []
     return {

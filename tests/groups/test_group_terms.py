@@ -209,3 +209,16 @@ def test_an_incomplete_discount_is_refused_by_the_service_and_the_database(progr
     assert message in str(refused.value.message)
     with pytest.raises(IntegrityError), transaction.atomic():
         PartnerGroup.objects.create(program=program, name="Raw", slug="raw", **fields)
+
+
+def test_explain_names_the_coupon_code_that_attributed_a_sale(api_client, program, gold):
+    golden = enrolled_in(program, gold)
+    CouponCode.objects.create(program=program, partner=golden.partner, code="JANE20")
+    sale(api_client, program, transaction_id="t1", amount_cents=10000, coupon_code="JANE20")
+    attribution = sale_explain(program=program, transaction_id="t1")["attribution"]
+    assert attribution["matched_rule"] == "coupon_code"
+    assert [(rule["rule"], rule["status"]) for rule in attribution["rules"]] == [
+        ("customer_key", "no_match"),
+        ("click_id", "no_match"),
+        ("coupon_code", "matched"),
+    ]

@@ -394,7 +394,7 @@ EXPLAIN_SALE = inline_serializer(
             fields={
                 "path": serializers.ChoiceField(choices=["api", "stripe", "unknown"]),
                 "matched_rule": serializers.CharField(
-                    help_text="customer_key, click_id, stripe:<step>; or why none is known"
+                    help_text="customer_key, click_id, coupon_code, stripe:<step>; or why none is known"
                 ),
                 "rules": serializers.ListField(
                     child=inline_serializer(
@@ -405,7 +405,8 @@ EXPLAIN_SALE = inline_serializer(
                             "status": serializers.ChoiceField(choices=["matched", "no_match", "not_tried", "unknown"]),
                         },
                     ),
-                    help_text="The path's lookup order (the sale endpoint's two, or the five Stripe steps)",
+                    help_text="The path's lookup order (the sale endpoint's two, or the Stripe steps), then, for a "
+                    "program with coupon codes, the code rule (coupon_code, or promotion_code on Stripe's path)",
                 ),
                 "click": inline_serializer(
                     "ExplainClick",
