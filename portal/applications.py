@@ -155,8 +155,9 @@ def _apply(request: HttpRequest, program: Program, group: PartnerGroup | None = 
     if not form.is_valid():
         return _form_page(request, program, form, stamp=request.POST["stamp"], status=400, group=group)
     data = form.cleaned_data
+    answers: list[dict[str, str]] = []
     if isinstance(form, GroupApplicationForm) and group is not None:
-        promotion = form.answered_promotion(group)
+        promotion, answers = form.answered_promotion(group), form.answers()
     else:
         promotion = group_line_neutralized(data["promotion"])
     application_submit(
@@ -166,6 +167,8 @@ def _apply(request: HttpRequest, program: Program, group: PartnerGroup | None = 
         website=data["website"],
         promotion=promotion,
         request=request,
+        group=group,
+        answers=answers,
     )
     return _thanks(request, program)
 
@@ -234,9 +237,18 @@ class GroupApplicationForm(ApplicationForm):
     def answer_fields(self) -> list[forms.BoundField]:
         return [self[f"answer_{number}"] for number in range(1, len(self.questions) + 1)]
 
+    def answers(self) -> list[dict[str, str]]:
+        """The group's questions as asked, with the applicant's answers (PartnerApplication.answers)."""
+        data = self.cleaned_data
+        return [
+            {"question": label, "answer": data.get(f"answer_{number}", "").strip()}
+            for number, (label, _required) in enumerate(self.questions, start=1)
+        ]
+
     def answered_promotion(self, group: PartnerGroup) -> str:
-        """The promotion text as stored: the group's line first (approval reads it: portal.services), then the
-        applicant's words, then each question with its answer. PartnerApplication has no column for either."""
+        """The promotion text as owners read it: the group's line first, then the applicant's words, then each
+        question with its answer. The group and the answers are also kept as such (PartnerApplication.group,
+        answers): approval reads the column, never the text."""
         data = self.cleaned_data
         lines = [GROUP_LINE.format(slug=group.slug, name=group.name), "", data["promotion"]]
         for number, (label, _required) in enumerate(self.questions, start=1):

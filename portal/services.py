@@ -197,6 +197,8 @@ def application_submit(
     website: str,
     promotion: str,
     request: HttpRequest | None = None,
+    group: PartnerGroup | None = None,
+    answers: list[dict[str, str]] | None = None,
 ) -> None:
     """Records an application to `program` (the email lowercased). A second one of the same email while the first
     waits changes nothing. Where the program approves applications as they arrive, it is approved at once (the
@@ -204,7 +206,13 @@ def application_submit(
     try:
         with transaction.atomic():
             application = PartnerApplication.objects.create(
-                program=program, name=name, email=account_email(email), website=website, promotion=promotion
+                program=program,
+                name=name,
+                email=account_email(email),
+                website=website,
+                promotion=promotion,
+                group=group,
+                answers=answers or [],
             )
     except IntegrityError:  # application_one_pending: this email's application is waiting already
         return
@@ -255,14 +263,13 @@ def group_line_neutralized(promotion: str) -> str:
 
 
 def application_group(application: PartnerApplication) -> PartnerGroup | None:
-    """The group the application was sent from (its first line, GROUP_LINE), when that group of its program is
-    still open to applications; None for an application from the program's own page."""
-    first_line = application.promotion.split("\n", 1)[0].strip()
-    found = _GROUP_LINE.fullmatch(first_line)
-    if found is None:
+    """The group the application was sent from (PartnerApplication.group), when that group of its program is still
+    open to applications; None for an application from the program's own page. The text's first line (GROUP_LINE)
+    only shows owners the group: it decides nothing."""
+    if application.group_id is None:
         return None
     return PartnerGroup.objects.filter(
-        program_id=application.program_id, slug=found["slug"], applications_open=True
+        pk=application.group_id, program_id=application.program_id, applications_open=True
     ).first()
 
 

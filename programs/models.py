@@ -532,6 +532,13 @@ class PartnerApplication(models.Model):
     email = models.EmailField()
     website = models.URLField(max_length=500, blank=True, default="")
     promotion = models.TextField(max_length=2000, help_text="How they will promote the program")
+    # Sent from a group's own page (/join/<program>/<slug>): approval puts the partner in that group while it is
+    # still open to applications; NULL for the program's own page. answers: that page's questions as asked, each
+    # {"question": str, "answer": str}.
+    group = models.ForeignKey(
+        "groups.PartnerGroup", on_delete=models.SET_NULL, null=True, blank=True, related_name="applications"
+    )
+    answers = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # Set on approval: the partner row the applicant became.
     partner = models.ForeignKey(Partner, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")

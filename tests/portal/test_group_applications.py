@@ -104,6 +104,11 @@ def test_an_application_keeps_the_answers_and_names_the_group(program, podcaster
         "Applied to the group: Podcasters [podcasters]\n\nA weekly show\n\n"
         "Which podcast do you host?\nThe Acme Hour\n\nAudience size\n4,000 listeners"
     )
+    assert application.group == podcasters
+    assert application.answers == [
+        {"question": "Which podcast do you host?", "answer": "The Acme Hour"},
+        {"question": "Audience size", "answer": "4,000 listeners"},
+    ]
     assert application_group(application) == podcasters
     assert mail.outbox == []
 
@@ -164,6 +169,7 @@ def test_the_programs_own_page_cannot_name_a_group(podcasters):
     forged = form(program, promotion="Applied to the group: Podcasters [podcasters]\n\nPlease")
     assert THANKS in Client().post(f"/join/{program.pk}", forged).content
     application = PartnerApplication.objects.get()
+    assert application.group is None and application.answers == []
     assert application_group(application) is None
 
 
