@@ -23,13 +23,13 @@ from core.errors import ApiError
 from core.ids import id_parse
 from core.money import money
 from core.urls import public_url
-from groups.codes import code_deactivate
 from groups.models import Bonus, CouponCode, DiscountDuration, DiscountType, GroupChange, Metric, PartnerGroup, TierRule
 from groups.rules import bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
 from groups.selectors import default_group, program_groups
 from groups.services import Move, group_create, group_delete, group_snapshot, group_update, partner_move
 from groups.snapshots import code_snapshot, enrolment_snapshot, row_snapshot, user_actor
 from groups.stripe_codes import partner_code_create
+from groups.stripe_codes import partner_code_deactivate as code_turn_off
 from programs.models import Action, PartnerProgram, Program
 
 from .group_forms import BonusForm, CodeForm, GroupForm, MoveForm, TierRuleForm
@@ -586,13 +586,17 @@ def partner_code_deactivate(request: HttpRequest, access: ProgramAccess, code_id
 
     def write() -> tuple[bool, dict[str, Any] | None, dict[str, Any] | None]:
         before = code_snapshot(code)
-        changed = code_deactivate(code=code)
+        changed = code_turn_off(code=code)
         return changed, before, code_snapshot(code)
 
-    with transaction.atomic():
-        changed, before, after = write()
-        if changed:
-            _audit(request, access, "coupon_code.deactivate", "coupon_code", code.pk, before, after)
+    try:
+        with transaction.atomic():
+            changed, before, after = write()
+            if changed:
+                _audit(request, access, "coupon_code.deactivate", "coupon_code", code.pk, before, after)
+    except ApiError as refusal:
+        flash.error(request, refusal.message)
+        return redirect("dashboard-partner-group", program_id=access.program.pk, partner_id=code.partner_id)
     partner = code.partner.name
     if changed:
         flash.success(request, CODE_DEACTIVATED.format(code=code.code, partner=partner))

@@ -22,7 +22,6 @@ from core.providers import Providers
 from programs.admin import WorkspaceChoicesAdmin
 from programs.models import PartnerProgram
 
-from .codes import code_deactivate
 from .models import Bonus, BonusAward, CouponCode, DiscountDuration, DiscountType, GroupChange, PartnerGroup, TierRule
 from .selectors import default_group
 from .services import (
@@ -36,6 +35,7 @@ from .services import (
     partner_move,
 )
 from .snapshots import code_snapshot, enrolment_snapshot, row_snapshot
+from .stripe_codes import partner_code_deactivate
 
 RULE_COLUMNS = ("group_id", "target_id", "direction", "metric", "period", "threshold", "is_active")
 BONUS_COLUMNS = ("group_id", "name", "metric", "period", "threshold", "amount_cents", "currency", "is_active")
@@ -316,9 +316,11 @@ class CouponCodeAdmin(WorkspaceChoicesAdmin[CouponCode]):
     def deactivate(self, request: HttpRequest, queryset: QuerySet[CouponCode]) -> None:
         count = 0
         for code in queryset.select_related("program"):
-            with transaction.atomic():
-                before = code_snapshot(code)
-                if code_deactivate(code=code):
+            try:
+                with transaction.atomic():
+                    before = code_snapshot(code)
+                    if not partner_code_deactivate(code=code):
+                        continue
                     count += 1
                     _audit(
                         request,
@@ -329,6 +331,8 @@ class CouponCodeAdmin(WorkspaceChoicesAdmin[CouponCode]):
                         before=before,
                         after=code_snapshot(code),
                     )
+            except ApiError as refusal:
+                self.message_user(request, f"{code.code}: {refusal.message}", messages.ERROR)
         self.message_user(request, f"Deactivated {count} code(s).")
 
 

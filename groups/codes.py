@@ -73,8 +73,8 @@ def code_register(
 
 def code_deactivate(*, code: CouponCode) -> bool:
     """Stops the code attributing sales (the row stays: sales it attributed keep naming it). True when it was
-    active. A Stripe promotion code stays as it is on the connected account: the customer still gets the discount,
-    the partner no longer gets the sale."""
+    active. Here alone: groups.stripe_codes.partner_code_deactivate, which the dashboard, admin and agent API call,
+    also turns a Stripe promotion code off on the connected account."""
     changed = CouponCode.objects.filter(pk=code.pk, is_active=True).update(is_active=False)
     code.is_active = False
     return bool(changed)

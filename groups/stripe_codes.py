@@ -18,7 +18,7 @@ from core.errors import ApiError, BadRequestError, ConflictError
 from programs.models import Partner, PartnerProgram, Program
 
 from . import messages
-from .codes import code_register, code_valid
+from .codes import code_deactivate, code_register, code_valid
 from .models import CouponCode, DiscountDuration, DiscountType, PartnerGroup
 from .selectors import enrolment_group
 
@@ -153,6 +153,23 @@ def _coupon_still_gives(program: Program, coupon_id: str, params: dict[str, Any]
 def promotion_code_key(program: Program, partner: Partner, coupon_id: str, code: str) -> str:
     """The promotion code's Idempotency-Key: the same program, partner, coupon and code replay the first answer."""
     return f"svc-promotion-code:{program.pk}:{partner.pk}:{coupon_id}:{code}"
+
+
+def partner_code_deactivate(*, code: CouponCode) -> bool:
+    """Stops the code attributing sales and, for a Stripe promotion code of a program still connected, turns it off
+    on the connected account first, so customers no longer get its discount either (Stripe never turns one back
+    on). A Stripe failure changes nothing here (StripeUnavailableError or BadRequestError, as partner_code_create's);
+    a promotion code Stripe no longer has is off already. True when the code was active."""
+    program = code.program
+    if code.is_active and code.stripe_promotion_code_id and program.stripe_account_id and settings.STRIPE_SECRET_KEY:
+        try:
+            stripe.PromotionCode.modify(code.stripe_promotion_code_id, active=False, **_on_account(program))
+        except stripe.InvalidRequestError as error:
+            if error.code != "resource_missing":
+                _stripe_failed(program, error)
+        except stripe.StripeError as error:
+            _stripe_failed(program, error)
+    return code_deactivate(code=code)
 
 
 def _promotion_code_make(program: Program, partner: Partner, coupon_id: str, code: str) -> str:

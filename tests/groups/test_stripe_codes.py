@@ -19,6 +19,7 @@ from groups.stripe_codes import (
     STRIPE_UNAVAILABLE,
     StripeUnavailableError,
     partner_code_create,
+    partner_code_deactivate,
     promotion_code_key,
 )
 from programs.models import PartnerProgram
@@ -247,3 +248,34 @@ class TestStripeFailures:
         stripe.api_key = "sk_test_not_the_platform_key"  # the module's key is not what the service uses
         partner_code_create(program=program, partner=enrolled(program).partner, code="JANE20")
         assert len(stripe_server.promotion_codes_on(account)) == 1
+
+
+class TestDeactivation:
+    """partner_code_deactivate: the code stops attributing, and its Stripe promotion code stops discounting."""
+
+    def test_a_stripe_code_is_turned_off_on_the_connected_account(self, stripe_server, account, program):
+        ten_percent_default(program)
+        code = partner_code_create(program=program, partner=enrolled(program).partner, code="JANE20")
+        assert partner_code_deactivate(code=code) is True
+        code.refresh_from_db()
+        [promotion] = stripe_server.promotion_codes_on(account)
+        assert code.is_active is False and promotion["active"] is False
+        assert len(posts(stripe_server, f"/v1/promotion_codes/{code.stripe_promotion_code_id}")) == 1
+        # Again: nothing more is asked of Stripe.
+        assert partner_code_deactivate(code=code) is False
+        assert len(posts(stripe_server, f"/v1/promotion_codes/{code.stripe_promotion_code_id}")) == 1
+
+    def test_stripe_failing_leaves_the_code_active(self, stripe_server, account, program):
+        ten_percent_default(program)
+        code = partner_code_create(program=program, partner=enrolled(program).partner, code="JANE20")
+        stripe_server.fail_next("POST /v1/promotion_codes/*", status=500)
+        with pytest.raises(StripeUnavailableError):
+            partner_code_deactivate(code=code)
+        code.refresh_from_db()
+        assert code.is_active is True and stripe_server.promotion_codes_on(account)[0]["active"] is True
+
+    def test_a_manual_code_asks_nothing_of_stripe(self, stripe_server, program):
+        code = code_register(program=program, partner=enrolled(program).partner, code="BOB10")
+        before = len(stripe_server.requests)
+        assert partner_code_deactivate(code=code) is True
+        assert len(stripe_server.requests) == before

@@ -202,6 +202,17 @@ class Billing:
             )
         return promotion
 
+    def _update_promotion_code(self, promotion_code_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        promotion = self._promotion_code(promotion_code_id, params)
+        if "active" in params:
+            if params["active"] and not promotion["active"]:
+                # Stripe: "Once a promotion code is deactivated it cannot be reactivated" (POST /v1/promotion_codes/:id)
+                raise StripeError("A promotion code cannot be reactivated once it is inactive.", param="active")
+            promotion["active"] = bool(params["active"])
+        if "metadata" in params:
+            promotion["metadata"] = dict(params["metadata"] or {})
+        return promotion
+
     def _checkout_session(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
         session = self._book("checkout.session").get(session_id)
         if session is None:

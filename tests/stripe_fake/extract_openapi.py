@@ -27,6 +27,7 @@ OPERATIONS = [
     ("get", "/v1/coupons/{coupon}"),
     ("post", "/v1/promotion_codes"),
     ("get", "/v1/promotion_codes/{promotion_code}"),
+    ("post", "/v1/promotion_codes/{promotion_code}"),
     ("get", "/v1/invoices/{invoice}"),
     ("get", "/v1/checkout/sessions/{session}"),
 ]

@@ -599,6 +599,12 @@ ROUTES: list[tuple[str, str, str, Action]] = [
     ("GET", "/v1/coupons/*", "GET /v1/coupons/{coupon}", StripeFake._coupon),
     ("POST", "/v1/promotion_codes", "POST /v1/promotion_codes", StripeFake._create_promotion_code),
     ("GET", "/v1/promotion_codes/*", "GET /v1/promotion_codes/{promotion_code}", StripeFake._promotion_code),
+    (
+        "POST",
+        "/v1/promotion_codes/*",
+        "POST /v1/promotion_codes/{promotion_code}",
+        StripeFake._update_promotion_code,
+    ),
     ("GET", "/v1/invoices/*", "GET /v1/invoices/{invoice}", StripeFake._invoice),
     ("GET", "/v1/checkout/sessions/*", "GET /v1/checkout/sessions/{session}", StripeFake._checkout_session),
 ]

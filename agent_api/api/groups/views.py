@@ -20,7 +20,6 @@ from rest_framework.response import Response
 from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from groups import stripe_codes
-from groups.codes import code_deactivate
 from groups.models import Bonus, PartnerGroup, TierRule
 from groups.rules import bonus_active_set, bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
 from groups.selectors import enrolment_group
@@ -569,17 +568,25 @@ class AgentCouponCodeDeactivateApi(AgentWriteApi, _ProgramScoped):
     required_scopes = {"POST": WRITE}
 
     @extend_schema(
-        summary="Deactivate a coupon code: sales carrying it are no longer attributed by it (200 when it already was)",
+        summary="Deactivate a coupon code: sales carrying it are no longer attributed by it, and a Stripe promotion "
+        "code is turned off on the connected account (200 when it already was)",
         parameters=[PROGRAM_ID, CODE_ID],
         request=None,
-        responses={200: AgentCouponCodeResultSerializer, **s.errors(404, 409)},
+        responses={
+            200: AgentCouponCodeResultSerializer,
+            **s.errors(404, 409),
+            502: OpenApiResponse(
+                PLATFORM_ERROR,
+                description="stripe_unavailable: Stripe failed turning its promotion code off",
+            ),
+        },
     )
     def post(self, request: Request, program_id: str, code_id: str) -> Response:
         code = program_coupon_code_get(self.program(program_id), code_id)
 
         def perform() -> AgentWrite:
             before = code_snapshot(code)
-            code_deactivate(code=code)
+            _service(lambda: stripe_codes.partner_code_deactivate(code=code))
             after = code_snapshot(code)
             body = {"data": AgentCouponCodeSerializer(code).data}
             return AgentWrite(200, body, "coupon_code.deactivate", "coupon_code", code.pk, before, after)
