@@ -396,6 +396,8 @@ SPECTACULAR_SETTINGS = {
         "GroupPeriodEnum": "groups.models.Period",
         "TierPeriodEnum": "agent_api.api.groups.serializers.CALENDAR_PERIODS",
         "CurrencyEnum": "core.currency.Currency",
+        # A commission earned by a sale or a milestone bonus (the agent commission list and detail).
+        "CommissionKindEnum": "commissions.models.CommissionKind",
     },
 }
 # The tracker runs on every program's own site, so its routes answer any origin.

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import BaseConstraint, Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -78,6 +78,17 @@ GROUP_CHECKS = {
     "group_discount_complete": "the discount needs a percent above 0 and at most 100, or an amount above 0",
     "group_discount_months": "a discount for the first N months needs N of at least 1",
 }
+
+
+def _said_by(constraint_name: str) -> str:
+    """The violation message of PartnerGroup's constraint of that name ("" when it has none of its own)."""
+    for constraint in PartnerGroup._meta.constraints:
+        if constraint.name == constraint_name and isinstance(constraint, BaseConstraint):
+            message = constraint.violation_error_message
+            return "" if message == BaseConstraint.default_violation_error_message else str(message)
+    return ""
+
+
 # A planned group that is the program's default group, before the program has its row (made on the real run).
 DEFAULT_GROUP = object()
 # How many rows a read of existing objects asks for at once (IN lists stay short).
@@ -563,7 +574,11 @@ class _Importer:
             field_name, problems = next(iter(refusal.message_dict.items()))
             problem = problems[0]
             if field_name == NON_FIELD_ERRORS:
-                problem = next((words for name, words in GROUP_CHECKS.items() if name in problem), problem)
+                # Django names the constraint in its message, or says the constraint's own violation message.
+                problem = next(
+                    (words for name, words in GROUP_CHECKS.items() if name in problem or problem in _said_by(name)),
+                    problem,
+                )
             else:
                 problem = f"{field_name}: {problem}"
             return f"group {row.source_id} ({row.name!r}) cannot be a group here: {problem}"

@@ -21,6 +21,7 @@ from core.sql import UNFLUSHED
 from fraud.config import program_rules
 from fraud.models import RuleSetting
 from fraud.rules import Action, Rule
+from groups.terms import enrolment_get
 from programs.models import ApiCall
 from tests.factories import CustomerFactory, ProgramFactory, ReferralLinkFactory, SaleFactory, WebhookEndpointFactory
 from tests.helpers import REQUEST_LOG_ROW, platform_error
@@ -265,7 +266,10 @@ class TestSettlingOutsideATransaction:
     def test_a_repeat_sale_is_settled_in_one_statement(self, link, wanted, broker):
         customer = CustomerFactory(link=link, customer_key="user_1", first_sale_at=timezone.now())
         sale = SaleFactory(customer=customer, amount_cents=4900)
-        program_rules(link.program_id), partner_email_get(link.partner_id)  # as every sale but a process's first
+        # As every sale but a process's first: the rules, the partner's email and their enrolment with its group's
+        # terms (groups.terms.enrolment_get, which the sale route reads first) are cached.
+        program_rules(link.program_id), partner_email_get(link.partner_id)
+        enrolment_get(partner_id=link.partner_id, program_id=link.program_id)
         with CaptureQueriesContext(connection) as captured:
             settled = commission_create_for_sale(sale=sale, customer=customer, program=link.program, now=sale.sale_date)
         assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
