@@ -226,7 +226,8 @@ COLUMNS = {
     "commission": (
         "id program_id partner_id sale_id customer_id amount_cents currency status credited sale_refunded_cents "
         "deducted_cents refund_reason applied_refund_ids applied_anonymous_amounts refund_count hold_until held_at "
-        "hold_reason approved_at voided_at void_reason created_at updated_at hold_rule flags"
+        "hold_reason approved_at voided_at void_reason created_at updated_at hold_rule flags kind commission_type "
+        "commission_rate"
     ),
     "ledger": "partner_id program_id commission_id kind amount_cents currency memo created_at",
 }
@@ -432,7 +433,7 @@ def load_chunk(conn: psycopg.Connection, tables: dict[str, str], chunk: Chunk, l
                            THEN jsonb_build_array('re-' || s.id) ELSE '[]'::jsonb END,
                       '[]'::jsonb, CASE WHEN c.status IN ('refunded', 'reversed') THEN 1 ELSE 0 END,
                       s.sale_date + %(hold)s, NULL, '', CASE WHEN c.credited THEN s.sale_date END, NULL, '',
-                      s.sale_date, s.sale_date, '', '[]'::jsonb
+                      s.sale_date, s.sale_date, '', '[]'::jsonb, 'sale', 'percent', %(rate)s
                FROM (SELECT id, program_id, partner_id, customer_id, amount_cents, sale_date,
                             mod(id - %(sale_base)s, 20) AS bucket
                      FROM {sale} WHERE id > %(sale_base)s AND attributed) AS s
