@@ -80,6 +80,13 @@ def bonus_delete(*, bonus: Bonus) -> None:
         raise ConflictError(BONUS_PAID, code="bonus_paid") from None
 
 
+def tier_rule_active_set(*, rule: TierRule, is_active: bool) -> bool:
+    """Turns the tier rule on or off (an inactive one moves no one). True when it changed."""
+    changed = TierRule.objects.filter(pk=rule.pk).exclude(is_active=is_active).update(is_active=is_active)
+    rule.is_active = is_active
+    return bool(changed)
+
+
 def bonus_active_set(*, bonus: Bonus, is_active: bool) -> bool:
     """Turns the bonus on or off (an inactive one pays no more awards). True when it changed."""
     changed = Bonus.objects.filter(pk=bonus.pk).exclude(is_active=is_active).update(is_active=is_active)

@@ -339,6 +339,7 @@ class TestTierRulesAndBonuses:
         assert_documented(schema, template, "get", listed)
         off = send(agent, "patch", f"{path}/{data['id']}", {"is_active": False})
         assert off.status_code == 200 and off.json()["data"]["is_active"] is False
+        assert TierRule.objects.get(pk=data["id"]).is_active is False
         deleted = send(agent, "delete", f"{path}/{data['id']}")
         assert deleted.json() == {"data": {"id": data["id"], "deleted": True}}
         assert not TierRule.objects.exists()

@@ -21,7 +21,14 @@ from core.api.schema import PLATFORM_ERROR
 from core.errors import BadRequestError, ConflictError
 from groups import stripe_codes
 from groups.models import Bonus, PartnerGroup, TierRule
-from groups.rules import bonus_active_set, bonus_create, bonus_delete, tier_rule_create, tier_rule_delete
+from groups.rules import (
+    bonus_active_set,
+    bonus_create,
+    bonus_delete,
+    tier_rule_active_set,
+    tier_rule_create,
+    tier_rule_delete,
+)
 from groups.selectors import enrolment_group
 from groups.services import Move, group_create, group_delete, group_snapshot, group_update, partner_move
 from groups.snapshots import code_snapshot, enrolment_snapshot, row_snapshot
@@ -294,8 +301,7 @@ class AgentTierRuleApi(AgentWriteApi, _ProgramScoped):
         def perform() -> AgentWrite:
             before = row_snapshot(rule, TIER_RULE_FIELDS)
             # No service turns a rule off: the column is the whole change (the beat job reads it on its next run).
-            rule.is_active = changes["is_active"]
-            rule.save(update_fields=["is_active"])
+            tier_rule_active_set(rule=rule, is_active=changes["is_active"])
             after = row_snapshot(rule, TIER_RULE_FIELDS)
             body = {"data": AgentTierRuleSerializer(rule).data}
             return AgentWrite(200, body, "tier_rule.update", "tier_rule", rule.pk, before, after)
