@@ -300,7 +300,7 @@ class AgentTierRuleApi(AgentWriteApi, _ProgramScoped):
 
         def perform() -> AgentWrite:
             before = row_snapshot(rule, TIER_RULE_FIELDS)
-            # No service turns a rule off: the column is the whole change (the beat job reads it on its next run).
+            # The beat job reads the flag on its next run: nothing else changes.
             tier_rule_active_set(rule=rule, is_active=changes["is_active"])
             after = row_snapshot(rule, TIER_RULE_FIELDS)
             body = {"data": AgentTierRuleSerializer(rule).data}
