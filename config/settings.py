@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "insight",
     "groups",
     "tiers",
+    "billing",
 ]
 
 MIDDLEWARE = [
@@ -250,6 +251,8 @@ CELERY_BEAT_SCHEDULE["verify-integrity"] = {"task": "core.verify_integrity", "sc
 # Tier rules and milestone bonuses (tiers.moves, tiers.milestones): judged hourly, once per partner and period.
 CELERY_BEAT_SCHEDULE["groups-apply-tiers"] = {"task": "groups.apply_tiers", "schedule": 3600.0}
 CELERY_BEAT_SCHEDULE["groups-award-bonuses"] = {"task": "groups.award_bonuses", "schedule": 3600.0}
+# Billing events whose processing task was lost (a broker outage when they arrived): queued again.
+CELERY_BEAT_SCHEDULE["billing-sweep-events"] = {"task": "billing.sweep_events", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["update-rollups"] = {
     "task": "tracking.update_rollups",
     "schedule": float(ROLLUP_INTERVAL_SECONDS),

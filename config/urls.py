@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("tracking.api.urls")),
     path("", include("insight.urls")),
     path("", include("tracking.stripe.urls")),
+    path("", include("billing.urls")),
     path("", include("payouts.urls")),
     path("", include("dashboard.api.urls")),
     path("", include("cli_api.api.urls")),

@@ -188,9 +188,9 @@ class SaleEvent(SameWorkspace, models.Model):
     # commission is one whose commission was lost, and only such a sale is the reconciler's to complete.
     no_commission_reason = models.CharField(max_length=32, blank=True, default="")
     # Which lookup found the sale's customer, written with the sale (insight.explain reads it): "customer_key"
-    # or "click_id" on the sale endpoint, "stripe:<step>" for a Stripe payment (stripe.attribution's found_by).
+    # or "click_id" on the sale endpoint, "<provider>:<step>" for a billing platform's payment (tracking.payments).
     # Empty when no customer matched, and on sales recorded before it existed.
-    attributed_by = models.CharField(max_length=32, blank=True, default="")
+    attributed_by = models.CharField(max_length=48, blank=True, default="")
     is_test = models.BooleanField(default=False)
     sale_date = models.DateTimeField(default=dj_timezone.now)
     created_at = models.DateTimeField(default=dj_timezone.now, editable=False)

@@ -24,6 +24,7 @@ APPS = (
     "insight",
     "groups",
     "tiers",
+    "billing",
 )
 FEATURE_APPS = tuple(app for app in APPS if app != "core")
 

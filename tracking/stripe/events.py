@@ -2,9 +2,6 @@
 (kept on the event for operators); anything unexpected raises, rolls the event back whole and is retried."""
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -15,35 +12,24 @@ from django.db.models import F
 from django.utils import timezone
 
 from commissions.models import Commission
-from commissions.services import refund_apply
-from core.errors import BadRequestError, ConflictError
-from groups.codes import code_normalized
 from programs.models import Program
 
-from ..amounts import MAX_AMOUNT_CENTS
-from ..models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
-from ..services.common import tracking_log
-from ..services.lead import lead_settle
-from ..services.sale import (
-    SUPPORTED_CURRENCIES,
-    SaleFields,
-    SaleWindowExpired,
-    coupon_customer_make,
-    sale_insert,
-    sale_record_for_customer,
-    sale_record_unattributed,
+from ..models import IMPORTED_PROVIDER_PREFIX, Customer, ProcessorEvent, SaleEvent
+from ..payment_attribution import PaymentParties
+from ..payments import (
+    Outcome,
+    Payment,
+    ignored,
+    locked_commission,
+    payment_record,
+    refund_applied,
+    sales_for_payment,
+    sales_outcome,
 )
-from .attribution import PaymentParties, stripe_customer_attribute
-from .codes import CarriedCode, carried_code_named, invoice_codes, session_codes
+from .codes import carried_code_named, invoice_codes, session_codes
 from .old_platforms import OLD_PLATFORM_STEP, old_platform_customer
 
 logger = logging.getLogger("svc.stripe")
-
-# A Stripe-attributed sale's attributed_by: this, then the step of stripe_customer_attribute that matched, or
-# PROMOTION_CODE_STEP.
-STRIPE_ATTRIBUTED_BY = "stripe:"
-# The step after stripe_customer_attribute's: the promotion code the payment carried (tracking.stripe.codes).
-PROMOTION_CODE_STEP = "promotion_code"
 
 # Keyed by Stripe's (interval, interval_count), looked up with whatever the event carries.
 INTERVALS: dict[tuple[object, object], str] = {
@@ -53,165 +39,8 @@ INTERVALS: dict[tuple[object, object], str] = {
 }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    text: str
-    status: str = ProcessorEvent.Status.PROCESSED
-    sale: SaleEvent | None = None
-
-
-def ignored(text: str) -> Outcome:
-    return Outcome(text=text, status=ProcessorEvent.Status.IGNORED)
-
-
-@dataclass(frozen=True)
-class Payment:
-    transaction_id: str
-    amount: int
-    currency: str
-    parties: PaymentParties
-    sale_type: str = "payment"
-    is_recurring: bool = False
-    subscription_id: str = ""
-    subscription_interval: str = ""
-    product_id: str = ""
-    # The promotion codes the payment carried, read only when nothing else attributes it (an invoice's may be
-    # asked of Stripe).
-    promotion_codes: Callable[[], list[CarriedCode]] = list
-
-
 def _record_payment(program: Program, payment: Payment, livemode: bool) -> Outcome:
-    currency = payment.currency.upper()
-    if currency not in SUPPORTED_CURRENCIES:
-        return ignored(f"currency {currency} is not supported")
-    if payment.amount <= 0:
-        return ignored("nothing was paid")
-    if payment.amount > MAX_AMOUNT_CENTS:
-        # Refused as the sale route refuses it: acknowledged (a retry would bring the same amount) and logged.
-        logger.warning(
-            "stripe.amount_out_of_range",
-            extra={"transaction_id": payment.transaction_id, "amount": payment.amount, "program_id": program.pk},
-        )
-        return ignored(f"amount {payment.amount} is above the ceiling of {MAX_AMOUNT_CENTS}")
-    now = timezone.now()
-    fields = SaleFields(
-        program=program,
-        processor_event_id=payment.transaction_id,
-        amount_cents=payment.amount,
-        currency=currency,
-        sale_type=payment.sale_type,
-        is_recurring=payment.is_recurring,
-        provider="stripe",
-        provider_payment_id=payment.transaction_id,
-        subscription_id=payment.subscription_id,
-        subscription_interval=payment.subscription_interval,
-        product_id=payment.product_id,
-        is_test=not livemode,
-        sale_date=now,
-        created_at=now,
-    )
-    if not livemode:
-        try:
-            sale = sale_insert(fields=replace(fields, attributed=False))
-        except ConflictError as duplicate:
-            return Outcome(f"test payment already recorded as sale #{duplicate.details['sale_id']}")
-        return Outcome("test payment recorded (no commission)", sale=sale)
-
-    customer, found_by = stripe_customer_attribute(program=program, parties=payment.parties)
-    if customer is None:
-        return _record_by_code(program, payment, fields, now)
-
-    _settle_provisional_lead(customer=customer, parties=payment.parties, now=now)
-    try:
-        return _record_attributed(program, payment, fields, customer=customer, found_by=found_by, now=now)
-    except ConflictError as duplicate:
-        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
-
-
-def _record_by_code(program: Program, payment: Payment, fields: SaleFields, now: datetime) -> Outcome:
-    """After every other step: the first promotion code the payment carried that a partner holds brings that
-    partner a new customer (tracking.services.sale.coupon_customer_make, as the sale API's coupon_code does) and
-    the sale. Otherwise the payment is recorded unattributed, and the code it carried is logged for readiness."""
-    carried: list[CarriedCode] = []
-    for found in payment.promotion_codes():
-        named = carried_code_named(program, found)
-        carried.append(named)
-        if not named.code:
-            continue
-        try:
-            # The customer the code brings is kept only with its sale: a duplicate leaves neither.
-            with transaction.atomic():
-                customer = coupon_customer_make(program=program, code=named.code, customer_key="", now=now)
-                if customer is not None:
-                    return _record_attributed(
-                        program, payment, fields, customer=customer, found_by=PROMOTION_CODE_STEP, now=now
-                    )
-        except ConflictError as duplicate:
-            return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
-    try:
-        sale = sale_record_unattributed(fields=fields)
-    except ConflictError as duplicate:
-        return Outcome(f"already recorded as sale #{duplicate.details['sale_id']}")
-    if carried:
-        # The code no partner holds, as the sale API logs a refused sale's coupon_code (insight.readiness).
-        shown = next((c for c in carried if c.code), carried[0])
-        tracking_log(
-            program_id=program.pk,
-            event="sale",
-            outcome="unattributed",
-            is_test=False,
-            sale_id=sale.pk,
-            transaction_id=payment.transaction_id,
-            promotion_code=shown.promotion_code_id,
-            **({"coupon_code": code_normalized(shown.code)} if shown.code else {}),
-        )
-    return Outcome("unattributed payment recorded (no commission)", sale=sale)
-
-
-def _record_attributed(
-    program: Program, payment: Payment, fields: SaleFields, *, customer: Customer, found_by: str, now: datetime
-) -> Outcome:
-    """The sale of an attributed customer. Raises ConflictError (the payment is recorded already)."""
-    try:
-        result = sale_record_for_customer(
-            program=program,
-            customer=customer,
-            fields=replace(fields, customer=customer, attributed_by=f"{STRIPE_ATTRIBUTED_BY}{found_by}"),
-            now=now,
-        )
-    except BadRequestError as refused:
-        return Outcome(f"recorded without commission: {refused.message}")
-    if payment.parties.processor_customer_id and not customer.processor_customer_id:
-        # Renewals are matched by this id from now on.
-        type(customer).objects.filter(pk=customer.pk).update(
-            processor_customer_id=payment.parties.processor_customer_id
-        )
-    if isinstance(result, SaleWindowExpired):
-        return Outcome("attribution window expired (nothing recorded)")
-    commission = f", commission #{result.commission.pk}" if result.commission else f", no commission ({result.message})"
-    return Outcome(f"sale #{result.sale.pk} attributed by {found_by}{commission}", sale=result.sale)
-
-
-def _settle_provisional_lead(*, customer: Customer, parties: PaymentParties, now: datetime) -> None:
-    """A payment proves the signup: a provisional browser lead settles here, as the lead endpoint would."""
-    if customer.customer_status != CustomerStatus.CLICK:
-        return
-    if not LeadEvent.objects.filter(customer=customer, provisional=True).exists():
-        return
-    lead_settle(
-        customer=customer,
-        event_fields={
-            "program_id": customer.program_id,
-            "customer": customer,
-            "partner_id": customer.first_partner_id,
-            "click_id": customer.click_id,
-            "customer_key": str(parties.metadata.get("svc_customer_key") or ""),
-            "email": parties.email,
-            "server_mode": True,
-            "lead_timestamp": now,
-            "created_at": now,
-        },
-    )
+    return payment_record(program, payment, provider="stripe", livemode=livemode, name_code=carried_code_named)
 
 
 def handle_checkout_completed(program: Program, session: dict[str, Any], livemode: bool) -> Outcome:
@@ -271,23 +100,6 @@ def handle_invoice_paid(program: Program, invoice: dict[str, Any], livemode: boo
     return _record_payment(program, payment, livemode)
 
 
-def _sales_for_payment(program: Program, *ids: str | None) -> list[SaleEvent]:
-    """The live sales a processor refund of a payment known by these ids (payment intent, charge, invoice) reverses:
-    the sale recorded with one of them as its own processor id; when there is none, the imported sales that kept one
-    of them as the processor's payment id (imports keep Rewardful's sale.stripe_charge_id, Tolt's charge_id, Dub's
-    invoiceId there), each commission of a sale two imported commissions shared having its own sale. The one lookup
-    rule of every refund event."""
-    wanted = [i for i in ids if i]
-    if not wanted:
-        return []
-    live = SaleEvent.objects.filter(program=program, is_test=False)
-    own = live.filter(processor_event_id__in=wanted).first()
-    if own is not None:
-        return [own]
-    imported = live.filter(provider__startswith=IMPORTED_PROVIDER_PREFIX, provider_payment_id__in=wanted)
-    return list(imported.order_by("pk"))
-
-
 def _invoice_sales_known(program: Program) -> bool:
     """Whether any live sale of the program is known by a Stripe invoice id: imported ones by the invoice the old
     platform kept (Dub's invoiceId), recorded ones by the invoice itself (an invoice with no payment intent on it)."""
@@ -322,14 +134,7 @@ def _sales_for_invoices_paid_by(program: Program, payment_intent: Any) -> list[S
         invoice_id = invoice if isinstance(invoice, str) else getattr(invoice, "id", None)
         if isinstance(invoice_id, str) and invoice_id not in invoices:
             invoices.append(invoice_id)
-    return _sales_for_payment(program, *invoices)
-
-
-def _apply(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
-    result = refund_apply(sale=sale, amount=amount, refund_id=refund_id, reason=reason)
-    if result.status in ("reversed", "refunded"):
-        return f"{result.status}: commission #{result.commission_id} reduced by {result.deduction}"
-    return result.reason or result.message or result.status
+    return sales_for_payment(program, *invoices)
 
 
 # A Refund's statuses that take money back; requires_action, failed and canceled ones do not.
@@ -380,20 +185,14 @@ def _counted_by_total(commission: Commission | None, charge_id: Any) -> bool:
     return any(isinstance(i, str) and i.startswith(prefix) for i in commission.applied_refund_ids)
 
 
-def _locked_commission(sale: SaleEvent) -> Commission | None:
-    # Held until the event commits: refund_apply locks the same row, so a concurrent event's refund of this sale
-    # waits and then sees what this one applied.
-    return Commission.objects.select_for_update().filter(sale_id=sale.pk).first()
-
-
 def _charge_refunds(sale: SaleEvent, charge: dict[str, Any], refunds: list[dict[str, Any]] | None) -> str:
     with transaction.atomic():
-        commission = _locked_commission(sale)
+        commission = locked_commission(sale)
         if refunds is not None and not _counted_by_total(commission, charge.get("id")):
             # Each refund by its own id, as refund.created applies it: the two events apply a refund once in any
             # order.
             results = [
-                _apply(sale, amount=int(r["amount"]), refund_id=r["id"], reason=r.get("reason") or "")
+                refund_applied(sale, amount=int(r["amount"]), refund_id=r["id"], reason=r.get("reason") or "")
                 for r in sorted(refunds, key=lambda r: r.get("created") or 0)
                 if r.get("status") in APPLICABLE_REFUND_STATUSES
             ]
@@ -405,39 +204,33 @@ def _charge_refunds(sale: SaleEvent, charge: dict[str, Any], refunds: list[dict[
         if delta <= 0:
             return "refund already applied"
         refund_id = f"{_total_id_prefix(charge['id'])}{charge.get('amount_refunded')}"
-        return _apply(sale, amount=delta, refund_id=refund_id, reason="")
+        return refund_applied(sale, amount=delta, refund_id=refund_id, reason="")
 
 
 def _refund(sale: SaleEvent, refund: dict[str, Any]) -> str:
     with transaction.atomic():
-        commission = _locked_commission(sale)
+        commission = locked_commission(sale)
         charge_id = refund.get("charge")
         applied = commission.applied_refund_ids if commission else []
         if _counted_by_total(commission, charge_id) and refund["id"] not in applied:
             # The charge's refunded total counted every refund made before it; a later one is counted by the
             # charge.refunded Stripe sends for it, with the new total.
             return f"counted by charge {charge_id}'s refunded total (charge.refunded)"
-        return _apply(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=refund.get("reason") or "")
-
-
-def _outcome(sales: list[SaleEvent], results: list[str]) -> Outcome:
-    if len(sales) == 1:
-        return Outcome(results[0], sale=sales[0])
-    # Imported sales sharing the payment: each sale's result, named.
-    return Outcome("; ".join(f"sale #{s.pk}: {r}" for s, r in zip(sales, results, strict=True)), sale=sales[0])
+        reason = refund.get("reason") or ""
+        return refund_applied(sale, amount=int(refund["amount"]), refund_id=refund["id"], reason=reason)
 
 
 def handle_charge_refunded(program: Program, charge: dict[str, Any], livemode: bool) -> Outcome:
     if not livemode:
         return ignored("test payment refund")
-    sales = _sales_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
+    sales = sales_for_payment(program, charge.get("payment_intent"), charge.get("id"), charge.get("invoice"))
     if not sales and "invoice" not in charge:
         # API versions from 2025-03-31 send no Charge.invoice (older ones send null when there is none).
         sales = _sales_for_invoices_paid_by(program, charge.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
     refunds = _charge_refund_list(program, charge)
-    return _outcome(sales, [_charge_refunds(sale, charge, refunds) for sale in sales])
+    return sales_outcome(sales, [_charge_refunds(sale, charge, refunds) for sale in sales])
 
 
 def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bool) -> Outcome:
@@ -445,13 +238,13 @@ def handle_refund_created(program: Program, refund: dict[str, Any], livemode: bo
         return ignored("test payment refund")
     if refund.get("status") not in APPLICABLE_REFUND_STATUSES:
         return ignored(f"refund {refund.get('status')}")
-    sales = _sales_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
+    sales = sales_for_payment(program, refund.get("payment_intent"), refund.get("charge"))
     if not sales:
         # A Refund names its charge and payment intent only, on every API version: the invoice is asked of Stripe.
         sales = _sales_for_invoices_paid_by(program, refund.get("payment_intent"))
     if not sales:
         return ignored("no recorded sale for this payment")
-    return _outcome(sales, [_refund(sale, refund) for sale in sales])
+    return sales_outcome(sales, [_refund(sale, refund) for sale in sales])
 
 
 def handle_customer_saved(program: Program, stripe_customer: dict[str, Any], livemode: bool) -> Outcome:

@@ -1,6 +1,6 @@
-"""Which customer a Stripe payment belongs to, in the spec's order:
-1. svc_click_id in metadata; 2. the buyer's email against the lead record; 3. the Stripe customer id saved
-after an earlier attributed payment; 4. client_reference_id, only when metadata has no click (the tracker
+"""Which customer a billing platform's payment belongs to (Stripe's, and every platform of the billing app), in the
+spec's order: 1. svc_click_id in metadata; 2. the buyer's email against the lead record; 3. the platform's customer
+id saved after an earlier attributed payment; 4. client_reference_id, only when metadata has no click (the tracker
 writes the click there on payment links, buy buttons and pricing tables); 5. svc_customer_key alone,
 against the lead record. Then, for a program that imported from another platform, 6. that platform's own
 metadata key (imports.stripe_attribution)."""
@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 
 from programs.models import Program
 
-from ..models import Customer, LeadEvent
-from .old_platforms import OLD_PLATFORM_STEP, old_platform_customer
+from .models import Customer, LeadEvent
+from .stripe.old_platforms import OLD_PLATFORM_STEP, old_platform_customer
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def _real(program: Program) -> QuerySet[Customer]:
     return Customer.objects.filter(program=program, is_test=False)
 
 
-def stripe_customer_attribute(*, program: Program, parties: PaymentParties) -> tuple[Customer | None, str]:
+def payment_customer_attribute(*, program: Program, parties: PaymentParties) -> tuple[Customer | None, str]:
     """The customer and how it was found (for the event's outcome), or (None, "unattributed")."""
     metadata = parties.metadata
     named_program = str(metadata.get("program_id") or "").strip()

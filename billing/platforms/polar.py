@@ -1,0 +1,25 @@
+"""Polar: verification and events (being written; see docs/billing/polar.md)."""
+
+from typing import Any
+
+from tracking.payments import Outcome, ignored
+
+from ..models import BillingConnection, BillingEvent, Platform
+from .base import Delivery, Refused, SetupGuide, Verified
+
+
+class PolarReader:
+    platform = Platform.POLAR
+    guide = SetupGuide(where="", secret_label="Signing secret", events=(), docs="docs/billing/polar.md")
+
+    def verify(self, connection: BillingConnection, delivery: Delivery, secrets: list[str]) -> Verified:
+        raise Refused("Polar webhooks are not supported yet", signature=False)
+
+    def handle(self, event: BillingEvent) -> Outcome:
+        return ignored(f"{event.event_type} is not used")
+
+    def carried_attribution(self, payload: dict[str, Any]) -> bool | None:
+        return None
+
+
+reader = PolarReader()
