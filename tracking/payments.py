@@ -271,7 +271,7 @@ def locked_commission(sale: SaleEvent) -> Commission | None:
     return Commission.objects.select_for_update().filter(sale_id=sale.pk).first()
 
 
-def refund_applied(sale: SaleEvent, *, amount: int, refund_id: str, reason: str) -> str:
+def refund_applied(sale: SaleEvent, *, amount: int | None, refund_id: str, reason: str) -> str:
     """The spec's refund logic for one refund of the sale, applied once by its id; what it did, in words."""
     result = refund_apply(sale=sale, amount=amount, refund_id=refund_id, reason=reason)
     if result.status in ("reversed", "refunded"):

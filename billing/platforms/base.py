@@ -72,7 +72,6 @@ class SetupGuide:
 
 
 class PlatformReader(Protocol):
-    platform: str
     guide: SetupGuide
 
     def verify(self, connection: BillingConnection, delivery: Delivery, secrets: list[str]) -> Verified:

@@ -9,7 +9,6 @@ by the promotion code's id first (codes made by the service keep it), then by it
 or imported keep only that): read from the expanded object, or asked of the connected account when the id matches
 nothing."""
 
-from dataclasses import dataclass
 from typing import Any
 
 import stripe
@@ -18,13 +17,7 @@ from django.conf import settings
 from groups.models import CouponCode
 from programs.models import Program
 
-
-@dataclass(frozen=True)
-class CarriedCode:
-    """A promotion code a payment carried: its id and, when known, its customer-facing code."""
-
-    promotion_code_id: str
-    code: str = ""
+from ..payments import CarriedCode
 
 
 def _on_account(program: Program) -> dict[str, Any]:
