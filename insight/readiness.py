@@ -13,6 +13,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from billing.readiness import billing_check
 from core import messages
 from core.integrity import integrity_readiness
 from core.times import utc_text
@@ -562,10 +563,15 @@ def live_events_check(counts: ReadinessCounts) -> Check:
     )
 
 
-# The checks other apps answer, in this order: the latest integrity run (core.integrity) and the last import from
-# another platform (imports.readiness). Each is a function of the program answering a Check's fields, or None when
+# The checks other apps answer, in this order: the latest integrity run (core.integrity), the last import from
+# another platform (imports.readiness) and the connected billing platforms (billing.readiness). Each is a function
+# of the program answering a Check's fields, or None when
 # it has nothing to say.
-program_check_providers: tuple[Callable[[Program], dict[str, str] | None], ...] = (integrity_readiness, import_check)
+program_check_providers: tuple[Callable[[Program], dict[str, str] | None], ...] = (
+    integrity_readiness,
+    import_check,
+    billing_check,
+)
 
 
 def provided_checks(program: Program) -> list[Check]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from billing.readiness import billing_check
 from core.integrity import integrity_readiness
 from core.providers import Providers
 from imports.readiness import import_check
@@ -74,5 +75,6 @@ def test_a_provider_sits_above_its_registry():
 
 
 def test_readiness_imports_its_providers_in_order():
-    """insight sits above both, so it lists them as a plain tuple: the integrity run, then the last import."""
-    assert program_check_providers == (integrity_readiness, import_check)
+    """insight sits above them, so it lists them as a plain tuple: the integrity run, the last import, the billing
+    platforms."""
+    assert program_check_providers == (integrity_readiness, import_check, billing_check)

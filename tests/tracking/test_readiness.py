@@ -353,14 +353,14 @@ def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
     # 1 links (total and enrolled), 2 the rollup watermarks, 3 the rollup sums per test flag, 4-6 the clicks,
     # leads and sales above the watermarks, 7 the watermarks again (no run committed meanwhile), 8 the latest
     # live (counted) click, lead and sale, 9 the live key, 10 the latest Stripe event, 11 the latest integrity run,
-    # 12 the last import (with its partners not invited yet and any interrupted run): the same twelve however many
-    # events. (A program without a counted click reads its latest uncounted one too: the test below.)
+    # 12 the last import (with its partners not invited yet and any interrupted run), 13 the billing connections
+    # with their events' figures: the same thirteen however many events. (A program without a counted click reads its latest uncounted one too: the test below.)
     # The mistakes' detectors count their own queries (tests/tracking/test_diagnosis_*.py).
     with mock.patch("insight.readiness.mistakes_find", return_value=[]):
-        with django_assert_num_queries(12):
+        with django_assert_num_queries(13):
             readiness_compute(program=program)
         key = ProgramKey.objects.get(program=program, mode="live")
-        with django_assert_num_queries(11):  # the key is given: no key query
+        with django_assert_num_queries(12):  # the key is given: no key query
             readiness_compute(program=program, key=key)
 
 
