@@ -25,6 +25,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
+from billing.models import Platform
 from commissions.approval import RULE_ACTOR
 from commissions.calculations import NoCommission, commission_amount
 from commissions.models import Commission, CommissionReview, CommissionStatus, LedgerEntry
@@ -242,9 +243,16 @@ def _no_commission_text(reason: str) -> str:
         return reason
 
 
+# A payment of a billing platform other than Stripe (billing.platforms): its attributed_by is "<platform>:<step>",
+# found by the Stripe path's steps (tracking.payments).
+BILLING_PREFIXES = tuple(f"{platform}:" for platform in Platform.values)
+
+
 def _path_of(sale: SaleEvent, processor_event: ProcessorEvent | None) -> str:
     if sale.attributed_by.startswith(STRIPE_PREFIX) or processor_event is not None:
         return "stripe"
+    if sale.attributed_by.startswith(BILLING_PREFIXES):
+        return "billing"
     if sale.attributed_by:
         return "api"
     return "unknown"
@@ -254,9 +262,10 @@ def _rules(path: str, matched: str, *, attributed: bool, known: bool, with_codes
     """Each rule of the path's order with what it did: matched, no_match (tried: not given or matched no
     customer), not_tried (an earlier rule matched) or unknown (not recorded). with_codes: the program has coupon
     codes, so the code rule ends the order."""
-    rules = STRIPE_RULES if path == "stripe" else API_RULES
+    processor = path in ("stripe", "billing")
+    rules = STRIPE_RULES if processor else API_RULES
     if with_codes or matched in ("coupon_code", "promotion_code"):
-        rules = [*rules, COUPON_RULES["stripe" if path == "stripe" else "api"]]
+        rules = [*rules, COUPON_RULES["stripe" if processor else "api"]]
     out = []
     seen = False
     for name, description in rules:
@@ -282,7 +291,7 @@ def _attribution(*, program: Program, sale: SaleEvent, processor_event: Processo
         matched_rule = "none (no customer matched)"
     else:
         matched_rule = NOT_RECORDED
-    step = recorded.removeprefix(STRIPE_PREFIX)
+    step = recorded.split(":", 1)[1] if path == "billing" else recorded.removeprefix(STRIPE_PREFIX)
     # A sale with no customer went through every rule; one with a customer but nothing recorded predates this.
     known = bool(recorded) or customer is None
     with_codes = CouponCode.objects.filter(program_id=program.pk).exists()

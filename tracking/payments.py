@@ -33,8 +33,6 @@ from .services.sale import (
     sale_record_unattributed,
 )
 
-logger = logging.getLogger("svc.payments")
-
 # The step after payment_customer_attribute's: a coupon or promotion code the payment carried.
 PROMOTION_CODE_STEP = "promotion_code"
 
@@ -98,17 +96,19 @@ def payment_record(
     nothing and is logged (a retry would bring the same). The sale's attributed_by is "<provider>:<step>"."""
     currency = payment.currency.upper()
     if currency not in SUPPORTED_CURRENCIES:
-        logger.warning(
-            "payments.currency_unsupported",
-            extra={"provider": provider, "transaction_id": payment.transaction_id, "currency": currency[:8]},
+        # Logged under the platform's own name (svc.stripe, svc.paddle, …), as each platform's events are.
+        logging.getLogger(f"svc.{provider}").warning(
+            f"{provider}.currency_unsupported",
+            extra={"program_id": program.pk, "transaction_id": payment.transaction_id, "currency": currency[:8]},
         )
         return ignored(f"currency {currency[:8]} is not supported")
     if payment.amount <= 0:
         return ignored("nothing was paid")
     if payment.amount > MAX_AMOUNT_CENTS:
-        logger.warning(
-            "payments.amount_out_of_range",
-            extra={"provider": provider, "transaction_id": payment.transaction_id, "amount": payment.amount},
+        # Refused as the sale route refuses it: acknowledged (a retry would bring the same amount) and logged.
+        logging.getLogger(f"svc.{provider}").warning(
+            f"{provider}.amount_out_of_range",
+            extra={"program_id": program.pk, "transaction_id": payment.transaction_id, "amount": payment.amount},
         )
         return ignored(f"amount {payment.amount} is above the ceiling of {MAX_AMOUNT_CENTS}")
     now = timezone.now()

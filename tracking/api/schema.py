@@ -392,7 +392,7 @@ EXPLAIN_SALE = inline_serializer(
         "attribution": inline_serializer(
             "ExplainAttribution",
             fields={
-                "path": serializers.ChoiceField(choices=["api", "stripe", "unknown"]),
+                "path": serializers.ChoiceField(choices=["api", "stripe", "billing", "unknown"]),
                 "matched_rule": serializers.CharField(
                     help_text="customer_key, click_id, coupon_code, stripe:<step>; or why none is known"
                 ),
@@ -405,7 +405,8 @@ EXPLAIN_SALE = inline_serializer(
                             "status": serializers.ChoiceField(choices=["matched", "no_match", "not_tried", "unknown"]),
                         },
                     ),
-                    help_text="The path's lookup order (the sale endpoint's two, or the Stripe steps), then, for a "
+                    help_text="The path's lookup order (the sale endpoint's two, or the Stripe steps, which a billing "
+                    "platform's payment follows too), then, for a "
                     "program with coupon codes, the code rule (coupon_code, or promotion_code on Stripe's path)",
                 ),
                 "click": inline_serializer(
