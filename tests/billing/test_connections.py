@@ -223,3 +223,28 @@ def test_the_same_event_delivered_concurrently_is_stored_once(reader):
         duplicates = list(pool.map(store, range(8)))
     assert sorted(duplicates) == [False] + [True] * 7
     assert BillingEvent.objects.filter(event_id="evt_race").count() == 1
+
+
+@pytest.mark.django_db
+def test_the_replay_command_processes_named_or_failed_events_and_names_what_it_does_not_know(reader):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    connection = connect(ProgramFactory(), "paddle", SECRET)
+    BillingEvent.objects.create(
+        connection=connection,
+        program=connection.program,
+        platform="paddle",
+        event_id="evt_9",
+        event_type="x",
+        payload={},
+        status="failed",
+    )
+    out = StringIO()
+    call_command("billing_replay", "--program", str(connection.program_id), "--failed", stdout=out)
+    assert "Queued 1 event(s)" in out.getvalue()
+    with pytest.raises(CommandError, match="No stored event of program .*: evt_nope"):
+        call_command("billing_replay", "--program", str(connection.program_id), "--event", "evt_nope")
+    with pytest.raises(CommandError, match="Name the events"):
+        call_command("billing_replay", "--program", str(connection.program_id))
