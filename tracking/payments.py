@@ -20,7 +20,8 @@ from programs.models import Program
 
 from .amounts import MAX_AMOUNT_CENTS
 from .models import IMPORTED_PROVIDER_PREFIX, Customer, CustomerStatus, LeadEvent, ProcessorEvent, SaleEvent
-from .payment_attribution import PaymentParties, payment_customer_attribute
+from .payment_attribution import PaymentParties as PaymentParties  # the readers build their payments with it
+from .payment_attribution import payment_customer_attribute
 from .services.common import tracking_log
 from .services.lead import lead_settle
 from .services.sale import (
