@@ -48,7 +48,7 @@ def webhook_path(connection: BillingConnection) -> str:
 def billing_served(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[BillingServed]:
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         pytest.skip("the served layer needs PostgreSQL")
     tmp = tmp_path_factory.mktemp("billing-served")
     port = free_port()
