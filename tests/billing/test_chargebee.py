@@ -66,7 +66,9 @@ def test_sale_credits_partner_once_and_refunds_claw_back(billing_served):
         },
     )
     assert billing_served.post(connection, refund, {}, auth=(USER, PASSWORD)).status_code == 200
-    assert Commission.objects.get(sale=sale).amount_cents == 1200
+    commission = Commission.objects.get(sale=sale)
+    # A partial refund claws back its share: 40% of the 2000 commission is deducted, 1200 stays.
+    assert (commission.amount_cents - commission.deducted_cents, commission.sale_refunded_cents) == (1200, 4000)
 
 
 @pytest.mark.parametrize("auth", [None, (USER, "wrong"), ("other", PASSWORD)])
