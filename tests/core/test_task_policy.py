@@ -10,6 +10,8 @@ from core.tasks import TASK_RETRY_POLICY
 
 # Names messages may still carry in a broker: renaming one would strand them.
 REGISTERED_NAMES = {
+    "billing.process_event",
+    "billing.sweep_events",
     "commissions.deliver_notification",
     "commissions.deliver_pending_notifications",
     "commissions.notify_refund",
@@ -45,6 +47,7 @@ REGISTERED_NAMES = {
 
 PROJECT_APPS = {
     "core",
+    "billing",
     "commissions",
     "tracking",
     "cli_api",
