@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from paddle_billing.Notifications import PaddleSignature, Secret
+from paddle_billing.Notifications import PaddleSignature, Secret  # type: ignore[import-untyped]
 
 from tracking.payments import Outcome, Payment, PaymentParties, ignored, payment_record, payment_refund_record
 
@@ -15,7 +15,12 @@ from .base import TIMESTAMP_TOLERANCE_SECONDS, Delivery, EventGuide, Refused, Se
 
 ATTRIBUTION_KEYS = ("svc_click_id", "svc_customer_key")
 # Paddle's price.billing_cycle (interval, frequency) as the sale's subscription_interval.
-INTERVALS = {("month", 1): "monthly", ("month", 3): "quarterly", ("year", 1): "annual", ("month", 12): "annual"}
+INTERVALS: dict[tuple[object, object], str] = {
+    ("month", 1): "monthly",
+    ("month", 3): "quarterly",
+    ("year", 1): "annual",
+    ("month", 12): "annual",
+}
 REFUND_ACTIONS = {"refund": "refund", "chargeback": "chargeback"}
 
 
