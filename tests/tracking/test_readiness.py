@@ -354,7 +354,8 @@ def test_it_reads_a_fixed_number_of_queries(program, django_assert_num_queries):
     # leads and sales above the watermarks, 7 the watermarks again (no run committed meanwhile), 8 the latest
     # live (counted) click, lead and sale, 9 the live key, 10 the latest Stripe event, 11 the latest integrity run,
     # 12 the last import (with its partners not invited yet and any interrupted run), 13 the billing connections
-    # with their events' figures: the same thirteen however many events. (A program without a counted click reads its latest uncounted one too: the test below.)
+    # with their events' figures: the same thirteen however many events. (A program without a counted click reads
+    # its latest uncounted one too: the test below.)
     # The mistakes' detectors count their own queries (tests/tracking/test_diagnosis_*.py).
     with mock.patch("insight.readiness.mistakes_find", return_value=[]):
         with django_assert_num_queries(13):
