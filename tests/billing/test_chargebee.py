@@ -4,6 +4,7 @@ reference_transaction_id; invoice: id, recurring, first_invoice; customer: id, e
 authenticates with HTTP basic auth, sent here by httpx as Chargebee sends it."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 USER, PASSWORD = "cb-hook", "cb-password-1"
 
 
-def _event(event_id: str, event_type: str, transaction: dict, **content) -> bytes:
+def _event(event_id: str, event_type: str, transaction: dict[str, Any], **content) -> bytes:
     return json.dumps(
         {
             "id": event_id,

@@ -9,6 +9,7 @@ import hmac
 import json
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 SECRET = "whsec_" + base64.b64encode(b"dodo-test-signing-secret-32bytes").decode()
 
 
-def signed(body: bytes, *, secret: str = SECRET, timestamp: int | None = None, msg_id: str | None = None) -> dict:
+def signed(
+    body: bytes, *, secret: str = SECRET, timestamp: int | None = None, msg_id: str | None = None
+) -> dict[str, Any]:
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
     ts = str(int(time.time()) if timestamp is None else timestamp)
     key = base64.b64decode(secret.removeprefix("whsec_"))
@@ -33,14 +36,16 @@ def signed(body: bytes, *, secret: str = SECRET, timestamp: int | None = None, m
     return {"webhook-id": msg_id, "webhook-timestamp": ts, "webhook-signature": "v1," + base64.b64encode(mac).decode()}
 
 
-def envelope(event_type: str, data: dict) -> bytes:
+def envelope(event_type: str, data: dict[str, Any]) -> bytes:
     # WebhookEvent: business_id, type, timestamp (ISO), data with payload_type.
     return json.dumps(
         {"business_id": "bus_test", "type": event_type, "timestamp": "2026-12-02T21:00:00Z", "data": data}
     ).encode()
 
 
-def payment(payment_id: str, amount: int, *, customer_id: str, metadata: dict, subscription_id=None) -> dict:
+def payment(
+    payment_id: str, amount: int, *, customer_id: str, metadata: dict[str, Any], subscription_id=None
+) -> dict[str, Any]:
     # dodopayments.types.payment.Payment (the fields a reader reads, plus required ones).
     return {
         "payload_type": "Payment",
@@ -65,7 +70,7 @@ def payment(payment_id: str, amount: int, *, customer_id: str, metadata: dict, s
     }
 
 
-def refund(refund_id: str, payment_id: str, amount: int | None, *, is_partial: bool) -> dict:
+def refund(refund_id: str, payment_id: str, amount: int | None, *, is_partial: bool) -> dict[str, Any]:
     # dodopayments.types.refund.Refund: amount Optional[int] (minor units), is_partial, reason Optional[str].
     return {
         "payload_type": "Refund",
@@ -84,7 +89,7 @@ def refund(refund_id: str, payment_id: str, amount: int | None, *, is_partial: b
     }
 
 
-def dispute_lost(dispute_id: str, payment_id: str) -> dict:
+def dispute_lost(dispute_id: str, payment_id: str) -> dict[str, Any]:
     # dodopayments.types.dispute.Dispute: amount is a string.
     return {
         "payload_type": "Dispute",
@@ -128,7 +133,7 @@ def setup():
     return program, customer, connect(program, "dodo", SECRET)
 
 
-def post(dodo_served, connection, body: bytes, headers: dict | None = None):
+def post(dodo_served, connection, body: bytes, headers: dict[str, Any] | None = None):
     return dodo_served.post(connection, body, headers if headers is not None else signed(body))
 
 

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import time
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def signed(body: bytes, secret: str = SECRET, ts: int | None = None) -> dict[str
     return {"Paddle-Signature": f"ts={ts};h1={h1}"}
 
 
-def notification(event_id: str, event_type: str, data: dict) -> bytes:
+def notification(event_id: str, event_type: str, data: dict[str, Any]) -> bytes:
     # Event envelope: event_id (evt_…), event_type, occurred_at, notification_id, data (Paddle webhook payload).
     return json.dumps(
         {
@@ -40,7 +41,9 @@ def notification(event_id: str, event_type: str, data: dict) -> bytes:
     ).encode()
 
 
-def transaction(txn_id: str, *, grand_total: int, custom_data: dict | None, origin: str = "web") -> dict:
+def transaction(
+    txn_id: str, *, grand_total: int, custom_data: dict[str, Any] | None, origin: str = "web"
+) -> dict[str, Any]:
     # Fields of Notifications.Entities.Transaction; totals are strings of minor units (TransactionTotals).
     return {
         "id": txn_id,
@@ -74,7 +77,9 @@ def transaction(txn_id: str, *, grand_total: int, custom_data: dict | None, orig
     }
 
 
-def adjustment(adj_id: str, txn_id: str, *, total: int, action: str = "refund", status: str = "approved") -> dict:
+def adjustment(
+    adj_id: str, txn_id: str, *, total: int, action: str = "refund", status: str = "approved"
+) -> dict[str, Any]:
     # Fields of Notifications.Entities.Adjustment (AdjustmentTotals.total is a string of minor units).
     return {
         "id": adj_id,

@@ -7,6 +7,7 @@ import base64
 import json
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from standardwebhooks.webhooks import Webhook
@@ -27,7 +28,7 @@ def signed(body: bytes, msg_id: str, *, at: float | None = None, secret: str = S
     return {"webhook-id": msg_id, "webhook-timestamp": str(int(ts.timestamp())), "webhook-signature": signature}
 
 
-def order(**fields) -> dict:
+def order(**fields) -> dict[str, Any]:
     base = {
         "id": "ord_1",
         "customer_id": "cus_1",
@@ -45,7 +46,7 @@ def order(**fields) -> dict:
     return {**base, **fields}
 
 
-def body(event_type: str, data: dict) -> bytes:
+def body(event_type: str, data: dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "timestamp": "2026-01-01T00:00:00Z", "data": data}).encode()
 
 
